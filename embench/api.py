@@ -1,0 +1,177 @@
+"""The Python face of embench; the CLI is a thin layer over these functions."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .cache import default_cache_dir
+from .data.root import DataRoot
+from .engine import Engine
+from .errors import EmbenchError
+from .models.encoder import Encoder
+from .models.loader import load_model
+from .protocols import Protocol
+from .provenance import data_checksums, software
+from .report.tables import breakdown_frame, render, summary_frame
+from .results import Record, ResultStore, record_key
+from .suites import SUITES
+from .tasks import TASKS
+
+log = logging.getLogger(__name__)
+MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt")
+
+
+@dataclass
+class Evaluation:
+    """What :func:`evaluate` returns: the records, how each was obtained, and tables of them."""
+
+    records: list[Record]
+    status: dict[str, str] = field(default_factory=dict)  # task -> "computed" | "stored"
+    view: str = "summary"
+    encode_stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """One row per model, tasks as columns, then Avg. (fractions, not x100)."""
+        return summary_frame(self.records)
+
+    @property
+    def breakdown(self) -> pd.DataFrame:
+        return breakdown_frame(self.records)
+
+    def render(self, fmt: str = "table") -> str:
+        if self.view == "breakdown":
+            return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
+        return render(self.frame, fmt)
+
+
+def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
+    """Canonical task names from a suite and/or explicit task names, and the view to show."""
+    if tasks:
+        names = [TASKS.canonical(t) for t in tasks]
+        return list(dict.fromkeys(names)), SUITES.get(suite).view if suite else "summary"
+    s = SUITES.get(suite or "sts-all")
+    return list(s.tasks), s.view
+
+
+def evaluate(
+    model: str | Path | Encoder,
+    suite: str | None = "sts-all",
+    *,
+    tasks: Sequence[str] | None = None,
+    data: str | Path | None = None,
+    results_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    overwrite: bool = False,
+    save: bool = True,
+    batch_size: int = 128,
+    progress: bool = False,
+    on_task: Callable[[str, str, Record], None] | None = None,
+    **options: Any,
+) -> Evaluation:
+    """Evaluate a model on a suite (or on ``tasks``) and store one record per task.
+
+    >>> ev = evaluate("all-MiniLM-L6-v2", "sts-all")   # doctest: +SKIP
+    >>> ev.frame.round(4)                                # doctest: +SKIP
+
+    ``options`` are protocol options (``aggregation``, ``correlation``, ``text``, ``sick_split``,
+    ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
+    (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
+    Finished tasks are kept in ``results_dir`` as they finish; a re-run reuses them unless
+    ``overwrite``.
+    """
+    model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options and options[k] is not None}
+    for k in MODEL_OPTIONS:
+        options.pop(k, None)
+    task_names, view = resolve_tasks(suite, tasks)
+    suite_defaults = SUITES.get(suite).protocol if suite else {}
+    protocol = Protocol.from_options(**{**suite_defaults, **options})
+    encoder = _as_encoder(model, model_opts)
+    root = DataRoot.resolve(data)
+    store = ResultStore(results_dir)
+    if use_cache:
+        cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache_dir if use_cache else None, progress=progress)
+    enc_desc = encoder.describe()
+    result = Evaluation(records=[], view=view)
+
+    for name in task_names:
+        task = TASKS.get(name)
+        key = record_key(name, enc_desc, protocol.to_dict())
+        if save and not overwrite:
+            stored = store.find(encoder.name, name, key)
+            if stored is not None:
+                result.records.append(stored)
+                result.status[name] = "stored"
+                if on_task:
+                    on_task(name, "stored", stored)
+                continue
+        prepared = task.prepare(root, protocol)
+        before = dict(engine.stats)
+        start = time.perf_counter()
+        outcome = prepared.score(engine.embed)
+        wall = time.perf_counter() - start
+        record = Record(
+            task=name,
+            display=task.display,
+            kind=task.kind,
+            model=encoder.name,
+            main_score=float(outcome.main),
+            scores=outcome.scores,
+            protocol=protocol.to_dict(),
+            encoder=enc_desc,
+            provenance={
+                **software(),
+                "model_source": enc_desc.get("source"),
+                "model_revision": enc_desc.get("revision"),
+                "model_fingerprint": enc_desc.get("fingerprint"),
+                "data_root": str(root.path),
+                "data_files": data_checksums(root, prepared.files),
+                "task_meta": {**prepared.meta, **outcome.meta},
+                "batch_size": batch_size,
+                "dtype": enc_desc.get("dtype"),
+                "device": enc_desc.get("device"),
+                "seed": None,
+                "wall_seconds": round(wall, 3),
+                "texts_encoded": engine.stats["encoded"] - before["encoded"],
+                "texts_from_cache": engine.stats["from_cache"] - before["from_cache"],
+                "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            },
+            key=key,
+        )
+        if save:
+            store.save(record)
+        result.records.append(record)
+        result.status[name] = "computed"
+        if on_task:
+            on_task(name, "computed", record)
+    result.encode_stats = dict(engine.stats)
+    return result
+
+
+def _as_encoder(model: str | Path | Encoder, model_opts: dict[str, Any]) -> Encoder:
+    if isinstance(model, (str, Path)):
+        return load_model(model, **model_opts)
+    if model_opts:
+        raise EmbenchError(
+            f"model options {sorted(model_opts)} apply when the model is given by name; "
+            "pass them to load_model() instead"
+        )
+    return model
+
+
+def results(results_dir: str | Path | None = None, model: str | None = None, task: str | None = None) -> list[Record]:
+    """Stored records, optionally filtered by model (substring) and task."""
+    return ResultStore(results_dir).records(model=model, task=task)
+
+
+__all__ = ["Evaluation", "evaluate", "load_model", "results"]

@@ -1,0 +1,96 @@
+"""The data root: one folder that holds all data.
+
+Resolved in this order: the ``--data`` option, the ``EMBENCH_DATA`` environment variable,
+``~/.cache/embench/data``. Three layouts are accepted:
+
+* embench's own (``senteval/downstream``, ``raw``, ``tasks``, ``corpora``), which
+  ``embench data download`` writes;
+* a SentEval ``data`` folder (``downstream/STS``, ...);
+* a SentEval ``data/downstream`` folder given directly (``STS``, ``SICK``, ``MR``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import MissingDataError
+
+DEFAULT_ROOT = Path("~/.cache/embench/data")
+SENTEVAL_MARKERS = ("STS", "SICK", "MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC", "SNLI")
+
+
+def resolve_data_root(option: str | os.PathLike | None = None) -> Path:
+    """The data root folder: ``option``, else ``$EMBENCH_DATA``, else ``~/.cache/embench/data``."""
+    raw = option if option not in (None, "") else os.environ.get("EMBENCH_DATA") or DEFAULT_ROOT
+    return Path(raw).expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class DataRoot:
+    """Paths inside a data root, whatever its layout."""
+
+    path: Path
+
+    @classmethod
+    def resolve(cls, option: str | os.PathLike | None = None) -> DataRoot:
+        return cls(resolve_data_root(option))
+
+    @property
+    def senteval(self) -> Path:
+        """The folder that holds SentEval's task folders (``STS``, ``SICK``, ``MR``, ...)."""
+        if (self.path / "senteval" / "downstream").is_dir():
+            return self.path / "senteval" / "downstream"
+        if (self.path / "downstream").is_dir():
+            return self.path / "downstream"
+        if any((self.path / m).is_dir() for m in SENTEVAL_MARKERS):
+            return self.path
+        return self.path / "senteval" / "downstream"
+
+    @property
+    def raw(self) -> Path:
+        return self.path / "raw"
+
+    @property
+    def tasks(self) -> Path:
+        return self.path / "tasks"
+
+    @property
+    def corpora(self) -> Path:
+        return self.path / "corpora"
+
+    def find(self, path: Path, task: str | None = None) -> Path:
+        """``path`` itself, or its gzip-compressed or uncompressed twin; else a MissingDataError."""
+        candidates = [path]
+        if path.suffix == ".gz":
+            candidates.append(path.with_suffix(""))
+        else:
+            candidates.append(path.with_name(path.name + ".gz"))
+        for c in candidates:
+            if c.is_file():
+                return c
+        raise MissingDataError(path, task=task, root=self.path)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.path))
+        except ValueError:
+            return str(path)
+
+
+@lru_cache(maxsize=4096)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, memoised on (path, size, mtime) for the life of the process."""
+    st = path.stat()
+    return _sha256(str(path.resolve()), st.st_size, st.st_mtime_ns)

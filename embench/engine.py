@@ -1,0 +1,147 @@
+"""The encoding engine: the one place that turns texts into vectors.
+
+Texts are deduplicated (across every task of a run: the engine keeps what it encoded), looked up in
+the disk cache, sorted by token length and encoded in batches padded to their own longest text,
+without autograd. Vectors are checked for NaN/inf before anything is stored. Finished batches are
+written to the cache as encoding goes, so an interrupted run keeps them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .cache import EmbeddingCache, text_key
+from .errors import EmbeddingError
+from .models.encoder import Encoder
+
+log = logging.getLogger(__name__)
+FLUSH_EVERY = 4096  # texts between cache writes
+
+
+class Engine:
+    """Encodes texts with one encoder, once per unique text.
+
+    >>> engine = Engine(encoder, batch_size=128, cache_dir=None)   # doctest: +SKIP
+    >>> vectors = engine.embed(["a sentence", "another"])            # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        *,
+        batch_size: int = 128,
+        cache_dir: Path | str | None = None,
+        progress: bool = False,
+    ):
+        if batch_size < 1:
+            from .errors import EmbenchError
+
+            raise EmbenchError(f"--batch-size must be at least 1, got {batch_size}")
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.cache = EmbeddingCache(Path(cache_dir), encoder.cache_key()) if cache_dir is not None else None
+        self.progress = progress
+        self._memory: dict[str, np.ndarray] = {}
+        self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``, in order (one row per input text, duplicates included)."""
+        texts = list(texts)
+        keys = [text_key(t) for t in texts]
+        self.stats["requested"] += len(texts)
+        todo: dict[str, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k not in self._memory and k not in todo:
+                todo[k] = t
+        self.stats["unique"] += len(todo)
+        if todo and self.cache is not None:
+            hits = self.cache.get_many(list(todo))
+            self._memory.update(hits)
+            self.stats["from_cache"] += len(hits)
+            for k in hits:
+                del todo[k]
+        if todo:
+            self._encode(list(todo.keys()), list(todo.values()))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._memory[k] for k in keys])
+
+    def _encode(self, keys: list[str], texts: list[str]) -> None:
+        empty = [t for t in texts if not t.strip()]
+        if empty:
+            warnings.warn(
+                f"{len(empty)} empty text(s) encoded as they are (only special tokens); they are not dropped",
+                stacklevel=3,
+            )
+        lengths = self.encoder.token_lengths(texts)
+        order = np.argsort(-lengths, kind="stable")
+        pending_keys: list[str] = []
+        pending_vecs: list[np.ndarray] = []
+        start = time.perf_counter()
+        try:
+            with _progress(self.progress, len(texts), self.encoder.name) as advance:
+                for b in range(0, len(order), self.batch_size):
+                    idx = order[b : b + self.batch_size]
+                    batch = [texts[i] for i in idx]
+                    vecs = self.encoder.encode_batch(batch)
+                    bad = ~np.isfinite(vecs).all(axis=1)
+                    if bad.any():
+                        t = batch[int(np.flatnonzero(bad)[0])]
+                        raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({self.encoder.name})")
+                    for i, v in zip(idx, vecs, strict=True):
+                        self._memory[keys[i]] = v
+                        pending_keys.append(keys[i])
+                        pending_vecs.append(v)
+                    self.stats["encoded"] += len(idx)
+                    if len(pending_keys) >= FLUSH_EVERY:
+                        self._flush(pending_keys, pending_vecs)
+                    advance(len(idx))
+        finally:
+            self._flush(pending_keys, pending_vecs)
+            self.stats["encode_seconds"] += time.perf_counter() - start
+
+    def _flush(self, keys: list[str], vecs: list[np.ndarray]) -> None:
+        if self.cache is not None and keys:
+            self.cache.put_many(list(keys), np.stack(vecs))
+        keys.clear()
+        vecs.clear()
+
+
+class _progress:
+    """A rich progress bar with texts/s, or nothing."""
+
+    def __init__(self, enabled: bool, total: int, name: str):
+        self.enabled, self.total, self.name = enabled, total, name
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda n: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+        from rich.text import Text
+
+        class Speed(ProgressColumn):
+            def render(self, task):
+                return Text(f"{task.speed:>7.0f} texts/s" if task.speed else "")
+
+        self._p = Progress(
+            TextColumn("[bold]encoding[/] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            Speed(),
+            TimeRemainingColumn(),
+            transient=True,
+        )
+        self._p.__enter__()
+        task = self._p.add_task(self.name, total=self.total)
+        return lambda n: self._p.advance(task, n)
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self._p.__exit__(*exc)
+        return False

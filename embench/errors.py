@@ -1,0 +1,63 @@
+"""Errors embench raises on bad input. Each one says what was wrong and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class EmbenchError(Exception):
+    """Base class: an error whose message is meant for the user, shown without a traceback."""
+
+
+class UnknownNameError(EmbenchError, KeyError):
+    """A name (task, suite, pooler, model alias, ...) that is not registered; suggests the nearest."""
+
+    def __init__(self, kind: str, name: str, known: list[str], suggestions: list[str]):
+        self.kind, self.name, self.known, self.suggestions = kind, name, known, suggestions
+        hint = f" Did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        super().__init__(f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.args[0]
+
+
+class MissingDataError(EmbenchError, FileNotFoundError):
+    """A data file the task needs is not in the data root."""
+
+    def __init__(self, path: Path | str, task: str | None = None, root: Path | str | None = None):
+        self.path = Path(path)
+        self.task = task
+        fetch = f"embench data download --task {task}" if task else "embench data download"
+        where = f" (data root {root})" if root else ""
+        super().__init__(
+            f"missing data file {self.path}{where}. Get it with `{fetch}` "
+            f"or point --data / EMBENCH_DATA at a folder that has it."
+        )
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class MalformedDataError(EmbenchError, ValueError):
+    """A data line that cannot be parsed: names the file and the 1-based line number."""
+
+    def __init__(self, path: Path | str, line: int, problem: str):
+        self.path, self.line, self.problem = Path(path), line, problem
+        super().__init__(f"{path}:{line}: {problem}")
+
+
+class ModelLoadError(EmbenchError):
+    """A model that could not be loaded; lists every way that was tried."""
+
+    def __init__(self, name: str, tried: list[str]):
+        self.name, self.tried = name, tried
+        lines = "\n".join(f"  - {t}" for t in tried)
+        super().__init__(f"could not load model {name!r}. Tried:\n{lines}")
+
+
+class EmbeddingError(EmbenchError, ValueError):
+    """An embedding that is not finite (NaN or inf): names the text that produced it."""
+
+
+class ChecksumError(EmbenchError):
+    """A downloaded or local data file whose sha256 differs from the manifest."""

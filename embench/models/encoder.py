@@ -1,0 +1,211 @@
+"""How texts become vectors: the Encoder interface and its transformers implementation.
+
+An encoder knows nothing about tasks. The engine asks it for the token length of texts (to batch
+them by length) and for the vectors of one batch; everything else (dedup, cache, progress) is the
+engine's job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from ..errors import EmbenchError
+from ..protocols import stable_hash
+from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What the engine needs from a model."""
+
+    name: str
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray: ...
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray: ...
+
+    def cache_key(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class EncoderSettings:
+    """Everything that changes the vectors a checkpoint gives, besides its weights."""
+
+    pooling: str
+    layer: int | None = None  # None = last layer; 0 = embedding output; negative counts from the end
+    max_length: int = 512
+    dtype: str = "fp32"
+    normalize: bool = False
+    lowercase: bool = False
+    prompt: str = ""  # prepended to every text (decoder LLM prompts)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in ("pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")}
+        d.update(self.extra)
+        return d
+
+
+class HFEncoder:
+    """A ``transformers`` model + tokenizer + pooler.
+
+    Inference runs under ``torch.inference_mode``; a non-fp32 ``dtype`` runs under autocast
+    (bf16/fp16 on GPU, bf16 on CPU).
+    """
+
+    def __init__(
+        self,
+        config: Any,
+        settings: EncoderSettings,
+        *,
+        name: str,
+        fingerprint: str,
+        source: str,
+        device: str,
+        load: Callable[[], tuple[torch.nn.Module, Any]],
+        tokenizer: Any = None,
+        revision: str | None = None,
+    ):
+        """``load`` returns (model, tokenizer); it runs on first use, so a run whose vectors are
+        all cached never reads the weights."""
+        self.config = config
+        self.settings = settings
+        self.name = name
+        self.fingerprint = fingerprint
+        self.source = source
+        self.device = device
+        self.revision = revision
+        self._load = load
+        self._model: torch.nn.Module | None = None
+        self._tokenizer: Any = tokenizer
+        self.pooler = POOLERS.get(settings.pooling)
+        self.pooling = POOLERS.canonical(settings.pooling)
+        self.num_layers = num_layers(config)
+        layer = settings.layer if settings.layer is not None else self.num_layers
+        if layer < 0:
+            layer += self.num_layers + 1
+        if not 0 <= layer <= self.num_layers:
+            raise EmbenchError(
+                f"--layer {settings.layer} is out of range for {name}: it has layers 0 (embedding output) "
+                f"to {self.num_layers}"
+            )
+        self.layer = layer
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self._model is None:
+            model, tokenizer = self._load()
+            self._model = model.eval().to(self.device)
+            if self._tokenizer is None:
+                self._tokenizer = tokenizer
+        return self._model
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            self.model  # noqa: B018  (loads both)
+        return self._tokenizer
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def pooler_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        head = getattr(self.model, "pooler", None)
+        return head if callable(head) else None
+
+    # -- Encoder interface -------------------------------------------------------------------
+    def _prepare(self, texts: list[str]) -> list[str]:
+        s = self.settings
+        if s.lowercase:
+            texts = [t.lower() for t in texts]
+        if s.prompt:
+            texts = [s.prompt.format(text=t) if "{text}" in s.prompt else s.prompt + t for t in texts]
+        return texts
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        enc = self.tokenizer(
+            self._prepare(texts), truncation=True, max_length=self.settings.max_length, add_special_tokens=True
+        )
+        return np.fromiter((len(ids) for ids in enc["input_ids"]), dtype=np.int64, count=len(texts))
+
+    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        enc = self.tokenizer(
+            self._prepare(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.settings.max_length,
+            return_tensors="pt",
+        )
+        return {k: v.to(self.device) for k, v in enc.items()}
+
+    def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
+        """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
+        with self._autocast():
+            return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **kwargs)
+
+    @torch.inference_mode()
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        enc = self.tokenize(texts)
+        all_layers = self.layer != self.num_layers or self.pooling in NEEDS_ALL_LAYERS
+        out = self.forward_hidden(enc, all_layers)
+        if all_layers:
+            hidden = tuple(out.hidden_states)
+        else:
+            # Only the last layer is read: index it where the pooler expects it.
+            hidden = (None,) * self.num_layers + (out.last_hidden_state,)
+        with self._autocast():
+            pooled = self.pooler(PoolInput(hidden, enc["attention_mask"], self.layer, self.pooler_head()))
+        pooled = pooled.float()
+        if self.settings.normalize:
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
+        return pooled.cpu().numpy()
+
+    def cache_key(self) -> str:
+        return stable_hash({"fingerprint": self.fingerprint, "layer": self.layer, **self.settings.to_dict(), "pooling": self.pooling}, 24)
+
+    def describe(self) -> dict[str, Any]:
+        d = {
+            "name": self.name,
+            "source": self.source,
+            "revision": self.revision,
+            "fingerprint": self.fingerprint,
+            "device": self.device,
+            "num_layers": self.num_layers,
+            "architecture": (getattr(self.config, "architectures", None) or [type(self.config).__name__])[0],
+            **self.settings.to_dict(),
+        }
+        d["pooling"] = self.pooling
+        d["layer"] = self.layer
+        return d
+
+    def _autocast(self):
+        dtype = DTYPES[self.settings.dtype]
+        if dtype == torch.float32:
+            return contextlib.nullcontext()
+        kind = "cuda" if self.device.startswith("cuda") else "cpu"
+        return torch.autocast(device_type=kind, dtype=dtype)
+
+
+def num_layers(cfg: Any) -> int:
+    """The number of transformer layers a model config declares."""
+    for attr in ("num_hidden_layers", "n_layer", "num_layers"):
+        n = getattr(cfg, attr, None)
+        if isinstance(n, int):
+            return n
+    text_cfg = getattr(cfg, "text_config", None)
+    if text_cfg is not None and isinstance(getattr(text_cfg, "num_hidden_layers", None), int):
+        return text_cfg.num_hidden_layers
+    raise EmbenchError(f"cannot tell how many layers a {type(cfg).__name__} model has")
+
+

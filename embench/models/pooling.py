@@ -1,0 +1,93 @@
+"""Poolers: how token states become one sentence vector.
+
+Names follow SimCSE's evaluation code where it has them (``docs/PROTOCOLS.md``):
+
+* ``cls``: the last layer's first token through the model's pooler head (dense + tanh) where the
+  model has one; without a head it is the same as ``cls_before_pooler``.
+* ``cls_before_pooler``: the first token of the chosen layer, no head.
+* ``mean``: attention-mask weighted mean of the chosen layer.
+* ``max``: element-wise max over real tokens (sentence-transformers' ``max``).
+* ``first_last_avg``: mean over tokens of (layer 1 + last layer) / 2 (SimCSE's ``avg_first_last``,
+  which indexes ``hidden_states[1]``: the first transformer layer).
+* ``embed_last_avg``: mean over tokens of (embedding output + last layer) / 2 (BERT-flow and
+  BERT-whitening's first-last average, which indexes the embedding output).
+* ``last_token``: the state of the last real token, for left or right padding (decoder LLMs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ..registry import Registry
+
+
+@dataclass(frozen=True)
+class PoolInput:
+    """What a pooler may look at for one batch."""
+
+    hidden_states: tuple[torch.Tensor, ...]  # (embedding output, layer 1, ..., layer L), each B x T x H
+    attention_mask: torch.Tensor  # B x T, 1 for real tokens
+    layer: int  # the chosen layer, already made non-negative
+    pooler_head: Callable[[torch.Tensor], torch.Tensor] | None  # model's dense+tanh head, if any
+
+
+Pooler = Callable[[PoolInput], torch.Tensor]
+POOLERS: Registry[Pooler] = Registry("pooler")
+# Poolers that read more than the chosen layer's states need every hidden state from the model.
+NEEDS_ALL_LAYERS = {"first_last_avg", "embed_last_avg"}
+
+
+def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.unsqueeze(-1).to(states.dtype)
+    return (states * m).sum(1) / m.sum(1).clamp(min=1e-9)
+
+
+@POOLERS.register("cls")
+def pool_cls(x: PoolInput) -> torch.Tensor:
+    first = x.hidden_states[x.layer][:, 0]
+    last = len(x.hidden_states) - 1
+    if x.pooler_head is not None and x.layer == last:
+        return x.pooler_head(first)
+    return first
+
+
+@POOLERS.register("cls_before_pooler")
+def pool_cls_before_pooler(x: PoolInput) -> torch.Tensor:
+    return x.hidden_states[x.layer][:, 0]
+
+
+@POOLERS.register("mean", "avg")
+def pool_mean(x: PoolInput) -> torch.Tensor:
+    return masked_mean(x.hidden_states[x.layer], x.attention_mask)
+
+
+@POOLERS.register("max")
+def pool_max(x: PoolInput) -> torch.Tensor:
+    states = x.hidden_states[x.layer]
+    fill = torch.finfo(states.dtype).min
+    return states.masked_fill(x.attention_mask.unsqueeze(-1) == 0, fill).max(1).values
+
+
+@POOLERS.register("first_last_avg", "avg_first_last")
+def pool_first_last_avg(x: PoolInput) -> torch.Tensor:
+    hs = x.hidden_states
+    return masked_mean((hs[1] + hs[-1]) / 2.0, x.attention_mask)
+
+
+@POOLERS.register("embed_last_avg")
+def pool_embed_last_avg(x: PoolInput) -> torch.Tensor:
+    hs = x.hidden_states
+    return masked_mean((hs[0] + hs[-1]) / 2.0, x.attention_mask)
+
+
+@POOLERS.register("last_token", "lasttoken")
+def pool_last_token(x: PoolInput) -> torch.Tensor:
+    states, mask = x.hidden_states[x.layer], x.attention_mask
+    batch = torch.arange(states.shape[0], device=states.device)
+    if bool((mask[:, -1] == 1).all()):  # left padding, or no padding at all
+        return states[:, -1]
+    last = mask.sum(1) - 1  # right padding: the last real token
+    return states[batch, last.long()]

@@ -1,0 +1,74 @@
+"""The protocol axes as one typed object.
+
+Every result is stored with the protocol that produced it, and two results whose protocols differ
+never overwrite each other. Definitions follow ``docs/PROTOCOLS.md`` of the project's shared notes:
+
+* ``aggregation`` (STS12-16): ``all`` = one correlation over the concatenated subsets (SimCSE,
+  SBERT, MTEB); ``mean`` = plain average of per-subset correlations (SentEval, InferSent);
+  ``wmean`` = average weighted by the number of scored pairs (BERT-flow, BERT-whitening).
+* ``correlation``: ``spearman`` or ``pearson``.
+* ``text``: ``senteval`` (SentEval's Moses-tokenised, lower-cased files, tokens re-joined by one
+  space as SentEval's batchers do) or ``raw`` (the original releases, as MTEB feeds them).
+* ``sick_split``: ``test`` (4,927 pairs, SentEval/SimCSE) or ``full`` (all 9,927 pairs, MTEB).
+* ``similarity``: ``cosine`` or ``dot``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from .errors import EmbenchError
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "aggregation": ("all", "mean", "wmean"),
+    "correlation": ("spearman", "pearson"),
+    "text": ("senteval", "raw"),
+    "sick_split": ("test", "full"),
+    "stsb_split": ("test", "dev", "train"),
+    "similarity": ("cosine", "dot"),
+}
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a task is scored. Defaults are SimCSE's: cosine, Spearman, ``all``, SentEval text."""
+
+    aggregation: str = "all"
+    correlation: str = "spearman"
+    text: str = "senteval"
+    sick_split: str = "test"
+    stsb_split: str = "test"
+    similarity: str = "cosine"
+
+    def __post_init__(self) -> None:
+        for name, allowed in CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise EmbenchError(
+                    f"invalid value {value!r} for option --{name.replace('_', '-')}; "
+                    f"choose one of: {', '.join(allowed)}"
+                )
+
+    @classmethod
+    def from_options(cls, **options: Any) -> Protocol:
+        """Build from keyword options, ignoring ``None`` values; unknown names are an error."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(k for k in options if k not in names)
+        if unknown:
+            raise EmbenchError(f"unknown protocol option(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        return cls(**{k: v for k, v in options.items() if v is not None})
+
+    def with_(self, **changes: Any) -> Protocol:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def stable_hash(obj: Any, n: int = 12) -> str:
+    """A short hash of a JSON-serialisable object, independent of key order."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:n]

@@ -1,0 +1,50 @@
+"""What every task shares: a declaration that prepares texts and a scorer that never sees a model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol as TypingProtocol
+
+import numpy as np
+
+from ..data.root import DataRoot
+from ..protocols import Protocol
+from ..registry import Registry
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class TaskScore:
+    """A task's outcome: the main score (what tables show) plus everything else it measured."""
+
+    main: float
+    scores: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    """A task with its data read for one protocol: the texts it needs and how to score them."""
+
+    texts: list[str]
+    files: list[Path]
+    score: Callable[[Embed], TaskScore]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(TypingProtocol):
+    name: str  # canonical name, used in result files
+    display: str  # column header in tables
+    kind: str  # "sts", "transfer", ...
+
+    def prepare(self, root: DataRoot, protocol: Protocol) -> Prepared: ...
+
+    def data_files(self, root: DataRoot) -> list[Path]:
+        """Every file the task can read, under any protocol (for ``embench data check``)."""
+        ...
+
+
+TASKS: Registry[Task] = Registry("task")
