@@ -1,0 +1,154 @@
+"""The download manifest (URL + sha256 per file) and ``embench data download``/``check``.
+
+Checksums are of each file's content as it is read (the decompressed bytes for ``.gz`` files), so
+a file compressed or decompressed by a user still verifies.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ChecksumError, EmbenchError
+from .root import DataRoot
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # relative to the data root, embench layout
+    url: str
+    sha256: str
+    task: str | None = None
+    compress: bool = False  # gzip the download when storing it (path ends in .gz)
+
+
+def load_manifest(path: str | Path | None = None) -> list[Entry]:
+    """The packaged manifest, or one from ``path`` (same JSON shape)."""
+    try:
+        if path is None:
+            text = resources.files("embench.data").joinpath("manifest.json").read_text()
+            source = "embench/data/manifest.json"
+        else:
+            text = Path(path).read_text()
+            source = str(path)
+        raw = json.loads(text)
+        return [Entry(**{k: e[k] for k in Entry.__dataclass_fields__ if k in e}) for e in raw["files"]]
+    except FileNotFoundError:
+        raise EmbenchError(f"manifest {path} does not exist") from None
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise EmbenchError(f"manifest {source} is not valid: {e}") from None
+
+
+def content_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _matches(task: str | None, wanted: set[str]) -> bool:
+    return not wanted or (task or "").lower() in wanted
+
+
+def _canonical_tasks(tasks: list[str] | None) -> set[str]:
+    from ..tasks import TASKS
+
+    out = set()
+    for t in tasks or []:
+        out.add((TASKS.canonical(t) if t in TASKS else t).lower())
+    return out
+
+
+def download(
+    root: DataRoot,
+    tasks: list[str] | None = None,
+    manifest: str | Path | None = None,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+) -> list[tuple[str, str]]:
+    """Fetch the manifest's files into ``root``; returns (path, status) per file.
+
+    A present file whose checksum matches is kept ("present"); others are downloaded, verified and
+    renamed into place ("downloaded"). A checksum mismatch raises and leaves nothing behind.
+    ``base_url`` replaces every entry's URL by ``base_url/<path>`` (mirrors, tests).
+    """
+    entries = load_manifest(manifest)
+    wanted = _canonical_tasks(tasks)
+    known = {(e.task or "").lower() for e in entries}
+    missing = sorted(t for t in wanted if t not in known)
+    if missing:
+        raise EmbenchError(f"no files in the manifest for task(s): {', '.join(missing)}")
+    done: list[tuple[str, str]] = []
+    for e in entries:
+        if not _matches(e.task, wanted):
+            continue
+        dest = root.path / e.path
+        if dest.is_file() and content_sha256(dest) == e.sha256:
+            done.append((e.path, "present"))
+            continue
+        url = f"{base_url.rstrip('/')}/{e.path.removesuffix('.gz') if e.compress else e.path}" if base_url else e.url
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                payload = resp.read()
+        except (urllib.error.URLError, OSError) as err:
+            raise EmbenchError(f"could not download {url} for {e.path}: {err}") from None
+        got = hashlib.sha256(payload).hexdigest()
+        if got != e.sha256:
+            raise ChecksumError(f"{url}: sha256 {got} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + f".part{os.getpid()}")
+        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.compress else payload)
+        os.replace(tmp, dest)
+        done.append((e.path, "downloaded"))
+    return done
+
+
+def check(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, Any]]:
+    """One row per registered task: files present, rows, checksum status against the manifest."""
+    from ..tasks import TASKS
+
+    sums = {e.path: e.sha256 for e in load_manifest(manifest)}
+    rows = []
+    for name, task in TASKS.items():
+        files = task.data_files(root)
+        present, lines, ok, bad, unknown, absent = 0, 0, 0, [], 0, []
+        for f in files:
+            try:
+                real = root.find(f, task=name)
+            except FileNotFoundError:
+                absent.append(root.relative(f))
+                continue
+            present += 1
+            opener = gzip.open if real.suffix == ".gz" else open
+            with opener(real, "rb") as fh:
+                lines += sum(1 for _ in fh)
+            rel = root.relative(real)
+            ref = sums.get(rel) or sums.get(rel + ".gz") or sums.get(rel.removesuffix(".gz"))
+            if ref is None:
+                unknown += 1
+            elif content_sha256(real) == ref:
+                ok += 1
+            else:
+                bad.append(rel)
+        rows.append(
+            {
+                "task": name,
+                "kind": task.kind,
+                "files": f"{present}/{len(files)}",
+                "rows": lines,
+                "checksums": f"{ok} ok" + (f", {len(bad)} differ" if bad else "") + (f", {unknown} unlisted" if unknown else ""),
+                "missing": absent,
+                "differ": bad,
+            }
+        )
+    return rows

