@@ -62,6 +62,11 @@ class Similarity(str, Enum):
     dot = "dot"
 
 
+class Classifier(str, Enum):
+    default = "default"
+    prototyping = "prototyping"
+
+
 class DType(str, Enum):
     fp32 = "fp32"
     bf16 = "bf16"
@@ -87,6 +92,9 @@ def run(
     text: Annotated[Text | None, typer.Option(help="senteval (tokenised, lower-cased) or raw (original releases).")] = None,
     sick_split: Annotated[SickSplit | None, typer.Option(help="SICK-R: test (4,927 pairs) or full (9,927, as MTEB).")] = None,
     similarity: Annotated[Similarity | None, typer.Option(help="Similarity of two embeddings.")] = None,
+    classifier: Annotated[Classifier | None, typer.Option(help="Transfer tasks: SentEval classifier config.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).")] = None,
+    normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")] = None,
     pooling: Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own.")] = None,
     layer: Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = embedding output; default last).")] = None,
     max_length: Annotated[int | None, typer.Option(help="Maximum tokens per text (default: the model's).")] = None,
@@ -120,7 +128,8 @@ def run(
                 name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
                 on_task=on_task, aggregation=_val(aggregation), correlation=_val(correlation), text=_val(text),
-                sick_split=_val(sick_split), similarity=_val(similarity), pooling=pooling, layer=layer,
+                sick_split=_val(sick_split), similarity=_val(similarity), classifier=_val(classifier), seed=seed,
+                normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, dtype=_val(dtype), device=device,
             )
         except KeyboardInterrupt:
@@ -225,6 +234,11 @@ def results_show(
     frame = frame.reset_index()
     frame["Avg."] = frame.drop(columns=["model", "pooling", "dtype", "protocol"]).mean(axis=1, skipna=False)
     _emit(render(frame, _val(fmt), scaled=[c for c in frame.columns if c not in ("model", "pooling", "dtype", "protocol")]), fmt)
+
+
+from .commands import register_all  # noqa: E402
+
+register_all(app)
 
 
 def _emit(text: str, fmt) -> None:

@@ -11,6 +11,10 @@ never overwrite each other. Definitions follow ``docs/PROTOCOLS.md`` of the proj
   space as SentEval's batchers do) or ``raw`` (the original releases, as MTEB feeds them).
 * ``sick_split``: ``test`` (4,927 pairs, SentEval/SimCSE) or ``full`` (all 9,927 pairs, MTEB).
 * ``similarity``: ``cosine`` or ``dot``.
+* ``classifier``: SentEval's logistic-regression configuration, ``default`` (kfold 10, adam,
+  batch 64, tenacity 5, epoch size 4) or ``prototyping`` (kfold 5, rmsprop, batch 128,
+  tenacity 3, epoch size 2).
+* ``seed``: for every task that samples or trains.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "sick_split": ("test", "full"),
     "stsb_split": ("test", "dev", "train"),
     "similarity": ("cosine", "dot"),
+    "classifier": ("default", "prototyping"),
 }
 
 
@@ -42,6 +47,8 @@ class Protocol:
     sick_split: str = "test"
     stsb_split: str = "test"
     similarity: str = "cosine"
+    classifier: str = "default"  # SentEval classifier config: default ("test" in SimCSE) or prototyping ("fasttest")
+    seed: int = 1111  # SentEval's default seed; used by every task that samples or trains
 
     def __post_init__(self) -> None:
         for name, allowed in CHOICES.items():
@@ -64,7 +71,7 @@ class Protocol:
     def with_(self, **changes: Any) -> Protocol:
         return replace(self, **changes)
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str | int]:
         return asdict(self)
 
 
