@@ -31,7 +31,7 @@ class PoolInput:
     hidden_states: tuple[torch.Tensor, ...]  # (embedding output, layer 1, ..., layer L), each B x T x H
     attention_mask: torch.Tensor  # B x T, 1 for real tokens
     layer: int  # the chosen layer, already made non-negative
-    pooler_head: Callable[[torch.Tensor], torch.Tensor] | None  # model's dense+tanh head, if any
+    pooler_head: Callable[[torch.Tensor], torch.Tensor] | None  # model's dense+tanh head (B x T x H -> B x H)
 
 
 Pooler = Callable[[PoolInput], torch.Tensor]
@@ -47,11 +47,10 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 @POOLERS.register("cls")
 def pool_cls(x: PoolInput) -> torch.Tensor:
-    first = x.hidden_states[x.layer][:, 0]
-    last = len(x.hidden_states) - 1
-    if x.pooler_head is not None and x.layer == last:
-        return x.pooler_head(first)
-    return first
+    states = x.hidden_states[x.layer]
+    if x.pooler_head is not None and x.layer == len(x.hidden_states) - 1:
+        return x.pooler_head(states)  # BERT-style heads take the sequence and read its first token
+    return states[:, 0]
 
 
 @POOLERS.register("cls_before_pooler")

@@ -1,0 +1,173 @@
+"""Loading checkpoints and pooling: each pooler equals its definition on the model's hidden states."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import embench
+from embench.errors import EmbenchError, ModelLoadError, UnknownNameError
+
+TEXTS = ["A man is playing a guitar.", "Short.", "The quick brown fox jumps over the lazy dog near the river bank."]
+
+
+@pytest.fixture(scope="module")
+def hidden(tiny_bert_dir):
+    """Reference hidden states of the tiny model, computed with transformers directly."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModel.from_pretrained(tiny_bert_dir).eval()
+    enc = tok(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**enc, output_hidden_states=True)
+    mask = enc["attention_mask"].unsqueeze(-1).float()
+    return out, mask, enc
+
+
+def _mean(states, mask):
+    return ((states * mask).sum(1) / mask.sum(1)).numpy()
+
+
+def _encode(tiny_bert_dir, **kw):
+    return embench.load_model(tiny_bert_dir, device="cpu", **kw).encode_batch(TEXTS)
+
+
+def test_cls_goes_through_the_pooler_head(tiny_bert_dir, hidden):
+    out, _, _ = hidden
+    np.testing.assert_allclose(_encode(tiny_bert_dir, pooling="cls"), out.pooler_output.numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        _encode(tiny_bert_dir, pooling="cls_before_pooler"), out.last_hidden_state[:, 0].numpy(), atol=1e-6
+    )
+
+
+def test_mean_and_max_use_only_real_tokens(tiny_bert_dir, hidden):
+    out, mask, _ = hidden
+    np.testing.assert_allclose(_encode(tiny_bert_dir, pooling="mean"), _mean(out.last_hidden_state, mask), atol=1e-6)
+    masked = out.last_hidden_state.masked_fill(mask == 0, -1e9)
+    np.testing.assert_allclose(_encode(tiny_bert_dir, pooling="max"), masked.max(1).values.numpy(), atol=1e-6)
+
+
+def test_first_last_variants_are_named_apart(tiny_bert_dir, hidden):
+    out, mask, _ = hidden
+    hs = out.hidden_states
+    simcse = _encode(tiny_bert_dir, pooling="first_last_avg")  # SimCSE: layer 1 + last
+    whitening = _encode(tiny_bert_dir, pooling="embed_last_avg")  # BERT-whitening: embeddings + last
+    np.testing.assert_allclose(simcse, _mean((hs[1] + hs[-1]) / 2, mask), atol=1e-6)
+    np.testing.assert_allclose(whitening, _mean((hs[0] + hs[-1]) / 2, mask), atol=1e-6)
+    assert np.abs(simcse - whitening).max() > 1e-3
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2, -1])
+def test_layer_pools_any_hidden_layer(tiny_bert_dir, hidden, layer):
+    out, mask, _ = hidden
+    np.testing.assert_allclose(
+        _encode(tiny_bert_dir, pooling="mean", layer=layer), _mean(out.hidden_states[layer], mask), atol=1e-6
+    )
+
+
+def test_last_token_with_right_and_left_padding(tiny_bert_dir, hidden):
+    out, _, enc = hidden
+    lengths = enc["attention_mask"].sum(1) - 1
+    expected = out.last_hidden_state[torch.arange(len(TEXTS)), lengths].numpy()
+    np.testing.assert_allclose(_encode(tiny_bert_dir, pooling="last_token"), expected, atol=1e-6)
+    # Left padding (decoder LLMs): the last real token is the last position of every row.
+    from embench.models.pooling import PoolInput, pool_last_token
+
+    states = torch.arange(2 * 4 * 3, dtype=torch.float32).reshape(2, 4, 3)
+    left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    pick = lambda mask: pool_last_token(PoolInput((states,), mask, 0, None))  # noqa: E731
+    assert torch.equal(pick(left), states[:, 3])
+    assert torch.equal(pick(right), torch.stack([states[0, 1], states[1, 3]]))
+
+
+def test_layer_out_of_range_names_the_range(tiny_bert_dir):
+    with pytest.raises(EmbenchError, match=r"--layer 5 .* layers 0 \(embedding output\) to 2"):
+        embench.load_model(tiny_bert_dir, layer=5)
+
+
+def test_unknown_pooler_suggests_nearest(tiny_bert_dir):
+    with pytest.raises(UnknownNameError, match="Did you mean 'mean'"):
+        embench.load_model(tiny_bert_dir, pooling="meen")
+
+
+def test_unknown_model_lists_what_was_tried(tmp_path):
+    with pytest.raises(ModelLoadError) as e:
+        embench.load_model(str(tmp_path / "no-such-model"))
+    msg = str(e.value)
+    assert "alias" in msg and "does not exist" in msg and "no-such-model" in msg
+    with pytest.raises(ModelLoadError, match="hub id 'someone/not-a-model'.*HF_HUB_OFFLINE"):
+        embench.load_model("someone/not-a-model")
+
+
+def test_folder_without_weights_is_a_clear_error(tmp_path, tiny_bert_dir):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "config.json").write_text((tiny_bert_dir / "config.json").read_text())
+    for f in tiny_bert_dir.iterdir():
+        if f.name.startswith(("tokenizer", "vocab", "special")):
+            (folder / f.name).write_bytes(f.read_bytes())
+    enc = embench.load_model(folder)  # config and tokenizer are fine: weights are read on first use
+    with pytest.raises(ModelLoadError, match="weights from"):
+        enc.encode_batch(["x"])
+
+
+def test_alias_resolves_to_the_offline_package(minilm_path):
+    enc = embench.load_model("all-MiniLM-L6-v2")
+    assert enc.source == str(minilm_path)
+    # sentence-transformers folder: its own pooling, normalisation and maximum length.
+    assert (enc.pooling, enc.settings.normalize, enc.settings.max_length) == ("mean", True, 256)
+    assert not enc.loaded  # nothing read but config, tokenizer and fingerprint yet
+
+
+def test_sentence_transformers_folder_with_cls_pooling(tmp_path, tiny_bert_dir, hidden):
+    folder = tmp_path / "st"
+    (folder / "1_Pooling").mkdir(parents=True)
+    for f in tiny_bert_dir.iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]))
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64, "do_lower_case": False}))
+    enc = embench.load_model(folder, device="cpu")
+    assert enc.pooling == "cls_before_pooler" and enc.settings.max_length == 64
+    out, _, _ = hidden
+    np.testing.assert_allclose(enc.encode_batch(TEXTS), out.last_hidden_state[:, 0].numpy(), atol=1e-6)
+
+
+def test_fingerprint_identifies_weights(tiny_bert_dir, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    a = embench.load_model(tiny_bert_dir)
+    b = embench.load_model(tiny_bert_dir)
+    assert a.fingerprint == b.fingerprint
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    with torch.no_grad():
+        model.embeddings.word_embeddings.weight[0, 0] += 1.0
+    model.save_pretrained(tmp_path / "changed")
+    AutoTokenizer.from_pretrained(tiny_bert_dir).save_pretrained(tmp_path / "changed")
+    assert embench.load_model(tmp_path / "changed").fingerprint != a.fingerprint
+    in_memory = embench.load_model(model, tokenizer=AutoTokenizer.from_pretrained(tiny_bert_dir), pooling="mean")
+    assert in_memory.fingerprint != a.fingerprint and in_memory.source == "in-memory module"
+
+
+def test_cache_key_changes_with_every_encoding_setting(tiny_bert_dir):
+    keys = {
+        embench.load_model(tiny_bert_dir, **kw).cache_key()
+        for kw in ({}, {"pooling": "mean"}, {"layer": 1}, {"max_length": 32}, {"dtype": "bf16"}, {"normalize": True})
+    }
+    assert len(keys) == 6
+
+
+def test_bf16_autocast_stays_close_to_fp32(tiny_bert_dir):
+    fp32 = _encode(tiny_bert_dir, pooling="mean")
+    bf16 = _encode(tiny_bert_dir, pooling="mean", dtype="bf16")
+    assert bf16.dtype == np.float32
+    cos = (fp32 * bf16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(bf16, axis=1)
+    assert cos.min() > 0.99 and np.abs(fp32 - bf16).max() > 0
