@@ -1,0 +1,161 @@
+"""The data root: resolution order, layouts, clear errors on missing or malformed files, download."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+import embench
+from embench.data import DataRoot, resolve_data_root
+from embench.data.manifest import check, download
+from embench.errors import ChecksumError, MalformedDataError, MissingDataError
+from embench.tasks import TASKS
+
+
+def test_data_root_resolution_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBENCH_DATA", str(tmp_path / "env"))
+    assert resolve_data_root(tmp_path / "opt") == (tmp_path / "opt").resolve()
+    assert resolve_data_root(None) == (tmp_path / "env").resolve()
+    monkeypatch.delenv("EMBENCH_DATA")
+    assert resolve_data_root(None) == Path("~/.cache/embench/data").expanduser().resolve()
+
+
+def test_a_plain_senteval_downstream_folder_is_accepted(data_root, tmp_path):
+    # SentEval's own data/downstream folder, given directly (symlinked, never copied).
+    downstream = tmp_path / "SentEval" / "data" / "downstream"
+    downstream.mkdir(parents=True)
+    for name in ("STS", "SICK"):
+        (downstream / name).symlink_to(data_root / "senteval" / "downstream" / name)
+    for root in (downstream, downstream.parent):
+        prepared = TASKS.get("STS13").prepare(DataRoot(root), embench.Protocol())
+        assert prepared.meta["pairs"] == 1500
+
+
+def test_pair_counts_match_the_data_readme(data_root):
+    root = DataRoot(data_root)
+    counts = {t: TASKS.get(t).prepare(root, embench.Protocol()).meta["pairs"] for t in TASKS.names() if TASKS.get(t).kind == "sts"}
+    assert counts == {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186, "STSBenchmark": 1379, "SICKRelatedness": 4927}
+    assert TASKS.get("SICK-R").prepare(root, embench.Protocol(sick_split="full")).meta["pairs"] == 9927
+    assert TASKS.get("STS-B").prepare(root, embench.Protocol(stsb_split="dev")).meta["pairs"] == 1500
+    raw = TASKS.get("STS12").prepare(root, embench.Protocol(text="raw"))
+    assert raw.meta["pairs"] == 3108 and any("'" in t and " ' " not in t for t in raw.texts)
+
+
+def test_missing_file_names_the_file_and_the_command(tmp_path):
+    with pytest.raises(MissingDataError) as e:
+        TASKS.get("STS14").prepare(DataRoot(tmp_path), embench.Protocol())
+    msg = str(e.value)
+    assert "STS.input.deft-forum.txt" in msg and "embench data download --task STS14" in msg
+
+
+def _copy_sts_b(data_root: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "root" / "senteval" / "downstream" / "STS" / "STSBenchmark"
+    dest.mkdir(parents=True)
+    for f in ("sts-train.csv", "sts-dev.csv", "sts-test.csv"):
+        shutil.copy(data_root / "senteval" / "downstream" / "STS" / "STSBenchmark" / f, dest / f)
+    return dest
+
+
+def test_malformed_line_names_file_and_line(data_root, tmp_path):
+    dest = _copy_sts_b(data_root, tmp_path)
+    lines = (dest / "sts-test.csv").read_text(encoding="utf-8").splitlines()
+    lines[41] = "\t".join(lines[41].split("\t")[:4] + ["four-ish"] + lines[41].split("\t")[5:])
+    lines[99] = "only\ttwo"
+    (dest / "sts-test.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    root = DataRoot(tmp_path / "root")
+    with pytest.raises(MalformedDataError, match=r"sts-test\.csv:42: score 'four-ish' is not a number"):
+        TASKS.get("STSBenchmark").prepare(root, embench.Protocol())
+    lines[41] = lines[40]
+    (dest / "sts-test.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(MalformedDataError, match=r"sts-test\.csv:100: expected at least 7 tab-separated fields, found 2"):
+        TASKS.get("STSBenchmark").prepare(root, embench.Protocol())
+
+
+def test_sts_input_and_gold_of_different_lengths(data_root, tmp_path):
+    src = data_root / "senteval" / "downstream" / "STS" / "STS13-en-test"
+    dest = tmp_path / "senteval" / "downstream" / "STS" / "STS13-en-test"
+    dest.mkdir(parents=True)
+    for f in src.iterdir():
+        shutil.copy(f, dest / f.name)
+    gold = (dest / "STS.gs.FNWN.txt").read_text().splitlines()
+    (dest / "STS.gs.FNWN.txt").write_text("\n".join(gold[:-3]) + "\n")
+    with pytest.raises(MalformedDataError, match=r"STS\.gs\.FNWN\.txt:187: STS\.input\.FNWN\.txt has 189 lines but STS\.gs\.FNWN\.txt has 186"):
+        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.Protocol())
+    (dest / "STS.gs.FNWN.txt").write_text("\n".join(gold[:5] + ["3.x"] + gold[6:]) + "\n")
+    with pytest.raises(MalformedDataError, match=r"STS\.gs\.FNWN\.txt:6: gold score '3\.x'"):
+        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.Protocol())
+
+
+def test_data_check_lists_every_task_with_files_rows_and_checksums(data_root, tmp_path):
+    rows = {r["task"]: r for r in check(DataRoot(data_root))}
+    assert {"STS12", "STSBenchmark", "SICKRelatedness"} <= set(rows)
+    assert rows["STS12"]["files"] == "20/20" and rows["STS12"]["missing"] == []
+    assert rows["STS12"]["checksums"].startswith("10 ok") and rows["STS12"]["differ"] == []
+    dest = _copy_sts_b(data_root, tmp_path)
+    (dest / "sts-dev.csv").write_text("changed\n")
+    (dest / "sts-train.csv").unlink()
+    rows = {r["task"]: r for r in check(DataRoot(tmp_path / "root"))}
+    b = rows["STSBenchmark"]
+    assert b["files"] == "2/6" and "senteval/downstream/STS/STSBenchmark/sts-train.csv" in b["missing"]
+    assert b["differ"] == ["senteval/downstream/STS/STSBenchmark/sts-dev.csv"]
+    assert rows["STS12"]["files"] == "0/20"
+
+
+@pytest.fixture()
+def http_root(tmp_path):
+    """A local HTTP server on 127.0.0.1 serving a temporary folder (tests never reach the internet)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield served, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_download_fetches_verifies_and_lays_out(data_root, tmp_path, http_root):
+    served, url = http_root
+    src = data_root / "senteval" / "downstream" / "STS" / "STS13-en-test"
+    entries = []
+    for f in sorted(src.iterdir()):
+        (served / f.name).write_bytes(f.read_bytes())
+        entries.append({"path": f"senteval/downstream/STS/STS13-en-test/{f.name}", "url": f"{url}/{f.name}", "task": "STS13", "sha256": hashlib.sha256(f.read_bytes()).hexdigest()})
+    raw_gold = data_root / "raw" / "sts" / "STS13" / "STS.gs.FNWN.txt.gz"
+    import gzip
+
+    plain = gzip.decompress(raw_gold.read_bytes())
+    (served / "gs.txt").write_bytes(plain)
+    entries.append({"path": "raw/sts/STS13/STS.gs.FNWN.txt.gz", "url": f"{url}/gs.txt", "task": "STS13", "sha256": hashlib.sha256(plain).hexdigest(), "compress": True})
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"version": 1, "files": entries}))
+    root = DataRoot(tmp_path / "data")
+    done = download(root, ["STS13"], manifest)
+    assert [s for _, s in done] == ["downloaded"] * len(entries)
+    assert gzip.decompress((root.path / "raw/sts/STS13/STS.gs.FNWN.txt.gz").read_bytes()) == plain
+    assert TASKS.get("STS13").prepare(root, embench.Protocol()).meta["pairs"] == 1500
+    assert {s for _, s in download(root, ["STS13"], manifest)} == {"present"}
+    # A corrupted mirror: a clear error, and nothing written.
+    (served / "STS.gs.OnWN.txt").write_text("tampered\n")
+    (root.path / "senteval/downstream/STS/STS13-en-test/STS.gs.OnWN.txt").unlink()
+    with pytest.raises(ChecksumError, match="STS.gs.OnWN.txt.*does not match"):
+        download(root, ["STS13"], manifest)
+    assert not (root.path / "senteval/downstream/STS/STS13-en-test/STS.gs.OnWN.txt").exists()
+    assert not list((root.path / "senteval/downstream/STS/STS13-en-test").glob("*.part*"))
+
+
+def test_packaged_manifest_checksums_match_the_data(data_root):
+    from embench.data.manifest import content_sha256, load_manifest
+
+    entries = load_manifest()
+    assert len(entries) >= 70 and all(e.url.startswith("https://") for e in entries)
+    for e in entries:
+        assert content_sha256(data_root / e.path) == e.sha256, e.path

@@ -1,0 +1,121 @@
+"""The encoding engine: batch-size independence, dedup, the disk cache, empty texts, NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import embench
+from embench.engine import Engine
+from embench.errors import EmbeddingError
+
+TEXTS = [
+    "A man is playing a guitar.", "A woman slices an onion.", "x", "Two dogs run through a field of tall grass.",
+    "The stock market fell sharply on Monday after the announcement of new tariffs on imported steel.",
+    "A man is playing a guitar.", "Short one.", "Kids play football in the park on a sunny afternoon.",
+] * 5
+
+
+class CountingEncoder:
+    """Wraps an encoder and counts the texts it is asked to encode."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.seen = inner, inner.name, []
+
+    def token_lengths(self, texts):
+        return self.inner.token_lengths(texts)
+
+    def encode_batch(self, texts):
+        self.seen += texts
+        return self.inner.encode_batch(texts)
+
+    def cache_key(self):
+        return self.inner.cache_key()
+
+    def describe(self):
+        return self.inner.describe()
+
+
+def test_batch_1_and_batch_128_agree_in_fp32(tiny_bert_dir, minilm_path):
+    for model in (tiny_bert_dir, "all-MiniLM-L6-v2"):
+        enc = embench.load_model(model, device="cpu")
+        one = Engine(enc, batch_size=1).embed(TEXTS)
+        many = Engine(enc, batch_size=128).embed(TEXTS)
+        assert np.abs(one - many).max() < 1e-5
+
+
+def test_each_unique_text_is_encoded_once_and_order_is_kept(tiny_bert_dir):
+    enc = CountingEncoder(embench.load_model(tiny_bert_dir, device="cpu"))
+    engine = Engine(enc, batch_size=3)
+    out = engine.embed(TEXTS)
+    assert sorted(enc.seen) == sorted(set(TEXTS))
+    again = engine.embed(list(reversed(TEXTS)))  # a second task with the same texts: nothing new
+    assert len(enc.seen) == len(set(TEXTS))
+    np.testing.assert_array_equal(again, out[::-1])
+    ref = enc.inner.encode_batch(TEXTS[:1])
+    np.testing.assert_allclose(out[0], ref[0], atol=1e-5)
+
+
+def test_batches_are_sorted_by_token_length(tiny_bert_dir):
+    enc = CountingEncoder(embench.load_model(tiny_bert_dir, device="cpu"))
+    Engine(enc, batch_size=2).embed(TEXTS)
+    lengths = enc.token_lengths(enc.seen)
+    assert list(lengths) == sorted(lengths, reverse=True)
+
+
+def test_disk_cache_makes_a_second_engine_encode_nothing(tiny_bert_dir, cache_dir):
+    first = Engine(embench.load_model(tiny_bert_dir, device="cpu"), cache_dir=cache_dir)
+    vecs = first.embed(TEXTS)
+    enc = CountingEncoder(embench.load_model(tiny_bert_dir, device="cpu"))
+    second = Engine(enc, cache_dir=cache_dir)
+    np.testing.assert_array_equal(second.embed(TEXTS), vecs)
+    assert enc.seen == [] and second.stats["from_cache"] == len(set(TEXTS))
+    assert not enc.inner.loaded  # the weights were never read
+    # Another pooling is another cache entry.
+    other = CountingEncoder(embench.load_model(tiny_bert_dir, device="cpu", pooling="mean"))
+    Engine(other, cache_dir=cache_dir).embed(TEXTS)
+    assert len(other.seen) == len(set(TEXTS))
+
+
+def test_interrupted_encoding_keeps_finished_batches(tiny_bert_dir, cache_dir, monkeypatch):
+    import embench.engine as engine_mod
+
+    monkeypatch.setattr(engine_mod, "FLUSH_EVERY", 2)
+    inner = embench.load_model(tiny_bert_dir, device="cpu")
+
+    class Interrupting(CountingEncoder):
+        def encode_batch(self, texts):
+            if len(self.seen) >= 4:
+                raise KeyboardInterrupt
+            return super().encode_batch(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        Engine(Interrupting(inner), batch_size=2, cache_dir=cache_dir).embed(TEXTS)
+    resumed = CountingEncoder(inner)
+    Engine(resumed, batch_size=2, cache_dir=cache_dir).embed(TEXTS)
+    assert len(resumed.seen) == len(set(TEXTS)) - 4
+
+
+def test_empty_text_is_encoded_with_a_warning(tiny_bert_dir):
+    engine = Engine(embench.load_model(tiny_bert_dir, device="cpu"))
+    with pytest.warns(UserWarning, match="1 empty text"):
+        out = engine.embed(["", "not empty"])
+    assert out.shape == (2, 32) and np.isfinite(out).all()
+
+
+def test_nan_embedding_names_the_text(tiny_bert_dir):
+    inner = embench.load_model(tiny_bert_dir, device="cpu")
+
+    class NaNOn(CountingEncoder):
+        def encode_batch(self, texts):
+            out = super().encode_batch(texts)
+            out[[i for i, t in enumerate(texts) if t == "poison"]] = np.nan
+            return out
+
+    with pytest.raises(EmbeddingError, match="'poison'"):
+        Engine(NaNOn(inner)).embed(["fine", "poison", "also fine"])
+
+
+def test_batch_size_must_be_positive(tiny_bert_dir):
+    with pytest.raises(embench.errors.EmbenchError, match="--batch-size"):
+        Engine(embench.load_model(tiny_bert_dir), batch_size=0)

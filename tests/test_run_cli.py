@@ -1,0 +1,145 @@
+"""`embench run` end to end with a tiny random BERT: output formats, resume, protocols, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import embench
+from embench.cli import app
+from embench.tasks import TASKS
+
+runner = CliRunner()
+STS_COLUMNS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Avg."]
+
+
+@pytest.fixture()
+def env(tmp_path, data_root, monkeypatch):
+    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def _run(*args):
+    result = runner.invoke(app, list(args))
+    return result
+
+
+def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
+    r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert list(rows[0]) == ["model", *STS_COLUMNS]
+    assert all(-1 <= rows[0][c] <= 1 for c in STS_COLUMNS)
+    csv = _run("run", "--model", str(tiny_bert_dir), "--format", "csv", "-q")
+    assert csv.stdout.splitlines()[0] == ",".join(["model", *STS_COLUMNS])
+    cells = csv.stdout.splitlines()[1].split(",")[1:]
+    assert all(len(c.split(".")[1]) == 2 for c in cells)  # x100, two decimals
+    assert float(cells[0]) == pytest.approx(100 * rows[0]["STS12"], abs=0.006)
+    md = _run("run", "--model", str(tiny_bert_dir), "--format", "markdown", "-q")
+    assert md.stdout.startswith("| model | STS12 |") and "---:" in md.stdout
+    table = _run("run", "--model", str(tiny_bert_dir), "-q")
+    assert "SICK-R" in table.stdout and "Avg." in table.stdout
+
+
+def test_sts_suite_shows_every_subset_and_aggregation(env, tiny_bert_dir):
+    r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts", "--format", "csv", "-q")
+    assert r.exit_code == 0, r.output
+    frame = pd.read_csv(__import__("io").StringIO(r.stdout))
+    sts12 = frame[frame.task == "STS12"]
+    assert list(sts12.subset) == ["MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews", "all", "mean", "wmean"]
+    assert list(frame.columns) == ["model", "task", "subset", "n", "pearson", "spearman"]
+
+
+def test_protocol_options_reach_the_records(env, tiny_bert_dir):
+    r = _run("run", "--model", str(tiny_bert_dir), "--task", "SICK-R", "--task", "STS12", "--aggregation", "wmean",
+             "--correlation", "pearson", "--text", "raw", "--sick-split", "full", "--similarity", "dot", "--pooling", "mean",
+             "--layer", "1", "--max-length", "64", "--batch-size", "32", "-q", "--format", "json")
+    assert r.exit_code == 0, r.output
+    recs = embench.results(env / "results")
+    assert {x.task for x in recs} == {"SICKRelatedness", "STS12"}
+    sts12 = next(x for x in recs if x.task == "STS12")
+    assert sts12.protocol | {} == {**embench.Protocol().to_dict(), "aggregation": "wmean", "correlation": "pearson", "text": "raw", "sick_split": "full", "similarity": "dot"}
+    assert sts12.main_score == pytest.approx(sts12.scores["wmean"]["pearson"])
+    assert (sts12.encoder["pooling"], sts12.encoder["layer"], sts12.encoder["max_length"]) == ("mean", 1, 64)
+    assert sts12.provenance["batch_size"] == 32
+    assert next(x for x in recs if x.task == "SICKRelatedness").scores["n"] == 9927
+
+
+def test_interrupted_run_keeps_finished_tasks_and_resumes(env, tiny_bert_dir, monkeypatch):
+    sts14 = TASKS.get("STS14")
+    real = type(sts14).prepare
+
+    def interrupt(self, root, protocol):
+        if self.name == "STS14":
+            raise KeyboardInterrupt
+        return real(self, root, protocol)
+
+    monkeypatch.setattr(type(sts14), "prepare", interrupt)
+    r = _run("run", "--model", str(tiny_bert_dir))
+    assert r.exit_code == 130 and "run the same command again to resume" in r.output
+    assert sorted(x.task for x in embench.results(env / "results")) == ["STS12", "STS13"]
+    monkeypatch.setattr(type(sts14), "prepare", real)
+    ev = embench.evaluate(tiny_bert_dir)
+    assert ev.status == {"STS12": "stored", "STS13": "stored", **{t: "computed" for t in ("STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")}}
+    again = embench.evaluate(tiny_bert_dir, overwrite=True)
+    assert set(again.status.values()) == {"computed"}
+    assert len(embench.results(env / "results")) == 7
+
+
+def test_results_show_lists_stored_records(env, tiny_bert_dir):
+    _run("run", "--model", str(tiny_bert_dir), "--task", "STS13", "-q")
+    _run("run", "--model", str(tiny_bert_dir), "--task", "STS13", "--aggregation", "mean", "-q")
+    r = _run("results", "show", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("model,pooling,dtype,protocol,STS13")
+    assert len(lines) == 3 and any(",mean/spearman/" in line for line in lines) and any(",all/spearman/" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--model", "MODEL", "--suite", "sts-al"], "unknown suite 'sts-al'. Did you mean 'sts-all'"),
+        (["run", "--model", "MODEL", "--task", "STS-BB"], "unknown task 'STS-BB'. Did you mean"),
+        (["run", "--model", "no/such/model/here"], "could not load model 'no/such/model/here'. Tried:"),
+        (["run", "--model", "MODEL", "--pooling", "clss"], "Did you mean 'cls'"),
+        (["run", "--model", "MODEL", "--layer", "9"], "--layer 9 is out of range"),
+        (["run", "--model", "MODEL", "--batch-size", "0"], "--batch-size must be at least 1"),
+    ],
+)
+def test_bad_input_gives_one_clear_error(env, tiny_bert_dir, args, message, capsys):
+    from embench.cli import main
+
+    args = [str(tiny_bert_dir) if a == "MODEL" else a for a in args]
+    monkey_argv = ["embench", *args]
+    import sys
+
+    old = sys.argv
+    sys.argv = monkey_argv
+    try:
+        with pytest.raises(SystemExit) as e:
+            main()
+    finally:
+        sys.argv = old
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in " ".join(err.split()), err
+    assert "Traceback" not in err
+
+
+def test_invalid_choice_is_rejected_by_the_parser(env, tiny_bert_dir):
+    r = _run("run", "--model", str(tiny_bert_dir), "--aggregation", "median")
+    assert r.exit_code == 2 and "median" in r.output
+
+
+def test_data_check_and_list_commands(env):
+    r = _run("data", "check", "--format", "csv")
+    assert r.exit_code == 0 and r.stdout.splitlines()[1].startswith("STS12,sts,20/20")
+    assert "sts-all" in _run("list", "suites").stdout
+    assert "first_last_avg" in _run("list", "poolers").stdout
+    assert "all-MiniLM-L6-v2" in _run("list", "models").stdout
