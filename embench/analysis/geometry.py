@@ -1,0 +1,172 @@
+"""Geometry of an embedding space: alignment, uniformity, singular spectrum, anisotropy, effective rank.
+
+* Alignment and uniformity (Wang and Isola 2020, as SimCSE Eqs. 2-3 and Figure 2 use them), on
+  L2-normalised embeddings: ``align = E ||f(x) - f(x+)||^2`` over STS-B pairs with gold score
+  above 4; ``uniform = log E exp(-t ||f(x) - f(y)||^2)`` over distinct pairs of all STS-B
+  sentences, t = 2. Lower is better for both.
+* Spectrum (SimCSE Figure F.1): the singular values of the matrix of STS-B sentence embeddings,
+  divided by the largest. SimCSE does not say whether it centres or normalises first; embench
+  uses the vectors the model gives, uncentred (``center=True`` subtracts the mean).
+* Anisotropy (Ethayarajh 2019): the mean cosine similarity of two different sentences; by default
+  the exact mean over every distinct pair, ``n_pairs`` samples random pairs instead.
+* Effective rank (Roy and Vetterli 2007): exp of the Shannon entropy of the singular values
+  divided by their sum.
+
+Uniformity runs over row blocks, so memory stays O(block x n) rather than O(n^2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import EmbenchError
+from ..report import style
+from .inputs import checkpoint_series, stsb, unique, write_csv
+from .registry import AnalysisResult, analysis
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
+    """Mean ||f(x) - f(x+)||^alpha over positive pairs (rows of ``a`` and ``b``), after L2 normalisation."""
+    a, b = normalise(a), normalise(b)
+    if a.shape != b.shape or len(a) == 0:
+        raise EmbenchError(f"alignment needs two equal, non-empty sets of vectors; got {a.shape} and {b.shape}")
+    return float(np.mean(np.linalg.norm(a - b, axis=1) ** alpha))
+
+
+def uniformity(x: np.ndarray, t: float = 2.0, block_size: int = 2048) -> float:
+    """log of the mean of exp(-t ||f(x) - f(y)||^2) over distinct pairs, after L2 normalisation."""
+    x = normalise(x)
+    n = len(x)
+    if n < 2:
+        raise EmbenchError("uniformity needs at least two vectors")
+    sq = (x * x).sum(1)
+    total = 0.0
+    for b in range(0, n, block_size):
+        rows = x[b : b + block_size]
+        d2 = np.maximum(sq[b : b + block_size, None] + sq[None, b:] - 2.0 * rows @ x[b:].T, 0.0)
+        # keep pairs i < j only: in the diagonal block, the strict upper triangle
+        mask = np.arange(b, b + len(rows))[:, None] < np.arange(b, n)[None, :]
+        total += float(np.exp(-t * d2[mask]).sum())
+    return float(np.log(total / (n * (n - 1) / 2)))
+
+
+def singular_spectrum(x: np.ndarray, center: bool = False) -> np.ndarray:
+    """Singular values of the embedding matrix (rows = sentences), largest first."""
+    x = np.asarray(x, dtype=np.float64)
+    if center:
+        x = x - x.mean(0)
+    return np.linalg.svd(x, compute_uv=False)
+
+
+def effective_rank(singular_values: np.ndarray) -> float:
+    """exp(entropy of s / sum(s)) (Roy and Vetterli 2007)."""
+    s = np.asarray(singular_values, dtype=np.float64)
+    p = s[s > 0] / s.sum()
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def anisotropy(x: np.ndarray, n_pairs: int | None = None, seed: int = 42) -> float:
+    """Mean cosine of two different sentences: exact over all distinct pairs, or ``n_pairs`` random ones."""
+    u = normalise(x)
+    n = len(u)
+    if n < 2:
+        raise EmbenchError("anisotropy needs at least two vectors")
+    if n_pairs is None:
+        # sum over i != j of u_i . u_j = ||sum u||^2 - sum ||u_i||^2, without the n x n matrix
+        s = u.sum(0)
+        return float((s @ s - (u * u).sum()) / (n * (n - 1)))
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, n_pairs)
+    j = (i + rng.integers(1, n, n_pairs)) % n  # j != i
+    return float(np.einsum("ij,ij->i", u[i], u[j]).mean())
+
+
+# -- analyses --------------------------------------------------------------------------------
+@analysis("alignment-uniformity")
+def alignment_uniformity(refs, ctx, out, split: str = "test", text: str = "senteval", threshold: float = 4.0,
+                         t: float = 2.0, block_size: int = 2048) -> AnalysisResult:
+    """SimCSE Figure 2/3: models as points (checkpoint folders as trajectories) in the (uniform, align) plane."""
+    pairs = stsb(ctx.root, split, text)
+    pos = pairs.gold > threshold
+    if not pos.any():
+        raise EmbenchError(f"no STS-B {split} pair has a gold score above {threshold}")
+    sentences = unique(pairs.left + pairs.right)
+    rows = []
+    for ref in refs:
+        series = checkpoint_series(ref.spec)
+        points = [(c, ref.__class__(p, ref.label, dict(ref.options))) for c, p in series] if series else [("", ref)]
+        for step, (ckpt, r) in enumerate(points):
+            enc = r.encoder()
+            emb = dict(zip(sentences, ctx.embed(enc, sentences), strict=True))
+            a = np.stack([emb[s] for s, keep in zip(pairs.left, pos, strict=True) if keep])
+            b = np.stack([emb[s] for s, keep in zip(pairs.right, pos, strict=True) if keep])
+            x = np.stack([emb[s] for s in sentences])
+            rows.append({"model": ref.label, "checkpoint": ckpt, "step": step, "alignment": alignment(a, b),
+                         "uniformity": uniformity(x, t, block_size), "n_positive_pairs": int(pos.sum()),
+                         "n_sentences": len(sentences), "split": split, "threshold": threshold, "t": t})
+    frame = pd.DataFrame(rows)
+    files = [write_csv(frame, out, "alignment_uniformity")]
+    files += _plot_alignment_uniformity(frame, out)
+    return AnalysisResult("alignment-uniformity", {"alignment_uniformity": frame}, files)
+
+
+def _plot_alignment_uniformity(frame: pd.DataFrame, out) -> list:
+    with style.paper_style():
+        fig, axes = style.figure()
+        ax = axes[0, 0]
+        colours = style.palette(frame["model"].nunique())
+        for c, (model, g) in zip(colours, frame.groupby("model", sort=False), strict=True):
+            ax.plot(g["uniformity"], g["alignment"], "o", color=c, label=model)
+            if len(g) > 1:  # a training run: arrows in training direction
+                for (x0, y0), (x1, y1) in zip(g[["uniformity", "alignment"]].values[:-1], g[["uniformity", "alignment"]].values[1:], strict=True):
+                    ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": c, "lw": 0.8})
+            else:
+                ax.annotate(model, (g["uniformity"].iloc[0], g["alignment"].iloc[0]), textcoords="offset points",
+                            xytext=(4, 4), fontsize=6, color=c)
+        ax.set_xlabel(r"$\ell_{\mathrm{uniform}}$ (lower is better)")
+        ax.set_ylabel(r"$\ell_{\mathrm{align}}$ (lower is better)")
+        ax.margins(0.15)
+        ax.legend(loc="best")
+        return style.save(fig, out, "alignment_uniformity")
+
+
+@analysis("spectrum")
+def spectrum(refs, ctx, out, split: str = "test", text: str = "senteval", center: bool = False,
+             n_pairs: int | None = None, seed: int = 42) -> AnalysisResult:
+    """SimCSE Figure F.1: normalised singular values of STS-B sentence embeddings; anisotropy; effective rank."""
+    pairs = stsb(ctx.root, split, text)
+    sentences = unique(pairs.left + pairs.right)
+    spec_rows, summary = [], []
+    for ref in refs:
+        x = ctx.embed(ref.encoder(), sentences)
+        s = singular_spectrum(x, center)
+        for i, v in enumerate(s, start=1):
+            spec_rows.append({"model": ref.label, "index": i, "singular_value": float(v), "normalised": float(v / s[0])})
+        summary.append({"model": ref.label, "n_sentences": len(x), "dim": x.shape[1], "anisotropy": anisotropy(x, n_pairs, seed),
+                        "effective_rank": effective_rank(s), "top1_share": float(s[0] ** 2 / (s**2).sum()),
+                        "center": center, "split": split})
+    spec_frame, summary_frame = pd.DataFrame(spec_rows), pd.DataFrame(summary)
+    files = [write_csv(spec_frame, out, "spectrum"), write_csv(summary_frame, out, "spectrum_summary")]
+    with style.paper_style():
+        fig, axes = style.figure()
+        ax = axes[0, 0]
+        for c, (model, g) in zip(style.palette(len(refs)), spec_frame.groupby("model", sort=False), strict=True):
+            row = summary_frame.set_index("model").loc[model]
+            ax.plot(g["index"], g["normalised"], color=c,
+                    label=f"{model} (aniso. {row['anisotropy']:.2f}, eff. rank {row['effective_rank']:.0f})")
+        ax.set_yscale("log")
+        # A few trailing values can be ~1e-17 (numerical rank deficiency); they would squash the
+        # curves, so the axis stops at the decade below the 98th-percentile index of every model.
+        floor = min(g["normalised"].iloc[int(0.98 * (len(g) - 1))] for _, g in spec_frame.groupby("model"))
+        ax.set_ylim(bottom=10 ** np.floor(np.log10(max(floor, 1e-12))), top=1.5)
+        ax.set_xlabel("singular value index")
+        ax.set_ylabel("normalised singular value")
+        ax.legend(loc="lower left")
+        files += style.save(fig, out, "spectrum")
+    return AnalysisResult("spectrum", {"spectrum": spec_frame, "spectrum_summary": summary_frame}, files)

@@ -1,0 +1,166 @@
+"""What every analysis reads: models (as encoders and engines), STS-B, and where results go.
+
+Vectors always come through :class:`~embench.engine.Engine`, so analyses share the embedding
+cache with ``embench run``; hidden states and attentions come from the encoder itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..cache import default_cache_dir
+from ..data.root import DataRoot
+from ..engine import Engine
+from ..errors import EmbenchError
+from ..models.encoder import HFEncoder
+from ..models.loader import load_model
+
+MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer")
+
+
+@dataclass
+class ModelRef:
+    """A model named on the command line, with the label its figures show and its load options."""
+
+    spec: Any  # name, alias, folder, or an HFEncoder / nn.Module
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+    _encoders: dict[Any, HFEncoder] = field(default_factory=dict, repr=False)
+
+    def encoder(self, layer: int | None = None, **overrides: Any) -> HFEncoder:
+        """The encoder pooling ``layer`` (None = the last), loaded once per (layer, overrides)."""
+        key = (layer, tuple(sorted(overrides.items())))
+        if key not in self._encoders:
+            if isinstance(self.spec, HFEncoder) and layer is None and not overrides:
+                self._encoders[key] = self.spec
+            else:
+                spec = self.spec.model if isinstance(self.spec, HFEncoder) else self.spec
+                opts = {**self.options, **overrides}
+                if isinstance(self.spec, HFEncoder):
+                    opts.setdefault("tokenizer", self.spec.tokenizer)
+                    opts.setdefault("pooling", self.spec.pooling)
+                self._encoders[key] = load_model(spec, layer=layer, name=self.label, **opts)
+        return self._encoders[key]
+
+
+@dataclass
+class Context:
+    """Settings shared by every model of one analysis run."""
+
+    root: DataRoot
+    cache_dir: Path | None
+    batch_size: int = 64
+    progress: bool = False
+    _engines: dict[int, Engine] = field(default_factory=dict, repr=False)
+
+    def engine(self, encoder: HFEncoder) -> Engine:
+        """One engine per encoder object, so repeated requests reuse its in-memory vectors."""
+        if id(encoder) not in self._engines:
+            self._engines[id(encoder)] = Engine(encoder, batch_size=self.batch_size, cache_dir=self.cache_dir, progress=self.progress)
+        return self._engines[id(encoder)]
+
+    def embed(self, encoder: HFEncoder, texts: list[str]) -> np.ndarray:
+        return self.engine(encoder).embed(texts)
+
+
+def make_context(data: str | Path | DataRoot | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,
+                 batch_size: int = 64, progress: bool = False) -> Context:
+    root = data if isinstance(data, DataRoot) else DataRoot.resolve(data)
+    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    return Context(root, cache, batch_size, progress)
+
+
+def model_refs(models, labels: list[str] | None = None, **options: Any) -> list[ModelRef]:
+    """ModelRefs for names/folders/encoders; labels default to the name or the folder's name."""
+    if isinstance(models, (str, Path, HFEncoder)) or not isinstance(models, (list, tuple)):
+        models = [models]
+    if not models:
+        raise EmbenchError("no model given: pass at least one --model")
+    if labels and len(labels) != len(models):
+        raise EmbenchError(f"--label was given {len(labels)} time(s) for {len(models)} --model(s); give one per model or none")
+    opts = {k: v for k, v in options.items() if v is not None and k in MODEL_OPTIONS}
+    refs, seen = [], set()
+    for i, m in enumerate(models):
+        label = labels[i] if labels else default_label(m)
+        base, n = label, 2
+        while label in seen:
+            label, n = f"{base} ({n})", n + 1
+        seen.add(label)
+        refs.append(ModelRef(m, label, dict(opts)))
+    return refs
+
+
+def default_label(model: Any) -> str:
+    if isinstance(model, HFEncoder):
+        return model.name
+    if isinstance(model, (str, Path)):
+        p = Path(model)
+        return p.name if p.exists() else str(model)
+    return type(model).__name__
+
+
+def stsb(root: DataRoot, split: str = "test", text: str = "senteval"):
+    """STS-B pairs of one split (a PairGroup: left, right, gold), as the STS task reads them."""
+    from ..tasks import TASKS
+
+    if split not in ("train", "dev", "test"):
+        raise EmbenchError(f"invalid STS-B split {split!r}; choose train, dev or test")
+    if text not in ("senteval", "raw"):
+        raise EmbenchError(f"invalid text {text!r}; choose senteval or raw")
+    group, _ = TASKS.get("STSBenchmark").read_split(root, split, text)
+    return group
+
+
+def unique(texts: list[str]) -> list[str]:
+    """Texts without repeats, in first-seen order."""
+    return list(dict.fromkeys(texts))
+
+
+def checkpoint_series(path: Any) -> list[tuple[str, Path]] | None:
+    """The checkpoints of a training run, when ``path`` is a folder of checkpoint folders.
+
+    A checkpoint folder holds ``config.json`` or ``modules.json``; they are ordered by the last
+    number in their name (``checkpoint-500`` before ``checkpoint-1000``).
+    """
+    if not isinstance(path, (str, Path)):
+        return None
+    p = Path(path)
+    if not p.is_dir() or (p / "config.json").exists() or (p / "modules.json").exists():
+        return None
+    subs = [d for d in p.iterdir() if d.is_dir() and ((d / "config.json").exists() or (d / "modules.json").exists())]
+    if not subs:
+        return None
+
+    def step(d: Path) -> tuple[int, str]:
+        nums = re.findall(r"\d+", d.name)
+        return (int(nums[-1]) if nums else -1, d.name)
+
+    return [(d.name, d) for d in sorted(subs, key=step)]
+
+
+def write_csv(frame, out: Path, stem: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def write_json(obj: Any, out: Path, stem: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}.json"
+    path.write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
+    return path
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)

@@ -1,0 +1,74 @@
+"""One paper plotting style for every embench figure.
+
+Single-column-friendly sizes, a serif-free clean look (seaborn's ``ticks`` theme), a colour-blind
+safe palette with a fixed colour per model in the order given, and :func:`save` writing PNG (for
+reading on screen) and PDF (for papers) side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
+PAGE_WIDTH = 7.0
+RC = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.linewidth": 0.6,
+    "lines.linewidth": 1.4,
+    "lines.markersize": 4,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+    "pdf.fonttype": 42,  # TrueType in PDFs, as publishers ask
+}
+
+
+def palette(n: int) -> list:
+    """``n`` colour-blind safe colours, one per model, stable in the given order."""
+    import seaborn as sns
+
+    return sns.color_palette("colorblind", max(n, 1))
+
+
+@contextlib.contextmanager
+def paper_style():
+    """Matplotlib settings for the duration of one figure (nothing leaks to the caller)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    with plt.rc_context():
+        sns.set_theme(style="ticks", context="paper", rc=RC)
+        yield plt
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None, **kw):
+    """A figure with ``nrows`` x ``ncols`` panels sized for a paper (one column when it fits)."""
+    import matplotlib.pyplot as plt
+
+    width = width or (COLUMN_WIDTH if ncols == 1 else min(PAGE_WIDTH, 2.4 * ncols))
+    height = height or 2.4 * nrows
+    return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, **kw)
+
+
+def save(fig, out: Path | str, stem: str) -> list[Path]:
+    """Write ``stem.png`` and ``stem.pdf`` into ``out``; returns both paths."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    for p in paths:
+        fig.savefig(p)
+    plt.close(fig)
+    return paths
