@@ -29,6 +29,8 @@ class Registry(Generic[T]):
         self.kind = kind
         self._items: dict[str, T] = {}
         self._lower: dict[str, str] = {}
+        # name -> canonical name or None; may register the name on demand (e.g. any MTEB task)
+        self._resolvers: list[Callable[[str], str | None]] = []
 
     def add(self, name: str, item: T, *aliases: str) -> T:
         for key in (name, *aliases):
@@ -44,10 +46,18 @@ class Registry(Generic[T]):
 
         return deco
 
+    def add_resolver(self, resolver: Callable[[str], str | None]) -> None:
+        """Consulted for names not registered: returns the canonical name after registering it, or None."""
+        self._resolvers.append(resolver)
+
     def canonical(self, name: str) -> str:
         try:
             return self._lower[name.lower()]
         except KeyError:
+            for resolve in self._resolvers:
+                found = resolve(name)
+                if found is not None:
+                    return found
             known = list(self._items)
             raise UnknownNameError(self.kind, name, known, nearest(name, known)) from None
 
