@@ -1,0 +1,113 @@
+"""Checkpoints: the kept model as a Hugging Face folder that is also a sentence-transformers folder,
+and the resume state (weights, optimiser, scheduler, step, random states).
+
+The kept folder holds ``config.json``, the weights and the tokenizer (``AutoModel`` loads it) and
+``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json`` in the classic
+sentence-transformers layout (``SentenceTransformer`` and ``embench.load_model`` load it with its
+pooling). A pooling sentence-transformers cannot express (``cls`` through the model's pooler head,
+``first_last_avg``, ...) gives a plain Hugging Face folder plus ``embench_training.json``, whose
+pooling ``embench run --pooling`` takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import EmbenchError
+
+# embench pooler -> sentence-transformers pooling mode (the inverse of models.loader._st_pooling)
+ST_POOLING = {"mean": "mean_tokens", "cls_before_pooler": "cls_token", "max": "max_tokens", "last_token": "lasttoken"}
+RESUME_DIR = "checkpoint-last"
+BEST_DIR = "best"
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *, pooling: str, max_length: int,
+                      meta: dict[str, Any]) -> Path:
+    """Write ``encoder`` + ``tokenizer`` to ``folder`` (replaced atomically) as HF + ST folder."""
+    folder = Path(folder)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    encoder.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    st_mode = ST_POOLING.get(pooling)
+    if st_mode is not None:
+        _write_json(tmp / "modules.json", [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        ])
+        _write_json(tmp / "sentence_bert_config.json", {"max_seq_length": int(max_length), "do_lower_case": False})
+        (tmp / "1_Pooling").mkdir()
+        modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
+        _write_json(tmp / "1_Pooling" / "config.json", {
+            "word_embedding_dimension": int(encoder.config.hidden_size),
+            **{f"pooling_mode_{m}": m == st_mode for m in modes},
+            "include_prompt": True,
+        })
+    _write_json(tmp / "embench_training.json", {**meta, "pooling": pooling, "max_length": int(max_length),
+                                                "sentence_transformers": st_mode is not None})
+    if folder.exists():
+        old = folder.with_name(folder.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        folder.rename(old)
+        tmp.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(folder)
+    return folder
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, step: int, extra: dict[str, Any]) -> Path:
+    """Everything needed to continue training from ``step``, written atomically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "step": step,
+        "rng": rng_state(),
+        **extra,
+    }
+    tmp = folder / "state.pt.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, folder / "state.pt")
+    _write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
+    return folder
+
+
+def load_resume(folder: Path) -> dict[str, Any]:
+    path = Path(folder) / "state.pt"
+    if not path.is_file():
+        raise EmbenchError(f"--resume: no checkpoint at {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:
+        raise EmbenchError(f"--resume: cannot read {path} ({type(e).__name__}: {e})") from None

@@ -1,0 +1,158 @@
+"""Training data: unlabelled sentences, NLI triplets, long documents.
+
+* Sentences (unsupervised SimCSE): ``.txt`` or ``.txt.gz``, one text per line (SimCSE's
+  ``wiki1m_for_simcse.txt`` format); the keyword ``corpora`` takes every file of the data root's
+  ``corpora/`` folder.
+* Triplets (supervised SimCSE): a CSV with the header ``sent0,sent1,hard_neg`` (SimCSE's
+  ``nli_for_simcse.csv``), or the keyword ``snli``: the SentEval SNLI files of the data root grouped
+  by premise into (premise, entailment, contradiction) triplets.
+* Documents (crops): JSONL with a ``text`` field, or a text file with one document per line; the
+  keyword ``20newsgroups`` takes the data root's 20 Newsgroups training texts.
+
+Bad input raises an :class:`~embench.errors.EmbenchError` naming the file (and line).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from pathlib import Path
+
+from ..data.readers import open_text, read_lines
+from ..data.root import DataRoot
+from ..errors import EmbenchError, MalformedDataError, MissingDataError
+
+log = logging.getLogger(__name__)
+TRIPLET_HEADER = ("sent0", "sent1", "hard_neg")
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        raise MissingDataError(path) if not path.exists() else EmbenchError(f"{path}: not a file")
+    return path
+
+
+def read_sentences(path: str | Path) -> list[str]:
+    """Non-blank lines of a text file (``.gz`` allowed), stripped."""
+    p = _existing(Path(path))
+    try:
+        lines = read_lines(p)
+    except (OSError, EOFError) as e:  # a truncated or corrupt gzip, a permission problem
+        raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
+    texts = [t.strip() for t in lines if t.strip()]
+    if not texts:
+        raise EmbenchError(f"{p}: the corpus is empty (no non-blank line)")
+    return texts
+
+
+def read_documents(path: str | Path, field: str = "text") -> list[str]:
+    """Documents of a JSONL file (``field`` of each object) or a text file (one per line)."""
+    p = _existing(Path(path))
+    name = p.name[:-3] if p.name.endswith(".gz") else p.name
+    if not name.endswith((".jsonl", ".json")):
+        return read_sentences(p)
+    docs = []
+    try:
+        with open_text(p) as f:
+            for i, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise MalformedDataError(p, i, f"not valid JSON ({e.msg})") from None
+                if not isinstance(obj, dict) or not isinstance(obj.get(field), str):
+                    raise MalformedDataError(p, i, f"expected an object with a string {field!r} field")
+                if obj[field].strip():
+                    docs.append(obj[field])
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
+    if not docs:
+        raise EmbenchError(f"{p}: no document with a non-empty {field!r} field")
+    return docs
+
+
+def read_triplets_csv(path: str | Path) -> list[tuple[str, str, str]]:
+    """(anchor, positive, hard negative) rows of a SimCSE-style CSV (header ``sent0,sent1,hard_neg``)."""
+    p = _existing(Path(path))
+    try:
+        with open_text(p) as f:
+            text = f.read()
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[tuple[str, str, str]] = []
+    header: list[str] | None = None
+    try:
+        for fields in reader:
+            line = reader.line_num
+            if header is None:
+                header = [h.strip() for h in fields]
+                if tuple(header[:3]) != TRIPLET_HEADER:
+                    raise MalformedDataError(p, line, f"expected the header sent0,sent1,hard_neg, found {','.join(header)}")
+                continue
+            if not fields or all(not x.strip() for x in fields):
+                continue
+            if len(fields) != len(header):
+                raise MalformedDataError(p, line, f"expected {len(header)} comma-separated fields, found {len(fields)}")
+            if any(not x.strip() for x in fields[:3]):
+                raise MalformedDataError(p, line, "an empty sentence in sent0, sent1 or hard_neg")
+            rows.append((fields[0], fields[1], fields[2]))
+    except csv.Error as e:
+        raise MalformedDataError(p, reader.line_num, f"bad CSV ({e})") from None
+    if not rows:
+        raise EmbenchError(f"{p}: no triplet (the file has no row after its header)")
+    return rows
+
+
+def snli_triplets(root: DataRoot, splits: tuple[str, ...] = ("dev", "test")) -> list[tuple[str, str, str]]:
+    """(premise, entailment, contradiction) from SentEval's SNLI files, one triplet per premise.
+
+    SimCSE footnote 7: a premise can have several contradictions; one is used as the hard negative.
+    """
+    folder = root.senteval / "SNLI"
+    out: list[tuple[str, str, str]] = []
+    for split in splits:
+        files = [root.find(folder / f"{n}.{split}", task="SNLI") for n in ("s1", "s2", "labels")]
+        s1, s2, labels = (read_lines(f) for f in files)
+        if not len(s1) == len(s2) == len(labels):
+            raise EmbenchError(f"{folder}: s1/s2/labels.{split} have {len(s1)}/{len(s2)}/{len(labels)} lines")
+        by_premise: dict[str, dict[str, str]] = {}
+        for a, b, lab in zip(s1, s2, labels, strict=True):
+            by_premise.setdefault(a.strip(), {}).setdefault(lab.strip(), b.strip())
+        out += [(p, h["entailment"], h["contradiction"]) for p, h in by_premise.items()
+                if "entailment" in h and "contradiction" in h]
+    return out
+
+
+def corpora_files(root: DataRoot) -> list[Path]:
+    files = sorted(p for p in root.corpora.glob("*") if p.name.endswith((".txt", ".txt.gz")))
+    if not files:
+        raise MissingDataError(root.corpora / "*.txt.gz", root=root.path)
+    return files
+
+
+def load(kind: str, specs: list[str], root: DataRoot) -> list:
+    """The training examples of ``kind`` (sentences | triplets | documents) from paths or keywords."""
+    if not specs:
+        raise EmbenchError("--data: no training data given (a path, or corpora | snli | 20newsgroups)")
+    examples: list = []
+    for spec in specs:
+        key = spec.lower()
+        if kind == "sentences":
+            files = corpora_files(root) if key == "corpora" else [Path(spec)]
+            for f in files:
+                examples += read_sentences(f)
+        elif kind == "triplets":
+            examples += snli_triplets(root) if key == "snli" else read_triplets_csv(spec)
+        elif kind == "documents":
+            if key in ("20newsgroups", "twentynewsgroups"):
+                path = root.find(root.tasks / "twentynewsgroups" / "train.jsonl.gz", task="TwentyNewsgroups")
+                examples += read_documents(path)
+            else:
+                examples += read_documents(spec)
+        else:
+            raise EmbenchError(f"unknown data kind {kind!r}")
+    return examples

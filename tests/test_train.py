@@ -1,0 +1,348 @@
+"""The trainer (issue 7): losses by hand, DDP = one process, training, checkpoints, resume, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from embench.errors import EmbenchError, MalformedDataError
+from embench.train import TrainingDivergedError, make_config, train
+from embench.train import loop as train_loop
+from embench.train.config import TrainConfig
+from embench.train.crops import CropCorpus, chunks
+from embench.train.data import read_sentences, read_triplets_csv, snli_triplets
+from embench.train.distributed import DistInfo
+from embench.train.losses import info_nce, mask_tokens, mlm_loss
+
+SENT = "This sentence is long enough to be kept by the crop filter, which wants one hundred characters or more"
+
+
+# -- losses against hand computations ------------------------------------------------------------
+def _hand_info_nce(a, p, tau, hn=None, alpha=1.0):
+    """Eq. 1/5/8 of SimCSE written out with Python floats."""
+    def cos(u, v):
+        return sum(x * y for x, y in zip(u, v, strict=True)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+
+    total = 0.0
+    for i, ai in enumerate(a):
+        num = math.exp(cos(ai, p[i]) / tau)
+        den = sum(math.exp(cos(ai, pj) / tau) for pj in p)
+        if hn is not None:
+            den += sum((alpha if j == i else 1.0) * math.exp(cos(ai, hj) / tau) for j, hj in enumerate(hn))
+        total += -math.log(num / den)
+    return total / len(a)
+
+
+A = [[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]
+P = [[2.0, 0.0], [1.0, 1.0], [0.0, -1.0]]
+H = [[0.5, 0.5], [-1.0, 0.0], [1.0, -3.0]]
+
+
+def test_info_nce_equals_hand_computation_with_temperature():
+    for tau in (0.05, 0.5, 1.0):
+        got = float(info_nce(torch.tensor(A), torch.tensor(P), tau))
+        assert got == pytest.approx(_hand_info_nce(A, P, tau), rel=1e-5)
+    # two anchors by hand: cos = [[1, 1/sqrt2], [0, 1/sqrt2]], tau = 0.5
+    a, p = [[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]]
+    r = math.sqrt(2)
+    l0 = -math.log(math.exp(2) / (math.exp(2) + math.exp(r)))
+    l1 = -math.log(math.exp(r) / (1 + math.exp(r)))
+    assert float(info_nce(torch.tensor(a), torch.tensor(p), 0.5)) == pytest.approx((l0 + l1) / 2, rel=1e-6)
+
+
+def test_hard_negatives_are_all_in_batch_and_the_own_one_weighted_by_alpha():
+    a, p, h = torch.tensor(A), torch.tensor(P), torch.tensor(H)
+    for alpha in (1.0, 0.5, 2.0):
+        got = float(info_nce(a, p, 0.1, h, alpha=alpha))
+        assert got == pytest.approx(_hand_info_nce(A, P, 0.1, H, alpha), rel=1e-5)
+    assert float(info_nce(a, p, 0.1, h, alpha=2.0)) > float(info_nce(a, p, 0.1, h, alpha=1.0))
+
+
+def test_mlm_term_equals_hand_cross_entropy_and_is_added_with_lambda():
+    logits = torch.tensor([[[2.0, 0.0, 1.0], [0.0, 0.0, 0.0]], [[1.0, 3.0, 0.0], [0.5, 0.5, 2.0]]])
+    labels = torch.tensor([[0, -100], [1, 2]])
+    def ce(row, k):
+        return -math.log(math.exp(row[k]) / sum(math.exp(x) for x in row))
+    hand = (ce([2.0, 0.0, 1.0], 0) + ce([1.0, 3.0, 0.0], 1) + ce([0.5, 0.5, 2.0], 2)) / 3
+    assert float(mlm_loss(logits, labels)) == pytest.approx(hand, rel=1e-6)
+    z = torch.tensor(A + P)  # two views of three rows
+    cfg = TrainConfig(temperature=0.2, mlm_weight=0.1)
+    total = float(train_loop.compute_loss(z, 2, cfg, DistInfo(), logits, labels))
+    assert total == pytest.approx(_hand_info_nce(A, P, 0.2) + 0.1 * hand, rel=1e-5)
+
+
+def test_mask_tokens_predicts_only_real_tokens_and_masks_most_of_them():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, 100, (64, 40), generator=g)
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    masked, labels = mask_tokens(ids, special, mask_token_id=1, vocab_size=100, probability=0.15, generator=g)
+    chosen = labels != -100
+    assert not chosen[special].any()
+    assert 0.10 < chosen.float().mean() < 0.20
+    assert (labels[chosen] == ids[chosen]).all() and (masked[~chosen] == ids[~chosen]).all()
+    assert 0.7 < (masked[chosen] == 1).float().mean() < 0.9
+
+
+# -- DDP: two processes = one process on the concatenated batch -----------------------------------
+TEXTS = [f"sentence number {i} talks about {w}" for i, w in enumerate(
+    ["cats", "the weather in spring", "a long road", "music", "old trains", "rivers and lakes", "cooking", "stars"])]
+
+
+def _model_and_loss(tiny_dir: str, texts_views: list[list[str]], dist: DistInfo, runner_wrap=None):
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from embench.train.methods import ContrastiveModel
+
+    torch.manual_seed(0)
+    cfg = AutoConfig.from_pretrained(tiny_dir, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = ContrastiveModel(AutoModel.from_pretrained(tiny_dir, config=cfg), "mean", "train")
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    runner = runner_wrap(model) if runner_wrap else model
+    flat = [t for v in texts_views for t in v]
+    enc = dict(tok(flat, padding="max_length", max_length=16, truncation=True, return_tensors="pt"))
+    z, _ = runner(enc)
+    loss = train_loop.compute_loss(z, len(texts_views), TrainConfig(temperature=0.05, hard_negative_weight=2.0), dist)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    return float(loss), grads
+
+
+def _ddp_worker(rank: int, world: int, tiny_dir: str, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        n = len(TEXTS) // world
+        mine = TEXTS[rank * n : (rank + 1) * n]
+        views = [mine, [t.upper() for t in mine], [t[::-1] for t in mine]]
+        info = DistInfo(rank, world)
+        loss, grads = _model_and_loss(tiny_dir, views, info, torch.nn.parallel.DistributedDataParallel)
+        from embench.train.distributed import mean_over_processes
+
+        loss = mean_over_processes(loss)
+        if rank == 0:
+            torch.save({"loss": loss, "grads": grads}, out)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_with_two_processes_matches_one_process_on_the_concatenated_batch(tiny_bert_dir, tmp_path):
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "ddp.pt"
+    mp.spawn(_ddp_worker, args=(2, str(tiny_bert_dir), port, str(out)), nprocs=2, join=True)
+    ddp = torch.load(out)
+    views = [TEXTS, [t.upper() for t in TEXTS], [t[::-1] for t in TEXTS]]
+    loss, grads = _model_and_loss(str(tiny_bert_dir), views, DistInfo())
+    assert ddp["loss"] == pytest.approx(loss, abs=1e-5)
+    assert set(ddp["grads"]) == set(grads)
+    worst = max(float((ddp["grads"][k] - grads[k]).abs().max()) for k in grads)
+    assert worst < 1e-5, f"largest gradient difference {worst}"
+
+
+# -- training on CPU -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def trained(tiny_bert_dir, data_root, tmp_path_factory):
+    """50 steps of unsupervised SimCSE on a tiny random BERT, STS-B dev at start and end."""
+    out = tmp_path_factory.mktemp("simcse")
+    cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=["corpora"], data_root=str(data_root),
+                      out=str(out), batch_size=16, max_length=24, max_steps=50, lr=1e-3, log_steps=1,
+                      eval_steps=50, max_examples=800, progress=False, eval_max_length=32)
+    return train(cfg)
+
+
+def test_tiny_random_model_loss_falls_over_50_steps(trained):
+    losses = [h["loss"] for h in trained.history if "loss" in h]
+    assert len(losses) == 50
+    first, last = np.mean(losses[:5]), np.mean(losses[-5:])
+    assert last < first - 0.5, (first, last)
+    evals = [h for h in trained.history if "stsb_dev_spearman" in h]
+    assert [e["step"] for e in evals] == [0, 50]
+    assert trained.initial_score == evals[0]["stsb_dev_spearman"]
+    lines = [json.loads(x) for x in trained.metrics.read_text().splitlines()]
+    assert lines == trained.history
+
+
+def test_saved_checkpoint_loads_in_embench_and_sentence_transformers_with_the_same_vectors(trained):
+    from sentence_transformers import SentenceTransformer
+
+    import embench
+
+    folder = trained.best_dir
+    for f in ("config.json", "model.safetensors", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+        assert (folder / f).is_file(), f
+    texts = ["A man is playing a guitar.", "Two dogs run across a snowy field.", "short"]
+    enc = embench.load_model(folder)
+    assert enc.pooling == "cls_before_pooler"  # unsupervised SimCSE: the MLP is dropped at test time
+    ours = enc.encode_batch(texts)
+    st = SentenceTransformer(str(folder), device="cpu").encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(ours, st, atol=1e-5)
+    meta = json.loads((folder / "embench_training.json").read_text())
+    assert meta["method"] == "unsup-simcse" and meta["step"] == trained.best_step
+
+
+def _small_crop_config(tiny_bert_dir, data_root, out, **kw):
+    return make_config(method="crop", model=str(tiny_bert_dir), data=["20newsgroups"], data_root=str(data_root),
+                       out=str(out), batch_size=8, max_length=32, max_examples=200, lr=1e-3, log_steps=1,
+                       eval_steps=0, progress=False, **kw)
+
+
+def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(tiny_bert_dir, data_root, tmp_path, monkeypatch):
+    full = train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "full", max_steps=6, save_steps=3))
+    real = train_loop.compute_loss
+    calls = {"n": 0}
+
+    def killed_at_step_5(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(train_loop, "compute_loss", killed_at_step_5)
+    with pytest.raises(KeyboardInterrupt):
+        train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "cut", max_steps=6, save_steps=3))
+    monkeypatch.setattr(train_loop, "compute_loss", real)
+    assert json.loads((tmp_path / "cut/checkpoint-last/step.json").read_text())["step"] == 3
+    resumed = train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "cut", max_steps=6, save_steps=3, resume=True))
+    assert [h["step"] for h in resumed.history if "loss" in h] == [4, 5, 6]
+    logged = [json.loads(x)["step"] for x in (tmp_path / "cut/metrics.jsonl").read_text().splitlines()]
+    assert logged == [1, 2, 3, 4, 5, 6]  # the killed run's step 4 was never logged
+    assert resumed.last_loss == pytest.approx(full.last_loss, rel=1e-4)
+    from safetensors.torch import load_file
+
+    a, b = load_file(full.best_dir / "model.safetensors"), load_file(resumed.best_dir / "model.safetensors")
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
+
+
+# -- bad input -----------------------------------------------------------------------------------
+def test_empty_or_unreadable_corpus_is_an_error_naming_the_file(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    with pytest.raises(EmbenchError, match="empty.txt: the corpus is empty"):
+        read_sentences(empty)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\n\xff\xfe broken\n")
+    with pytest.raises(MalformedDataError, match=r"bad.txt:2: not valid UTF-8"):
+        read_sentences(bad)
+    corrupt = tmp_path / "corrupt.txt.gz"
+    corrupt.write_bytes(b"this is not gzip data\n")
+    with pytest.raises(EmbenchError, match="corrupt.txt.gz: cannot read it"):
+        read_sentences(corrupt)
+    with pytest.raises(EmbenchError, match="missing.txt"):
+        read_sentences(tmp_path / "missing.txt")
+
+
+def test_documents_too_short_to_crop_are_counted_and_skipped_with_a_message(caplog):
+    long_doc = ". ".join(f"{SENT} {i}" for i in range(4))
+    assert len(chunks(long_doc)) == 3
+    docs = [long_doc, "Too short. Really.", f"{SENT}. {SENT}.", long_doc]
+    with caplog.at_level("WARNING"):
+        corpus = CropCorpus.build(docs, source="docs.jsonl")
+    assert (len(corpus), corpus.skipped, corpus.total) == (2, 2, 4)
+    assert "2 of 4 documents in docs.jsonl are too short to crop" in caplog.text
+    import random
+
+    a, b = corpus.pair(0, random.Random(0))
+    assert a != b and a in corpus.doc_chunks[0] and b in corpus.doc_chunks[0]
+    with pytest.raises(EmbenchError, match="none of the 2 documents"):
+        CropCorpus.build(["Too short.", "Also. Short."])
+
+
+def test_malformed_csv_line_names_the_file_and_line(tmp_path):
+    good = tmp_path / "nli.csv"
+    good.write_text('sent0,sent1,hard_neg\nA man sleeps.,A person rests.,A man runs.\n"Quoted, with comma",b,c\n')
+    assert read_triplets_csv(good) == [("A man sleeps.", "A person rests.", "A man runs."), ("Quoted, with comma", "b", "c")]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("sent0,sent1,hard_neg\na,b,c\nonly,two\n")
+    with pytest.raises(MalformedDataError, match=r"bad.csv:3: expected 3 comma-separated fields, found 2"):
+        read_triplets_csv(bad)
+    header = tmp_path / "header.csv"
+    header.write_text("premise,hypothesis\na,b\n")
+    with pytest.raises(MalformedDataError, match=r"header.csv:1: expected the header sent0,sent1,hard_neg"):
+        read_triplets_csv(header)
+
+
+def test_snli_files_of_the_data_root_give_premise_entailment_contradiction_triplets(data_root):
+    from embench.data.root import DataRoot
+
+    rows = snli_triplets(DataRoot(data_root))
+    assert 5000 < len(rows) < 7000  # data README: about 5.9k
+    s1 = (DataRoot(data_root).senteval / "SNLI" / "s1.dev").read_text().splitlines()
+    s2 = (DataRoot(data_root).senteval / "SNLI" / "s2.dev").read_text().splitlines()
+    lab = (DataRoot(data_root).senteval / "SNLI" / "labels.dev").read_text().splitlines()
+    p, e, c = rows[0]
+    pairs = {(a.strip(), b.strip(), label.strip()) for a, b, label in zip(s1, s2, lab, strict=True)}
+    assert (p, e, "entailment") in pairs and (p, c, "contradiction") in pairs
+
+
+def test_nan_loss_stops_training_and_names_the_last_good_checkpoint(tiny_bert_dir, data_root, tmp_path, monkeypatch):
+    real = train_loop.compute_loss
+    calls = {"n": 0}
+
+    def nan_at_step_3(*a, **k):
+        calls["n"] += 1
+        loss = real(*a, **k)
+        return loss * float("nan") if calls["n"] == 3 else loss
+
+    monkeypatch.setattr(train_loop, "compute_loss", nan_at_step_3)
+    cfg = _small_crop_config(tiny_bert_dir, data_root, tmp_path / "nan", max_steps=10, save_steps=100)
+    with pytest.raises(TrainingDivergedError, match=r"loss became nan at step 3.*last good checkpoint is .*checkpoint-last \(step 2\)"):
+        train(cfg)
+    saved = tmp_path / "nan" / "checkpoint-last"
+    assert json.loads((saved / "step.json").read_text())["step"] == 2
+    state = torch.load(saved / "state.pt", weights_only=False)
+    assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+
+
+# -- configuration and CLI -----------------------------------------------------------------------
+def test_config_file_yaml_or_toml_then_cli_overrides(tmp_path):
+    y = tmp_path / "c.yaml"
+    y.write_text("method: crop\nlr: 1.0e-4\nbatch-size: 32\ndata: [a.txt, b.txt]\n")
+    t = tmp_path / "c.toml"
+    t.write_text('[train]\nmethod = "sup-simcse"\ntemperature = 0.1\n')
+    cy = make_config(y, batch_size=16)
+    assert (cy.method, cy.lr, cy.batch_size, cy.data) == ("crop", 1e-4, 16, ["a.txt", "b.txt"])
+    ct = make_config(t)
+    assert (ct.method, ct.temperature) == ("sup-simcse", 0.1)
+    resolved = train_loop.resolve(ct)
+    assert (resolved.pooling, resolved.mlp, resolved.lr, resolved.max_length) == ("cls", "keep", 5e-5, 32)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("temprature: 0.1\n")
+    with pytest.raises(EmbenchError, match="unknown training option 'temprature'. Did you mean 'temperature'"):
+        make_config(bad)
+    with pytest.raises(EmbenchError, match="unknown training method 'simsce'"):
+        train_loop.resolve(make_config(method="simsce"))
+
+
+def test_cli_train_command_runs_and_keeps_a_checkpoint(tiny_bert_dir, data_root, tmp_path):
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('method = "dropout"\nbatch_size = 8\nmax_length = 24\nmax_examples = 100\n')
+    out = tmp_path / "cli"
+    res = CliRunner().invoke(app, [
+        "train", "--config", str(cfg), "--model", str(tiny_bert_dir), "--data", "20newsgroups", "--out", str(out),
+        "--data-root", str(data_root), "--max-steps", "3", "--eval-steps", "0", "--set", "log_steps=1", "--quiet",
+    ])
+    assert res.exit_code == 0, res.output
+    assert "kept:" in res.output
+    assert (out / "best" / "modules.json").is_file()
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 3
+    saved = json.loads((out / "train_config.json").read_text())
+    assert (saved["method"], saved["batch_size"], saved["pooling"]) == ("dropout", 8, "mean")
