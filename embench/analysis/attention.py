@@ -1,0 +1,316 @@
+"""Attention analyses of JTCSE (Section VI.B, Figures 9-10): attention sinks and the CLS energy weight.
+
+* ``attention``: head-averaged attention maps per layer for chosen sentences (JTCSE Figure 9:
+  "each subplot represents the average attention weights of a specific layer"), and over a set of
+  sentences the share of attention each layer sends to the first token ([CLS]), the last token
+  ([SEP]) and the final punctuation mark (the attention sinks). A share is the attention weight
+  to that key averaged over heads (``heads="mean"``, or one head by number), over every real
+  query token, then over sentences; the punctuation share is averaged over the sentences that end
+  in a punctuation token before [SEP] (their number is reported).
+* ``cls-energy``: JTCSE Eq. 6, E_CLS = ||h_cls||_2 / ||H_-||_F, where the rows are those of the
+  context tensor softmax(QK^T / sqrt(d)) V of a layer's self-attention (before the output
+  projection). Open choices, with defaults: heads concatenated (``heads="concat"``; ``"mean"``
+  averages the per-head ratios); H_- holds every other real token, [SEP] included
+  (``exclude_special=True`` drops special tokens); padding never counts. Reported per layer as
+  the mean over sentences, and averaged over layers.
+
+Both need attention weights, i.e. the eager attention implementation: an encoder loaded with
+SDPA or flash attention is switched to eager when transformers allows it, otherwise a clear
+error says which implementation is needed.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..errors import EmbenchError
+from ..report import style
+from .inputs import stsb, unique, write_csv, write_json
+from .registry import AnalysisResult, analysis
+
+EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
+VALUE_NAMES = ("value", "v_proj", "v", "v_lin", "value_proj")
+
+
+def ensure_eager(encoder) -> None:
+    """Make ``encoder.model`` return attention weights, or raise a clear EmbenchError."""
+    model = encoder.model
+    impl = getattr(model.config, "_attn_implementation", None)
+    if impl in (None, "eager"):
+        return
+    try:
+        model.set_attn_implementation("eager")
+    except Exception as e:  # a model class without an eager path, or an old transformers
+        raise EmbenchError(
+            f"{encoder.name}: attention analyses need attention weights, which the {impl!r} attention "
+            f"implementation does not return, and switching to 'eager' failed ({type(e).__name__}: {e}). "
+            f"Load the model with attn_implementation='eager'."
+        ) from None
+
+
+def attention_outputs(encoder, texts: list[str]):
+    """(tokenized batch, model output with ``attentions`` and ``hidden_states``), eager attention enforced."""
+    ensure_eager(encoder)
+    enc = encoder.tokenize(texts)
+    with torch.inference_mode():
+        out = encoder.forward_hidden(enc, True, output_attentions=True)
+    att = getattr(out, "attentions", None)
+    if not att or any(a is None for a in att):
+        impl = getattr(getattr(encoder.model, "config", None), "_attn_implementation", "unknown")
+        raise EmbenchError(
+            f"{encoder.name}: the model returned no attention weights (attention implementation {impl!r}); "
+            f"attention analyses need attn_implementation='eager'"
+        )
+    return enc, out
+
+
+def _real_lengths(enc) -> np.ndarray:
+    return enc["attention_mask"].sum(1).cpu().numpy().astype(int)
+
+
+def _special_ids(tokenizer) -> set[int]:
+    return set(getattr(tokenizer, "all_special_ids", []) or [])
+
+
+def _assume_right_padding(enc) -> None:
+    mask = enc["attention_mask"]
+    if mask.shape[1] and bool((mask[:, 0] == 0).any()):
+        raise EmbenchError("attention analyses expect right padding (real tokens first); this tokenizer pads on the left")
+
+
+def head_reduce(att: np.ndarray, heads) -> np.ndarray:
+    """(H, T, T) -> (T, T): mean over heads, or one head by number."""
+    if heads == "mean":
+        return att.mean(0)
+    h = int(heads)
+    if not 0 <= h < att.shape[0]:
+        raise EmbenchError(f"--heads {heads} is out of range: the model has heads 0 to {att.shape[0] - 1}")
+    return att[h]
+
+
+def final_punctuation(tokens: list[str], ids: list[int], special: set[int]) -> int | None:
+    """Position of the last non-special token when it is a punctuation mark, else None."""
+    for pos in range(len(ids) - 1, -1, -1):
+        if ids[pos] in special:
+            continue
+        tok = tokens[pos].lstrip("Ġ▁#")
+        return pos if tok and all(ch in string.punctuation for ch in tok) else None
+    return None
+
+
+def sink_shares(att: np.ndarray, length: int, punct: int | None, heads="mean") -> dict[str, float]:
+    """Attention share to the first token, the last real token and the final punctuation for one sentence.
+
+    ``att`` is one layer's (H, T, T) weights; only the first ``length`` (real) rows and columns count.
+    """
+    a = head_reduce(att, heads)[:length, :length]
+    return {
+        "cls": float(a[:, 0].mean()),
+        "sep": float(a[:, length - 1].mean()),
+        "punct": float(a[:, punct].mean()) if punct is not None else float("nan"),
+    }
+
+
+# -- attention maps and sinks -----------------------------------------------------------------
+@analysis("attention")
+def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mean", split: str = "test",
+              text: str = "senteval", limit: int | None = 1000, seed: int = 42, batch_size: int = 32) -> AnalysisResult:
+    """Per-layer attention maps of ``sentences`` and attention-sink shares over STS-B sentences."""
+    texts = [sentences] if isinstance(sentences, str) else list(sentences)
+    corpus = _corpus(ctx, split, text, limit, seed)
+    rows, maps = [], {}
+    for ref in refs:
+        enc_model = ref.encoder()
+        tok = enc_model.tokenizer
+        special = _special_ids(tok)
+        enc, o = attention_outputs(enc_model, texts)
+        _assume_right_padding(enc)
+        lengths = _real_lengths(enc)
+        for i, sent in enumerate(texts):
+            ids = enc["input_ids"][i, : lengths[i]].tolist()
+            maps.setdefault(ref.label, []).append({
+                "sentence": sent, "tokens": tok.convert_ids_to_tokens(ids),
+                "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[: lengths[i], : lengths[i]].tolist() for a in o.attentions],
+            })
+        sums: dict[int, dict[str, list[float]]] = {}
+        for b in range(0, len(corpus), batch_size):
+            batch = corpus[b : b + batch_size]
+            enc, o = attention_outputs(enc_model, batch)
+            _assume_right_padding(enc)
+            lengths = _real_lengths(enc)
+            for i in range(len(batch)):
+                ids = enc["input_ids"][i, : lengths[i]].tolist()
+                punct = final_punctuation(tok.convert_ids_to_tokens(ids), ids, special)
+                for layer, a in enumerate(o.attentions, start=1):
+                    s = sink_shares(a[i].float().cpu().numpy(), lengths[i], punct, heads)
+                    d = sums.setdefault(layer, {"cls": [], "sep": [], "punct": []})
+                    for key in d:
+                        d[key].append(s[key])
+        for layer, d in sorted(sums.items()):
+            p = np.asarray(d["punct"])
+            rows.append({"model": ref.label, "layer": layer, "cls_share": float(np.mean(d["cls"])), "sep_share": float(np.mean(d["sep"])),
+                         "punct_share": float(np.nanmean(p)) if np.isfinite(p).any() else float("nan"),
+                         "n_sentences": len(d["cls"]), "n_with_punct": int(np.isfinite(p).sum()), "heads": str(heads)})
+    frame = pd.DataFrame(rows)
+    files = [write_csv(frame, out, "attention_sinks"), write_json(maps, out, "attention_maps")]
+    files += _plot_sinks(frame, refs, out)
+    files += _plot_maps(maps, refs, out)
+    return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": maps})
+
+
+def _corpus(ctx, split, text, limit, seed) -> list[str]:
+    pairs = stsb(ctx.root, split, text)
+    corpus = unique(pairs.left + pairs.right)
+    if limit is not None and limit < len(corpus):
+        rng = np.random.default_rng(seed)
+        corpus = [corpus[i] for i in sorted(rng.choice(len(corpus), limit, replace=False))]
+    return corpus
+
+
+def _plot_sinks(frame, refs, out) -> list:
+    targets = [("cls_share", "to [CLS] (first token)"), ("sep_share", "to [SEP] (last token)"), ("punct_share", "to final punctuation")]
+    with style.paper_style():
+        fig, axes = style.figure(ncols=3, sharey=True)
+        for ax, (col, title) in zip(axes[0], targets, strict=True):
+            for c, ref in zip(style.palette(len(refs)), refs, strict=True):
+                g = frame[frame["model"] == ref.label]
+                ax.plot(g["layer"], g[col], "o-", color=c, label=ref.label)
+            ax.set_title(f"attention share {title}")
+            ax.set_xlabel("layer")
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        axes[0, 0].set_ylabel("mean attention weight")
+        axes[0, 0].legend(loc="best")
+        fig.tight_layout()
+        return style.save(fig, out, "attention_sinks")
+
+
+def _plot_maps(maps, refs, out) -> list:
+    files = []
+    n_sent = len(next(iter(maps.values())))
+    for s in range(n_sent):
+        n_layers = max(len(maps[r.label][s]["layers"]) for r in refs)
+        with style.paper_style():
+            fig, axes = style.figure(ncols=n_layers, nrows=len(refs), width=1.25 * n_layers + 0.8, height=1.6 * len(refs) + 0.3)
+            for row, ref in enumerate(refs):
+                m = maps[ref.label][s]
+                for layer in range(n_layers):
+                    ax = axes[row, layer]
+                    if layer >= len(m["layers"]):
+                        ax.axis("off")
+                        continue
+                    ax.imshow(np.asarray(m["layers"][layer]), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+                    ticks = range(len(m["tokens"]))
+                    ax.set_xticks(ticks, m["tokens"], rotation=90, fontsize=3.5)
+                    ax.set_yticks(ticks, m["tokens"] if layer == 0 else [""] * len(m["tokens"]), fontsize=3.5)
+                    ax.tick_params(length=0, pad=1)
+                    if row == 0:
+                        ax.set_title(f"layer {layer + 1}", fontsize=6)
+                    if layer == 0:
+                        ax.set_ylabel(ref.label, fontsize=6, fontweight="bold")
+            fig.tight_layout(pad=0.3)
+            files += style.save(fig, out, "attention_maps" if n_sent == 1 else f"attention_maps_{s}")
+    return files
+
+
+# -- CLS energy weight ------------------------------------------------------------------------
+def value_modules(model, num_layers: int) -> list[torch.nn.Module]:
+    """The value projection of every self-attention layer, in layer order."""
+    found = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in VALUE_NAMES]
+    if len(found) != num_layers:
+        raise EmbenchError(
+            f"cls-energy reads each layer's value projection (a Linear named one of {VALUE_NAMES}); "
+            f"found {len(found)} for {num_layers} layers in {type(model).__name__}"
+        )
+    return found
+
+
+def cls_energy_weight(context: np.ndarray, length: int, exclude: set[int] | None = None) -> float:
+    """||context[0]|| / ||context[others]||_F for one sentence's (T, D) context tensor (real tokens only)."""
+    others = [p for p in range(1, length) if not exclude or p not in exclude]
+    if not others:
+        return float("nan")
+    return float(np.linalg.norm(context[0]) / np.linalg.norm(context[others]))
+
+
+def context_tensors(encoder, texts: list[str]):
+    """(enc, per-layer context tensors (B, H, T, d) = softmax(QK^T/sqrt d) V)."""
+    model = encoder.model
+    values: list[torch.Tensor] = []
+    hooks = [m.register_forward_hook(lambda _m, _i, o: values.append(o.detach())) for m in value_modules(model, encoder.num_layers)]
+    try:
+        enc, out = attention_outputs(encoder, texts)
+    finally:
+        for h in hooks:
+            h.remove()
+    contexts = []
+    for att, v in zip(out.attentions, values, strict=True):
+        b, h, t, _ = att.shape
+        d = _head_dim(model.config, h)
+        v = v.float().view(b, t, -1, d)  # (B, T, key/value heads, d)
+        kv_heads = v.shape[2]
+        v = v.permute(0, 2, 1, 3)
+        if kv_heads != h:  # grouped-query attention: each key/value head serves h / kv_heads query heads
+            v = v.repeat_interleave(h // kv_heads, dim=1)
+        contexts.append(torch.matmul(att.float(), v))
+    return enc, contexts
+
+
+def _head_dim(config, heads: int) -> int:
+    d = getattr(config, "head_dim", None)
+    if isinstance(d, int) and d > 0:
+        return d
+    hidden = getattr(config, "hidden_size", None) or getattr(getattr(config, "text_config", None), "hidden_size", None)
+    if not hidden:
+        raise EmbenchError(f"cannot tell the attention head size of a {type(config).__name__} model")
+    return int(hidden) // int(getattr(config, "num_attention_heads", heads))
+
+
+@analysis("cls-energy")
+def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = False, split: str = "test", text: str = "senteval",
+               limit: int | None = 1000, seed: int = 42, batch_size: int = 32) -> AnalysisResult:
+    """JTCSE Eq. 6 per layer: the CLS row's norm over the other rows' Frobenius norm in the context tensor."""
+    if heads not in ("concat", "mean"):
+        raise EmbenchError(f"invalid --heads {heads!r} for cls-energy; choose concat or mean")
+    corpus = _corpus(ctx, split, text, limit, seed)
+    rows = []
+    for ref in refs:
+        encoder = ref.encoder()
+        special = _special_ids(encoder.tokenizer)
+        per_layer: dict[int, list[float]] = {}
+        for b in range(0, len(corpus), batch_size):
+            enc, contexts = context_tensors(encoder, corpus[b : b + batch_size])
+            _assume_right_padding(enc)
+            lengths = _real_lengths(enc)
+            for i in range(len(lengths)):
+                ids = enc["input_ids"][i, : lengths[i]].tolist()
+                excl = {p for p, t in enumerate(ids) if t in special} if exclude_special else None
+                for layer, c in enumerate(contexts, start=1):
+                    ci = c[i].cpu().numpy()  # (H, T, d)
+                    if heads == "concat":
+                        e = cls_energy_weight(ci.transpose(1, 0, 2).reshape(ci.shape[1], -1), lengths[i], excl)
+                    else:
+                        e = float(np.mean([cls_energy_weight(ci[h], lengths[i], excl) for h in range(ci.shape[0])]))
+                    per_layer.setdefault(layer, []).append(e)
+        for layer, es in sorted(per_layer.items()):
+            rows.append({"model": ref.label, "layer": layer, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
+                         "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special})
+    frame = pd.DataFrame(rows)
+    summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()
+    files = [write_csv(frame, out, "cls_energy"), write_csv(summary, out, "cls_energy_summary")]
+    with style.paper_style():
+        fig, axes = style.figure()
+        ax = axes[0, 0]
+        for c, ref in zip(style.palette(len(refs)), refs, strict=True):
+            g = frame[frame["model"] == ref.label]
+            avg = summary.set_index("model").loc[ref.label, "mean_over_layers"]
+            ax.plot(g["layer"], g["cls_energy"], "o-", color=c, label=f"{ref.label} (mean {avg:.3f})")
+        ax.set_xlabel("layer")
+        ax.set_ylabel(r"CLS energy weight $E_{\mathrm{CLS}}$")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(loc="best")
+        files += style.save(fig, out, "cls_energy")
+    return AnalysisResult("cls-energy", {"cls_energy": frame, "cls_energy_summary": summary}, files)

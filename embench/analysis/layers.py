@@ -1,0 +1,98 @@
+"""The same measures for every hidden layer (cropping paper Figure 4b-c, Figures S2-S3).
+
+Layer 0 is the embedding output, layer L the last transformer layer, as in the authors' code
+(``hidden_states[layer]``). Each layer is pooled with mean pooling unless ``--pooling`` says
+otherwise (the cropping paper's representation), through ``load_model(..., layer=N)`` so the
+vectors go through the engine and its cache. Measures per layer:
+
+* STS-B Spearman of cosine similarities (``split``, default test);
+* kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
+* optionally the average main score of a suite (``suite``, e.g. ``mteb-lite``) through
+  :func:`embench.api.evaluate`; the cropping paper's Figure 4c uses non-normalised embeddings,
+  which is what the layer encoders give unless ``--normalize``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from ..errors import EmbenchError
+from ..report import style
+from .cosine_density import cosines
+from .inputs import stsb, unique, write_csv
+from .knn import knn_accuracy, load_labelled
+from .registry import AnalysisResult, analysis
+
+
+def parse_layers(layers, num_layers: int) -> list[int]:
+    """``None``/``"all"`` -> 0..L; else a list (or "0,2,4") of layer numbers, negatives from the end."""
+    if layers is None or layers == "all":
+        return list(range(num_layers + 1))
+    if isinstance(layers, str):
+        layers = [int(x) for x in layers.split(",") if x.strip()]
+    out = []
+    for layer in layers:
+        n = int(layer) + (num_layers + 1 if int(layer) < 0 else 0)
+        if not 0 <= n <= num_layers:
+            raise EmbenchError(f"--layers {layer} is out of range: the model has layers 0 (embedding output) to {num_layers}")
+        out.append(n)
+    return sorted(set(out))
+
+
+@analysis("layers")
+def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit: int | None = 5000, k: int = 10,
+           metric: str = "euclidean", transform: str = "raw", seed: int = 42, split: str = "test", text: str = "senteval",
+           suite: str | None = None) -> AnalysisResult:
+    """STS-B Spearman, kNN accuracy and (optionally) a suite average for each hidden layer of each model."""
+    pairs = stsb(ctx.root, split, text)
+    sentences = unique(pairs.left + pairs.right)
+    labelled = load_labelled(dataset, ctx.root, limit=limit, seed=seed) if dataset else None
+    rows = []
+    for ref in refs:
+        overrides = {} if ref.options.get("pooling") else {"pooling": "mean"}
+        n_layers = ref.encoder(**overrides).num_layers
+        for layer in parse_layers(layers, n_layers):
+            enc = ref.encoder(layer=layer, **overrides)
+            row = {"model": ref.label, "layer": layer, "pooling": enc.pooling}
+            emb = dict(zip(sentences, ctx.embed(enc, sentences), strict=True))
+            cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
+            row["stsb_spearman"] = float(spearmanr(cos, pairs.gold)[0]) if np.ptp(cos) > 0 else float("nan")
+            if labelled is not None:
+                r = knn_accuracy(ctx.embed(enc, labelled.texts), labelled.labels, k=k, metric=metric, transform=transform, seed=seed)
+                row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"]})
+            if suite:
+                row[f"{suite}_average"] = _suite_average(enc, suite, ctx, out)
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    files = [write_csv(frame, out, "layers")]
+    measures = [("stsb_spearman", f"STS-B {split} Spearman (x100)", None)]
+    if labelled is not None:
+        measures.append(("knn_accuracy", f"kNN accuracy on {labelled.name} (%)", "knn_stderr"))
+    if suite:
+        measures.append((f"{suite}_average", f"{suite} average (x100)", None))
+    with style.paper_style():
+        fig, axes = style.figure(ncols=len(measures))
+        for ax, (col, title, err) in zip(axes[0], measures, strict=True):
+            for c, ref in zip(style.palette(len(refs)), refs, strict=True):
+                g = frame[frame["model"] == ref.label]
+                ax.plot(g["layer"], 100 * g[col], "o-", color=c, label=ref.label)
+                if err:
+                    ax.fill_between(g["layer"], 100 * (g[col] - g[err]), 100 * (g[col] + g[err]), color=c, alpha=0.2, lw=0)
+            ax.set_xlabel("layer (0 = embedding output)")
+            ax.set_ylabel(title)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        axes[0, 0].legend(loc="best")
+        fig.tight_layout()
+        files += style.save(fig, out, "layers")
+    return AnalysisResult("layers", {"layers": frame}, files)
+
+
+def _suite_average(encoder, suite: str, ctx, out) -> float:
+    from ..api import evaluate
+
+    ev = evaluate(encoder, suite, data=ctx.root.path, results_dir=out / "results", cache_dir=ctx.cache_dir,
+                  use_cache=ctx.cache_dir is not None, batch_size=ctx.batch_size)
+    scores = [r.main_score for r in ev.records]
+    return float(np.mean(scores)) if scores else float("nan")
