@@ -30,6 +30,8 @@ def parse_layers(layers, num_layers: int) -> list[int]:
     """``None``/``"all"`` -> 0..L; else a list (or "0,2,4") of layer numbers, negatives from the end."""
     if layers is None or layers == "all":
         return list(range(num_layers + 1))
+    if isinstance(layers, int):
+        layers = [layers]
     if isinstance(layers, str):
         layers = [int(x) for x in layers.split(",") if x.strip()]
     out = []

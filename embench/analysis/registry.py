@@ -52,7 +52,8 @@ def analysis(name: str):
     """Register ``impl(refs, ctx, out, **options)`` as analysis ``name``; returns the public function."""
 
     def deco(impl: Callable[..., AnalysisResult]) -> Callable[..., AnalysisResult]:
-        option_names = [p for p in inspect.signature(impl).parameters if p not in ("refs", "ctx", "out")]
+        params = {n: p.default for n, p in inspect.signature(impl).parameters.items() if n not in ("refs", "ctx", "out")}
+        option_names = list(params)
 
         @functools.wraps(impl)
         def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
@@ -69,7 +70,7 @@ def analysis(name: str):
             out.mkdir(parents=True, exist_ok=True)
             return impl(refs, ctx, out, **options)
 
-        public.options = option_names  # type: ignore[attr-defined]
+        public.options = params  # type: ignore[attr-defined]  # option -> default (the CLI coerces by it)
         ANALYSES._items[ANALYSES.canonical(name)] = public
         return public
 
