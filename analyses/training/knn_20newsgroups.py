@@ -27,11 +27,14 @@ def main() -> None:
     ap.add_argument("models", nargs="+", help="model or folder, optionally =POOLING")
     ap.add_argument("--out", required=True)
     ap.add_argument("--max-length", type=int, default=256)
-    ap.add_argument("--limit", type=int, default=None, help="first n test texts only")
+    ap.add_argument("--limit", type=int, default=None, help="a seeded random sample of n test texts (the file is sorted by label)")
     args = ap.parse_args()
     root = Path(os.environ["EMBENCH_DATA"])
     rows = [json.loads(line) for line in gzip.open(root / "tasks/twentynewsgroups/test.jsonl.gz", "rt")]
-    rows = [r for r in rows if r["text"].strip()][: args.limit]
+    rows = [r for r in rows if r["text"].strip()]
+    if args.limit and args.limit < len(rows):
+        keep = np.sort(np.random.default_rng(0).choice(len(rows), args.limit, replace=False))
+        rows = [rows[i] for i in keep]
     texts, labels = [r["text"] for r in rows], np.array([r["label"] for r in rows])
     results = {}
     for spec in args.models:

@@ -234,6 +234,9 @@ def train(cfg: TrainConfig) -> TrainResult:
         start, best_score, best_step, initial = state["step"], state.get("best_score"), state.get("best_step", 0), state.get("initial_score")
         if start >= total:
             raise EmbenchError(f"--resume: the checkpoint is at step {start}, and the run has {total} steps")
+        if dist.is_main and metrics_path.is_file():  # steps after the checkpoint are redone: drop their records
+            kept = [x for x in metrics_path.read_text(encoding="utf-8").splitlines() if x.strip() and json.loads(x)["step"] <= start]
+            metrics_path.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
     elif dist.is_main:
         metrics_path.unlink(missing_ok=True)
         _write_json(out / "train_config.json", {**cfg.to_dict(), "resolved_total_steps": total, "warmup_steps": warmup,
