@@ -22,6 +22,7 @@ rounding). Fits that share data and stream (one fold, several L2 penalties) shar
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -118,6 +119,24 @@ def _pad(rows: list[np.ndarray], fill: int = 0) -> tuple[np.ndarray, np.ndarray]
     return out, mask
 
 
+class _fit_threads:
+    """On CPU, train with one torch thread: the per-step tensors are small, and on a shared machine
+    several intra-op threads spin against each other (measured: 6x slower with 2 threads on 2 busy
+    cores). ``EMBENCH_FIT_THREADS`` overrides."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def __enter__(self):
+        self.before = torch.get_num_threads()
+        if self.device.type == "cpu":
+            torch.set_num_threads(int(os.environ.get("EMBENCH_FIT_THREADS", "1")))
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.before)
+        return False
+
+
 def train_fits(
     X: np.ndarray | torch.Tensor,
     y: np.ndarray,
@@ -133,6 +152,20 @@ def train_fits(
     ``X`` is the pooled feature matrix every fit indexes into; ``y`` its labels (0..nclasses-1).
     """
     device = torch.device(device) if device is not None else default_device()
+    with _fit_threads(device):
+        return _train_fits(X, y, fits, config, nclasses, seed, device, max_floats_per_chunk)
+
+
+def _train_fits(
+    X: np.ndarray | torch.Tensor,
+    y: np.ndarray,
+    fits: Sequence[Fit],
+    config: ClassifierConfig,
+    nclasses: int,
+    seed: int = 1111,
+    device: torch.device | str | None = None,
+    max_floats_per_chunk: int = 1 << 24,
+) -> list[list[FitResult]]:
     if not fits:
         return []
     Xt = (X if isinstance(X, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))).to(device).float()
