@@ -6,7 +6,6 @@ import gzip
 import json
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from embench.train.crops import CropCorpus, chunks
 from embench.train.data import read_sentences, read_triplets_csv, snli_triplets
 from embench.train.distributed import DistInfo
 from embench.train.losses import info_nce, mask_tokens, mlm_loss
+
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
@@ -372,3 +372,43 @@ def test_cli_train_command_runs_and_keeps_a_checkpoint(tiny_bert_dir, data_root,
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 3
     saved = json.loads((out / "train_config.json").read_text())
     assert (saved["method"], saved["batch_size"], saved["pooling"]) == ("dropout", 8, "mean")
+
+
+# -- methods and options -------------------------------------------------------------------------
+def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(tiny_bert_dir, data_root, tmp_path):
+    import embench
+
+    r = train(make_config(method="sup-simcse", model=str(tiny_bert_dir), data=["snli"], data_root=str(data_root),
+                          out=str(tmp_path / "sup"), batch_size=8, max_length=24, max_steps=3, max_examples=64,
+                          eval_steps=0, progress=False, log_steps=1))
+    assert all(math.isfinite(h["loss"]) for h in r.history if "loss" in h)
+    assert not (r.best_dir / "modules.json").exists()  # cls through the pooler head: a plain HF folder
+    meta = json.loads((r.best_dir / "embench_training.json").read_text())
+    assert (meta["pooling"], meta["sentence_transformers"]) == ("cls", False)
+    enc = embench.load_model(r.best_dir)
+    assert enc.pooling == "cls"
+    from transformers import AutoModel, AutoTokenizer
+
+    m, tok = AutoModel.from_pretrained(r.best_dir).eval(), AutoTokenizer.from_pretrained(r.best_dir)
+    with torch.no_grad():
+        want = m(**tok(["A dog runs."], return_tensors="pt")).pooler_output.numpy()
+    np.testing.assert_allclose(enc.encode_batch(["A dog runs."]), want, atol=1e-5)
+
+
+def test_mlm_auxiliary_loss_and_freezing_embeddings_and_first_layers(tiny_bert_dir, data_root, tmp_path):
+    from safetensors.torch import load_file
+
+    cfg = _small_crop_config(tiny_bert_dir, data_root, tmp_path / "mlm", max_steps=3, mlm_weight=0.1,
+                             freeze_embeddings=True, freeze_layers=1)
+    r = train(cfg)
+    assert all(math.isfinite(h["loss"]) for h in r.history if "loss" in h)
+    before, after = load_file(tiny_bert_dir / "model.safetensors"), load_file(r.best_dir / "model.safetensors")
+    def strip(k):
+        return k.removeprefix("bert.")
+    after = {strip(k): v for k, v in after.items()}
+    before = {strip(k): v for k, v in before.items()}
+    frozen = [k for k in after if k.startswith(("embeddings.", "encoder.layer.0."))]
+    trained_keys = [k for k in after if k.startswith("encoder.layer.1.")]
+    assert frozen and trained_keys
+    assert all(torch.equal(before[k], after[k]) for k in frozen)
+    assert any(not torch.equal(before[k], after[k]) for k in trained_keys)

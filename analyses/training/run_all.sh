@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
-# The real CPU runs reported in reports/training/ (2 CPU cores shared with three other developers,
-# load average ~10: small on purpose — steps, batch and length are far below the papers').
+# The real CPU runs reported in reports/training/. The machine had 2 CPU cores shared with three
+# other developers (load average ~10), so the runs are small on purpose: steps, batch and length are
+# far below the papers'. Lanes A and B ran side by side (one thread each).
 # RUNS holds the checkpoints (not committed); REPORTS gets metrics and results.
 set -euo pipefail
 RUNS=${RUNS:-runs/training}
 REPORTS=${REPORTS:-reports/training}
 mkdir -p "$RUNS" "$REPORTS"
-# One thread: on a crowded machine two spinning OpenMP threads ran 10x slower than one.
+# One thread: on the crowded machine two spinning OpenMP threads ran ~10x slower than one.
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
-# 1. all-MiniLM-L6-v2 fine-tuned with crops on the 20 Newsgroups training texts; kNN (k=10) on the test texts.
-embench train --method crop --model all-MiniLM-L6-v2 --data 20newsgroups --out "$RUNS/minilm-crop" \
-  --batch-size 16 --max-length 64 --max-steps 100 --lr 2e-5 --eval-steps 0 --save-steps 50 --set log_steps=5 --quiet
-cp "$RUNS/minilm-crop/metrics.jsonl" "$REPORTS/minilm-crop.metrics.jsonl"
-cp "$RUNS/minilm-crop/train_config.json" "$REPORTS/minilm-crop.config.json"
-python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/minilm-crop.knn.json" \
-  all-MiniLM-L6-v2=mean "$RUNS/minilm-crop/best"
+keep() {  # metrics and resolved config of a run
+  cp "$RUNS/$1/metrics.jsonl" "$REPORTS/$1.metrics.jsonl"
+  cp "$RUNS/$1/train_config.json" "$REPORTS/$1.config.json"
+}
 
-# 2. unsupervised SimCSE on the corpora of the data root; STS-B dev before and after (every 50 steps).
-embench train --method unsup-simcse --model all-MiniLM-L6-v2 --data corpora --out "$RUNS/minilm-simcse" \
-  --pooling mean --mlp train --batch-size 32 --max-length 32 --max-steps 150 --lr 3e-5 --eval-steps 50 --set log_steps=5 --quiet
-cp "$RUNS/minilm-simcse/metrics.jsonl" "$REPORTS/minilm-simcse.metrics.jsonl"
-cp "$RUNS/minilm-simcse/train_config.json" "$REPORTS/minilm-simcse.config.json"
+lane_a() {
+  # 1. all-MiniLM-L6-v2 fine-tuned with crops on the 20 Newsgroups training texts; kNN (k=10) on test texts.
+  embench train --method crop --model all-MiniLM-L6-v2 --data 20newsgroups --out "$RUNS/minilm-crop" \
+    --batch-size 16 --max-length 64 --max-steps 100 --lr 2e-5 --eval-steps 0 --save-steps 50 --set log_steps=5 --quiet
+  keep minilm-crop
+  python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/minilm-crop.knn.json" \
+    all-MiniLM-L6-v2=mean "$RUNS/minilm-crop/best"
+}
 
-# 3. a small BERT (4 layers, hidden 256) from random initialisation, trained with crops; kNN against its initial state.
-python analyses/training/make_random_bert.py "$RUNS/bert-small-init" --layers 4 --hidden 256 --heads 4 --seed 0
-embench train --method crop --model "$RUNS/bert-small-init" --data 20newsgroups --out "$RUNS/bert-small-crop" \
-  --pooling mean --batch-size 32 --max-length 64 --max-steps 300 --lr 1e-4 --eval-steps 0 --save-steps 100 --set log_steps=10 --quiet
-cp "$RUNS/bert-small-crop/metrics.jsonl" "$REPORTS/bert-small-crop.metrics.jsonl"
-cp "$RUNS/bert-small-crop/train_config.json" "$REPORTS/bert-small-crop.config.json"
-python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/bert-small-crop.knn.json" \
-  "$RUNS/bert-small-init=mean" "$RUNS/bert-small-crop/best"
+lane_b() {
+  # 2. unsupervised SimCSE on the corpora of the data root; STS-B dev before and after (every 50 steps).
+  embench train --method unsup-simcse --model all-MiniLM-L6-v2 --data corpora --out "$RUNS/minilm-simcse" \
+    --pooling mean --mlp train --batch-size 32 --max-length 32 --max-steps 100 --lr 3e-5 --eval-steps 50 \
+    --set log_steps=5 --quiet
+  keep minilm-simcse
+  # 3. a small BERT (4 layers, hidden 256) from random initialisation, trained with crops; kNN against its initial state.
+  python analyses/training/make_random_bert.py "$RUNS/bert-small-init" --layers 4 --hidden 256 --heads 4 --seed 0
+  embench train --method crop --model "$RUNS/bert-small-init" --data 20newsgroups --out "$RUNS/bert-small-crop" \
+    --pooling mean --batch-size 32 --max-length 64 --max-steps 300 --lr 1e-4 --eval-steps 0 --save-steps 100 \
+    --set log_steps=10 --quiet
+  keep bert-small-crop
+  python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/bert-small-crop.knn.json" \
+    "$RUNS/bert-small-init=mean" "$RUNS/bert-small-crop/best"
+}
+
+case "${1:-all}" in
+  a) lane_a ;;
+  b) lane_b ;;
+  *) lane_a; lane_b ;;
+esac

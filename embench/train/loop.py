@@ -1,6 +1,6 @@
 """The training loop shared by every method.
 
-AdamW (fused on CUDA), linear warm-up then linear decay (the cropping paper's schedule; SimCSE uses
+AdamW (fused kernel on CUDA, and on CPU where torch has it), linear warm-up then linear decay (the cropping paper's schedule; SimCSE uses
 transformers' default linear schedule), gradient clipping, bf16 autocast on GPUs that support it,
 optional ``torch.compile``, seeds. Every ``eval_steps`` (and before the first step) the model is
 scored on the STS-B dev split through ``embench.evaluate`` — the same task code as ``embench run``
@@ -209,7 +209,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise EmbenchError("every parameter is frozen: nothing to train")
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=cuda)
+    optimizer = _adamw(params, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: (s + 1) / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
     )
@@ -366,6 +366,14 @@ def _tokenize(tokenizer: Any, views: list[list[str]], cfg: TrainConfig, device: 
     return enc, ids, labels
 
 
+def _adamw(params: list[torch.nn.Parameter], cfg: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW with the fused kernel (CUDA, and CPU on recent torch); the foreach one where fused is refused."""
+    try:
+        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
+
+
 def _autocast(bf16: bool, cuda: bool):
     import contextlib
 
@@ -416,7 +424,14 @@ class _Progress:
 
     def __enter__(self):
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                ProgressColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
             from rich.text import Text
 
             class Speed(ProgressColumn):
