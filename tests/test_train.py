@@ -393,6 +393,10 @@ def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(t
     with torch.no_grad():
         want = m(**tok(["A dog runs."], return_tensors="pt")).pooler_output.numpy()
     np.testing.assert_allclose(enc.encode_batch(["A dog runs."]), want, atol=1e-5)
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(r.best_dir / "sentence-transformers"), device="cpu")
+    np.testing.assert_allclose(st.encode(["A dog runs."], convert_to_numpy=True), want, atol=1e-5)
 
 
 def test_mlm_auxiliary_loss_and_freezing_embeddings_and_first_layers(tiny_bert_dir, data_root, tmp_path):

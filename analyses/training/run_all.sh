@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real CPU runs reported in reports/training/. The machine had 2 CPU cores shared with three
 # other developers (load average ~10), so the runs are small on purpose: steps, batch and length are
-# far below the papers'. Lanes A and B ran side by side (one thread each).
+# far below the papers'. Lanes a, b and c ran side by side (one thread each).
 # RUNS holds the checkpoints (not committed); REPORTS gets metrics and results.
 set -euo pipefail
 RUNS=${RUNS:-runs/training}
@@ -30,10 +30,13 @@ lane_b() {
     --pooling mean --mlp train --batch-size 32 --max-length 32 --max-steps 100 --lr 3e-5 --eval-steps 50 \
     --set log_steps=5 --quiet
   keep minilm-simcse
+}
+
+lane_c() {
   # 3. a small BERT (4 layers, hidden 256) from random initialisation, trained with crops; kNN against its initial state.
   python analyses/training/make_random_bert.py "$RUNS/bert-small-init" --layers 4 --hidden 256 --heads 4 --seed 0
   embench train --method crop --model "$RUNS/bert-small-init" --data 20newsgroups --out "$RUNS/bert-small-crop" \
-    --pooling mean --batch-size 32 --max-length 64 --max-steps 300 --lr 1e-4 --eval-steps 0 --save-steps 100 \
+    --pooling mean --batch-size 32 --max-length 64 --max-steps 150 --lr 2e-4 --eval-steps 0 --save-steps 50 \
     --set log_steps=10 --quiet
   keep bert-small-crop
   python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/bert-small-crop.knn.json" \
@@ -43,5 +46,6 @@ lane_b() {
 case "${1:-all}" in
   a) lane_a ;;
   b) lane_b ;;
-  *) lane_a; lane_b ;;
+  c) lane_c ;;
+  *) lane_a; lane_b; lane_c ;;
 esac

@@ -7,6 +7,7 @@ N -m embench.cli train ...``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -76,6 +77,8 @@ def train(
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: run the same command with --resume to continue from {cfg.out}/checkpoint-last")
         raise typer.Exit(130) from None
+    if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
+        return
     score = f"STS-B dev {100 * result.best_score:.2f} at step {result.best_step}" if result.best_score is not None else f"step {result.best_step}"
     before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
     Console().print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}", highlight=False)

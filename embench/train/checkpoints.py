@@ -4,9 +4,10 @@ and the resume state (weights, optimiser, scheduler, step, random states).
 The kept folder holds ``config.json``, the weights and the tokenizer (``AutoModel`` loads it) and
 ``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json`` in the classic
 sentence-transformers layout (``SentenceTransformer`` and ``embench.load_model`` load it with its
-pooling). A pooling sentence-transformers cannot express (``cls`` through the model's pooler head,
-``first_last_avg``, ...) gives a plain Hugging Face folder plus ``embench_training.json``, whose
-pooling ``embench run --pooling`` takes.
+pooling). A pooling sentence-transformers cannot express gives a plain Hugging Face folder plus
+``embench_training.json`` (whose pooling ``embench run --pooling`` takes); for ``cls`` through the
+model's pooler head (supervised SimCSE's kept MLP) embench's default ``cls`` pooling applies the
+head, and a ``sentence-transformers/`` sub-folder adds it as a Dense(tanh) module.
 """
 
 from __future__ import annotations
@@ -44,18 +45,9 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
     tokenizer.save_pretrained(tmp)
     st_mode = ST_POOLING.get(pooling)
     if st_mode is not None:
-        _write_json(tmp / "modules.json", [
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        ])
-        _write_json(tmp / "sentence_bert_config.json", {"max_seq_length": int(max_length), "do_lower_case": False})
-        (tmp / "1_Pooling").mkdir()
-        modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
-        _write_json(tmp / "1_Pooling" / "config.json", {
-            "word_embedding_dimension": int(encoder.config.hidden_size),
-            **{f"pooling_mode_{m}": m == st_mode for m in modes},
-            "include_prompt": True,
-        })
+        _st_modules(tmp, int(encoder.config.hidden_size), int(max_length), st_mode, dense=False)
+    elif pooling == "cls" and isinstance(getattr(getattr(encoder, "pooler", None), "dense", None), torch.nn.Linear):
+        _write_st_with_dense(encoder, tokenizer, tmp / "sentence-transformers", int(max_length))
     _write_json(tmp / "embench_training.json", {**meta, "pooling": pooling, "max_length": int(max_length),
                                                 "sentence_transformers": st_mode is not None})
     if folder.exists():
@@ -67,6 +59,40 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
     else:
         tmp.rename(folder)
     return folder
+
+
+def _st_modules(folder: Path, hidden: int, max_length: int, mode: str, dense: bool) -> None:
+    mods = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    if dense:
+        mods.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    _write_json(folder / "modules.json", mods)
+    _write_json(folder / "sentence_bert_config.json", {"max_seq_length": max_length, "do_lower_case": False})
+    (folder / "1_Pooling").mkdir()
+    modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
+    _write_json(folder / "1_Pooling" / "config.json", {
+        "word_embedding_dimension": hidden, **{f"pooling_mode_{m}": m == mode for m in modes}, "include_prompt": True,
+    })
+
+
+def _write_st_with_dense(encoder: torch.nn.Module, tokenizer: Any, folder: Path, max_length: int) -> None:
+    """SimCSE's kept MLP for sentence-transformers: [CLS] pooling then a Dense(tanh) layer holding the
+    pooler head's weights (embench reads the parent folder with ``cls`` pooling instead)."""
+    from safetensors.torch import save_file
+
+    folder.mkdir()
+    encoder.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    hidden = int(encoder.config.hidden_size)
+    _st_modules(folder, hidden, max_length, "cls_token", dense=True)
+    (folder / "2_Dense").mkdir()
+    _write_json(folder / "2_Dense" / "config.json", {"in_features": hidden, "out_features": hidden, "bias": True,
+                                                     "activation_function": "torch.nn.modules.activation.Tanh"})
+    dense = encoder.pooler.dense
+    save_file({"linear.weight": dense.weight.detach().cpu().contiguous(), "linear.bias": dense.bias.detach().cpu().contiguous()},
+              str(folder / "2_Dense" / "model.safetensors"))
 
 
 def rng_state() -> dict[str, Any]:

@@ -216,7 +216,8 @@ def train(cfg: TrainConfig) -> TrainResult:
     runner: torch.nn.Module = model
     if dist.enabled:
         runner = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[dist.local_rank] if cuda else None, find_unused_parameters=True
+            # the unused pooler head is frozen by ContrastiveModel, so every trained parameter gets a gradient
+            model, device_ids=[dist.local_rank] if cuda else None, find_unused_parameters=False
         )
     if cfg.compile:
         runner = torch.compile(runner)
