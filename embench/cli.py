@@ -34,6 +34,7 @@ class Fmt(str, Enum):
     json = "json"
     csv = "csv"
     markdown = "markdown"
+    latex = "latex"
 
 
 class Aggregation(str, Enum):
@@ -60,6 +61,11 @@ class SickSplit(str, Enum):
 class Similarity(str, Enum):
     cosine = "cosine"
     dot = "dot"
+
+
+class Scoring(str, Enum):
+    cosine = "cosine"
+    regressor = "regressor"
 
 
 class Classifier(str, Enum):
@@ -92,6 +98,7 @@ def run(
     text: Annotated[Text | None, typer.Option(help="senteval (tokenised, lower-cased) or raw (original releases).")] = None,
     sick_split: Annotated[SickSplit | None, typer.Option(help="SICK-R: test (4,927 pairs) or full (9,927, as MTEB).")] = None,
     similarity: Annotated[Similarity | None, typer.Option(help="Similarity of two embeddings.")] = None,
+    scoring: Annotated[Scoring | None, typer.Option(help="STS-B/SICK-R: cosine, or SentEval's trained regressor.")] = None,
     classifier: Annotated[Classifier | None, typer.Option(help="Transfer tasks: SentEval classifier config.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).")] = None,
     normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")] = None,
@@ -128,7 +135,7 @@ def run(
                 name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
                 on_task=on_task, aggregation=_val(aggregation), correlation=_val(correlation), text=_val(text),
-                sick_split=_val(sick_split), similarity=_val(similarity), classifier=_val(classifier), seed=seed,
+                sick_split=_val(sick_split), similarity=_val(similarity), classifier=_val(classifier), seed=seed, scoring=_val(scoring),
                 normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, dtype=_val(dtype), device=device,
             )
@@ -236,11 +243,6 @@ def results_show(
     _emit(render(frame, _val(fmt), scaled=[c for c in frame.columns if c not in ("model", "pooling", "dtype", "protocol")]), fmt)
 
 
-from .commands import register_all  # noqa: E402
-
-register_all(app)
-
-
 def _emit(text: str, fmt) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -263,6 +265,12 @@ def main() -> None:
         err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True)
         sys.exit(2)
 
+
+# Commands of the other modules (audit, analyze, train, ...) register themselves last, so they
+# can import the shared options above.
+from .commands import register_all  # noqa: E402
+
+register_all(app)
 
 if __name__ == "__main__":
     main()

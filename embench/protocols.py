@@ -11,6 +11,8 @@ never overwrite each other. Definitions follow ``docs/PROTOCOLS.md`` of the proj
   space as SentEval's batchers do) or ``raw`` (the original releases, as MTEB feeds them).
 * ``sick_split``: ``test`` (4,927 pairs, SentEval/SimCSE) or ``full`` (all 9,927 pairs, MTEB).
 * ``similarity``: ``cosine`` or ``dot``.
+* ``scoring`` (STS-B, SICK-R): ``cosine`` (SimCSE, MTEB) or ``regressor`` (SentEval's original:
+  a small regressor trained on the frozen embeddings of the train split, selected on dev).
 * ``classifier``: SentEval's logistic-regression configuration, ``default`` (kfold 10, adam,
   batch 64, tenacity 5, epoch size 4) or ``prototyping`` (kfold 5, rmsprop, batch 128,
   tenacity 3, epoch size 2).
@@ -34,6 +36,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "stsb_split": ("test", "dev", "train"),
     "similarity": ("cosine", "dot"),
     "classifier": ("default", "prototyping"),
+    "scoring": ("cosine", "regressor"),
 }
 
 
@@ -47,6 +50,7 @@ class Protocol:
     sick_split: str = "test"
     stsb_split: str = "test"
     similarity: str = "cosine"
+    scoring: str = "cosine"  # STS-B and SICK-R: cosine against gold, or SentEval's trained regressor
     classifier: str = "default"  # SentEval classifier config: default ("test" in SimCSE) or prototyping ("fasttest")
     seed: int = 1111  # SentEval's default seed; used by every task that samples or trains
 
@@ -58,6 +62,11 @@ class Protocol:
                     f"invalid value {value!r} for option --{name.replace('_', '-')}; "
                     f"choose one of: {', '.join(allowed)}"
                 )
+        if self.scoring == "regressor" and (self.sick_split == "full" or self.stsb_split != "test"):
+            raise EmbenchError(
+                "--scoring regressor trains on the train split and selects on dev, so it needs "
+                "--sick-split test and --stsb-split test"
+            )
 
     @classmethod
     def from_options(cls, **options: Any) -> Protocol:

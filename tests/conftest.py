@@ -55,3 +55,9 @@ def tiny_bert_dir(tmp_path_factory, minilm_path) -> Path:
 @pytest.fixture()
 def cache_dir(tmp_path) -> Path:
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def minilm_cache(tmp_path_factory) -> Path:
+    """One embedding cache for every test that encodes with all-MiniLM-L6-v2 (each text once)."""
+    return tmp_path_factory.mktemp("minilm-cache")

@@ -12,8 +12,9 @@ from .conftest import REFERENCE_STS_ALL
 
 
 @pytest.fixture(scope="module")
-def minilm_run(data_root, tmp_path_factory):
+def minilm_run(data_root, tmp_path_factory, minilm_cache):
     base = tmp_path_factory.mktemp("minilm")
+    (base / "cache").symlink_to(minilm_cache, target_is_directory=True)
     ev = embench.evaluate(
         "all-MiniLM-L6-v2", "sts-all", data=data_root, results_dir=base / "results", cache_dir=base / "cache", device="cpu"
     )

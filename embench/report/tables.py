@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..results import Record
 
-FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 
 def summary_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -80,6 +80,8 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return "\n".join(lines) + "\n"
+    if fmt == "latex":
+        return latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"})
     if fmt == "table":
         from rich.console import Console
         from rich.table import Table
@@ -93,6 +95,22 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         console.print(table)
         return console.file.getvalue()
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+
+
+_LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+
+
+def latex_tabular(header: list[str], body: list[list[str]], right: set[str]) -> str:
+    """A booktabs tabular (needs ``\\usepackage{booktabs}``)."""
+    spec = "".join("r" if h in right else "l" for h in header)
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(latex_escape(h) for h in header) + r" \\", "\\midrule"]
+    lines += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in body]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
 
 
 def records_json(records: Sequence[Record]) -> str:

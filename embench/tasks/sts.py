@@ -89,6 +89,29 @@ def _prepared(groups: list[PairGroup], files: list[Path], protocol: Protocol, **
     )
 
 
+def _regressor_prepared(splits: dict[str, PairGroup], files: list[Path], protocol: Protocol, **meta) -> Prepared:
+    """SentEval's original protocol: train a regressor on train, select on dev, score test."""
+    from .relatedness import features, fit_predict, senteval_order
+
+    def score(embed) -> TaskScore:
+        data = {}
+        for name, g in splits.items():
+            order = senteval_order(g.left, g.right, g.gold)
+            a = embed([g.left[i] for i in order])
+            b = embed([g.right[i] for i in order])
+            data[name] = (features(a, b), g.gold[order])
+        dev_pearson, yhat = fit_predict(
+            data["train"][0], data["train"][1], data["dev"][0], data["dev"][1], data["test"][0], seed=protocol.seed
+        )
+        corr = correlations(yhat, data["test"][1])
+        n = len(yhat)
+        result = {"subsets": {"test": {"n": n, **corr}}, "all": corr, "mean": corr, "wmean": corr, "n": n, "dev_pearson": dev_pearson}
+        return TaskScore(main=result[protocol.aggregation][protocol.correlation], scores=result)
+
+    texts = [t for g in splits.values() for t in (*g.left, *g.right)]
+    return Prepared(texts=texts, files=files, score=score, meta={"pairs": len(splits["test"].gold), "scoring": "regressor", **meta})
+
+
 def _senteval_text(s: str) -> str:
     """SentEval splits on whitespace and SimCSE's batcher joins the tokens with one space."""
     return " ".join(s.split())
@@ -191,6 +214,9 @@ class STSBenchmark:
         return PairGroup(split, left, right, np.asarray(gold)), path
 
     def prepare(self, root: DataRoot, protocol: Protocol) -> Prepared:
+        if protocol.scoring == "regressor":
+            read = {s: self.read_split(root, s, protocol.text) for s in ("train", "dev", "test")}
+            return _regressor_prepared({s: r[0] for s, r in read.items()}, [r[1] for r in read.values()], protocol, text=protocol.text)
         g, path = self.read_split(root, protocol.stsb_split, protocol.text)
         return _prepared([g], [path], protocol, split=protocol.stsb_split, text=protocol.text)
 
@@ -232,6 +258,9 @@ class SICKRelatedness:
         return PairGroup(part, left, right, np.asarray(gold)), path
 
     def prepare(self, root: DataRoot, protocol: Protocol) -> Prepared:
+        if protocol.scoring == "regressor":  # SentEval: train, trial as dev, test
+            read = {s: self.read_part(root, p, protocol.text) for s, p in (("train", "train"), ("dev", "trial"), ("test", "test"))}
+            return _regressor_prepared({s: r[0] for s, r in read.items()}, [r[1] for r in read.values()], protocol, text=protocol.text)
         parts = ["test"] if protocol.sick_split == "test" else ["train", "trial", "test"]
         read = [self.read_part(root, p, protocol.text) for p in parts]
         g = PairGroup(

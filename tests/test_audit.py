@@ -1,0 +1,160 @@
+"""The protocol audit: each knob changes what it claims and nothing else; reported-number matching;
+the published-table check."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import embench
+from embench.audit import audit, check_table, parse_reported, read_reported_file
+from embench.errors import EmbenchError, UnknownNameError
+
+TASKS = ["STS13", "STSBenchmark", "SICKRelatedness"]
+
+
+@pytest.fixture(scope="module")
+def tiny_audit(tiny_bert_dir, data_root, tmp_path_factory):
+    base = tmp_path_factory.mktemp("audit")
+    result = audit(str(tiny_bert_dir), tasks=TASKS, data=data_root, results_dir=base / "results", cache_dir=base / "cache", device="cpu")
+    return result, base
+
+
+def _delta(result, label):
+    return (result.rows.loc[label] - result.rows.loc["baseline"]).drop("Avg.").abs()
+
+
+def test_audit_table_has_every_variant_in_table_b2_shape(tiny_audit):
+    result, _ = tiny_audit
+    assert list(result.rows.columns) == ["STS13", "STS-B", "SICK-R", "Avg."]
+    labels = list(result.rows.index)
+    assert labels[:6] == ["baseline", "correlation=pearson", "aggregation=mean", "aggregation=mean, correlation=pearson", "aggregation=wmean", "aggregation=wmean, correlation=pearson"]
+    for label in ("text=raw", "sick_split=full", "scoring=regressor", "similarity=dot", "pooling=cls", "pooling=mean",
+                  "pooling=first_last_avg", "dtype=bf16", "batch_size=1", "batch_size=64", "batch_size=512", "max_length=32"):
+        assert label in labels
+    eff = result.knob_effects
+    assert list(eff["delta_avg"].abs()) == sorted(eff["delta_avg"].abs(), reverse=True)
+    assert set(eff["knob"]) >= {"text", "sick_split", "scoring", "pooling", "dtype", "batch_size", "max_length"}
+
+
+def test_aggregation_moves_only_multi_subset_tasks(tiny_audit):
+    result, _ = tiny_audit
+    d = _delta(result, "aggregation=mean")
+    assert d["STS13"] > 1e-4 and d["STS-B"] == 0 and d["SICK-R"] == 0
+
+
+def test_correlation_moves_every_task(tiny_audit):
+    d = _delta(tiny_audit[0], "correlation=pearson")
+    assert (d > 1e-5).all()
+
+
+def test_sick_split_moves_only_sick(tiny_audit):
+    result, base = tiny_audit
+    d = _delta(result, "sick_split=full")
+    assert d["SICK-R"] > 1e-5 and d["STS13"] == 0 and d["STS-B"] == 0
+    recs = embench.results(base / "results", task="SICKRelatedness")
+    assert {r.scores["n"] for r in recs} >= {4927, 9927}
+
+
+def test_scoring_moves_only_sts_b_and_sick(tiny_audit):
+    result, base = tiny_audit
+    d = _delta(result, "scoring=regressor")
+    assert d["STS13"] == 0 and d["STS-B"] > 1e-4 and d["SICK-R"] > 1e-4
+    reg = [r for r in embench.results(base / "results", task="STSBenchmark") if r.protocol["scoring"] == "regressor"]
+    assert len(reg) == 1 and 0 < reg[0].scores["dev_pearson"] <= 1
+    assert set(reg[0].provenance["data_files"]) == {f"senteval/downstream/STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")}
+
+
+def test_text_reads_other_files(tiny_audit):
+    result, base = tiny_audit
+    assert (_delta(result, "text=raw") > 1e-5).all()
+    raw = [r for r in embench.results(base / "results", task="STS13") if r.protocol["text"] == "raw"]
+    assert raw and all(f.startswith("raw/sts/STS13/") for f in raw[0].provenance["data_files"])
+
+
+def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
+    result, base = tiny_audit
+    recs = embench.results(base / "results", task="STS13")
+    baseline = [r for r in recs if r.protocol == embench.Protocol().to_dict()]
+    enc = {(r.encoder["pooling"], r.encoder["dtype"], r.encoder["max_length"]) for r in baseline}
+    assert enc == {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("cls", "bf16", 512), ("cls", "fp32", 32)}
+    assert (_delta(result, "pooling=mean") > 1e-4).all()
+    assert _delta(result, "dtype=bf16").max() < 0.02  # float noise of bf16, not another model
+    # Only texts longer than 32 tokens change: SICK's short sentences hardly move, STS13 does.
+    d = _delta(result, "max_length=32")
+    assert d["STS13"] > d["SICK-R"]
+
+
+def test_batch_size_changes_nothing_beyond_float_noise(tiny_audit):
+    result, _ = tiny_audit
+    for b in (1, 64, 512):
+        assert _delta(result, f"batch_size={b}").max() < 1e-4
+
+
+def test_similarity_dot_equals_cosine_for_normalised_models_only(tiny_audit):
+    assert (_delta(tiny_audit[0], "similarity=dot") > 1e-5).any()  # the tiny model is not normalised
+
+
+def test_reported_numbers_name_the_protocol(data_root, tmp_path, minilm_cache):
+    """MTEB's published numbers for all-MiniLM-L6-v2: 'all', Spearman, cosine, SICK-R on 9,927 pairs."""
+    mteb = "STS12=72.37 STS13=80.60 STS14=75.59 STS15=85.39 STS16=78.99 STSBenchmark=82.03 SICK-R=77.58"
+    common = dict(knobs=["aggregation", "correlation", "text", "sick_split", "similarity"], data=data_root,
+                  results_dir=tmp_path / "r", cache_dir=minilm_cache, device="cpu")
+    result = audit("all-MiniLM-L6-v2", reported=parse_reported(mteb), **common)
+    best = result.matches.iloc[0]
+    assert (best["aggregation"], best["correlation"], best["similarity"], best["sick_split"]) == ("all", "spearman", "cosine", "full")
+    assert best["match"] and best["max_abs"] <= 0.01
+    assert result.verdict.startswith("matches aggregation=all, spearman, cosine, SICK-R over all 9,927 pairs")
+    wmean = result.matches[(result.matches.aggregation == "wmean") & (result.matches.sick_split == "full")].iloc[0]
+    assert not wmean["match"]
+    sentEval_split = audit("all-MiniLM-L6-v2", reported=parse_reported(mteb.replace("77.58", "77.15")), **common)
+    assert sentEval_split.matches.iloc[0]["sick_split"] == "test" and "test split (4,927 pairs)" in sentEval_split.verdict
+    far = audit("all-MiniLM-L6-v2", reported=parse_reported(mteb.replace("72.37", "60.00")), **common)
+    assert far.verdict.startswith("no protocol matches within 0.01; closest: aggregation=all")
+
+
+def test_reported_parsing_errors_name_the_token(tmp_path):
+    assert parse_reported("70.97 76.53 73.19 79.09 74.30 77.03 72.91 74.89")["SICKRelatedness"] == 72.91
+    with pytest.raises(UnknownNameError, match="unknown task in --reported 'STS-BB'"):
+        parse_reported("STS12=70.97 STS-BB=77.0")
+    with pytest.raises(EmbenchError, match="'7o.97' \\(for STS12\\) is not a number"):
+        parse_reported("STS12=7o.97")
+    with pytest.raises(EmbenchError, match="needs 7 numbers"):
+        parse_reported("70.97 76.53")
+    f = tmp_path / "rep.csv"
+    f.write_text("STS12,STS13,Avg.\n70.97,76.53,73.75\n")
+    assert read_reported_file(f) == {"STS12": 70.97, "STS13": 76.53}
+
+
+def _papers() -> Path:
+    papers = Path(os.environ["EMBENCH_DATA"]).resolve().parent / "papers"
+    if not papers.is_dir():
+        pytest.fail(f"the transcribed tables are expected in {papers} (beside the data root)")
+    return papers
+
+
+def test_table_check_finds_the_seed_errors(data_root):
+    simcse = check_table(next(_papers().glob("000_*.notes.md")))
+    jtcse = check_table(next(_papers().glob("003_*.notes.md")))
+    sbert = [i for i in simcse if i.kind == "average" and i.name.startswith("SBERTbase")]
+    assert sbert and "printed Avg. 74.89, mean of its 7 cells 74.86" in sbert[0].message
+    jt = [i for i in jtcse if i.kind == "average" and i.name == "JTCSE"]
+    assert jt and "printed 7 Avg. 79.94, mean of its 7 cells 79.85" in jt[0].message
+    # Correct rows are not flagged: SimCSE-BERTbase's 76.25 is the mean of its cells.
+    assert not [i for i in simcse if i.kind == "average" and "SimCSE-BERTbase" in i.name and "76.25" in i.message]
+
+
+def test_table_check_reads_latex_and_names_unreadable_cells(tmp_path):
+    tex = tmp_path / "t.tex"
+    tex.write_text(
+        "\\begin{tabular}{lrrrr}\n\\toprule\nModel & STS12 & STS13 & STS14 & Avg. \\\\\n\\midrule\n"
+        "A & \\textbf{70.00} & 80.00 & 90.00 & 80.00 \\\\\nB & 70.00 & 80.00 & 90.00 & 80.50 \\\\\n\\bottomrule\n\\end{tabular}\n"
+    )
+    issues = check_table(tex)
+    assert [(i.row, i.name, i.kind) for i in issues] == [(6, "B", "average")]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Model,STS12,STS13,Avg.\nA,70.0,8O.5,75.25\n")
+    with pytest.raises(EmbenchError, match=r"bad\.csv:2: column 3 \('STS13'\) of row 'A': cannot read '8O\.5'"):
+        check_table(bad)
