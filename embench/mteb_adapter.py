@@ -71,3 +71,53 @@ class EngineEncoder:
         if self.similarity_name == "dot":
             return pairwise_dot_score(embeddings1, embeddings2)
         return pairwise_cos_sim(embeddings1, embeddings2)
+
+
+def mteb_model_name(record_model: str) -> str:
+    """The name mteb files a model under: the hub id for a known alias, else ``embench/<name>``."""
+    from .models.loader import HUB_IDS
+    from .results import slug
+
+    if record_model in HUB_IDS:
+        return HUB_IDS[record_model]
+    return record_model if record_model.count("/") == 1 and not record_model.startswith((".", "/", "~")) else f"embench/{slug(record_model)}"
+
+
+def mteb_revision(record) -> str:
+    """The weights fingerprint plus a hash of the encoder configuration and protocol.
+
+    mteb keeps one file per (model, revision, task); two embench configurations of one checkpoint
+    (e.g. normalised and unnormalised embeddings) must not overwrite each other.
+    """
+    from .protocols import stable_hash
+    from .results import IDENTITY_ENCODER_FIELDS
+
+    enc = record.encoder or {}
+    config = stable_hash({"encoder": {k: enc.get(k) for k in IDENTITY_ENCODER_FIELDS}, "protocol": record.protocol}, 8)
+    return f"{enc.get('revision') or enc.get('fingerprint') or 'unknown'}-{config}"
+
+
+def export_records(records, output) -> list:
+    """Write the mteb results kept in embench records in mteb's own layout (``mteb.ResultCache``).
+
+    Files land in ``<output>/results/<model>/<revision>/<Task>.json`` with ``model_meta.json``, so
+    ``mteb.ResultCache(output).load_results(...)`` and mteb's leaderboard tooling read them.
+    Records without an mteb result (embench's own tasks) are skipped.
+    """
+    from pathlib import Path
+
+    from mteb.cache import ResultCache
+    from mteb.results import TaskResult
+
+    cache = ResultCache(Path(output))
+    written = []
+    for r in records:
+        raw = (r.scores or {}).get("mteb_result")
+        if raw is None:
+            continue
+        result = TaskResult.from_dict(raw)
+        meta = model_meta(mteb_model_name(r.model), mteb_revision(r),
+                          (r.protocol or {}).get("similarity", "cosine"))
+        cache.save_to_cache(result, meta)
+        written.append(cache.get_task_result_path(task_name=result.task_name, model_name=meta))
+    return written

@@ -106,6 +106,13 @@ def read_qrels(path: Path, task: str) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def spread(rows: list, limit: int | None) -> list:
+    """``limit`` items evenly spaced over ``rows`` (files are often sorted by label: a head slice has one class)."""
+    if limit is None or limit >= len(rows):
+        return rows
+    return [rows[i * len(rows) // limit] for i in range(limit)]
+
+
 def _find(root: DataRoot, rel: str, task: str) -> Path:
     return root.find(root.path / rel, task=f"MTEB:{task}")
 
@@ -135,8 +142,7 @@ def _sts_year(name: str) -> Callable[[DataRoot, int | None], Built]:
 
 
 def _sts_built(left: list[str], right: list[str], gold: list[float], files: list[Path], limit: int | None) -> Built:
-    if limit is not None:
-        left, right, gold = left[:limit], right[:limit], gold[:limit]
+    left, right, gold = spread(left, limit), spread(right, limit), spread(gold, limit)
     ds = _dataset_dict({"test": {"sentence1": left, "sentence2": right, "score": gold}})
     return Built(ds, files, {"num_samples": len(gold)}, left + right)
 
@@ -168,8 +174,8 @@ def _classification(task: str, folder: str, eval_split: str = "test") -> Callabl
     def build(root: DataRoot, limit: int | None) -> Built:
         train_path = _find(root, f"tasks/{folder}/train.jsonl.gz", task)
         test_path = _find(root, f"tasks/{folder}/{eval_split}.jsonl.gz", task)
-        train = read_jsonl(train_path, task, ("text", "label"), limit=None if limit is None else 4 * limit)
-        test = read_jsonl(test_path, task, ("text", "label"), limit)
+        train = spread(read_jsonl(train_path, task, ("text", "label")), None if limit is None else 4 * limit)
+        test = spread(read_jsonl(test_path, task, ("text", "label")), limit)
         # One label set for both splits, sorted by name: mteb's hub copies hold integer ids; which id a
         # class gets does not change logistic regression's accuracy.
         names = sorted({str(r["label"]) for r in train + test})
@@ -191,13 +197,12 @@ def _twentynewsgroups(root: DataRoot, limit: int | None) -> Built:
     """The subject lines of the 20 Newsgroups test split (bydate), as one clustering set."""
     task = "TwentyNewsgroupsClustering"
     path = _find(root, "tasks/twentynewsgroups/test.jsonl.gz", task)
-    rows = read_jsonl(path, task, ("subject", "label"), limit)
+    rows = spread(read_jsonl(path, task, ("subject", "label")), limit)
     names = sorted({r["label"] for r in rows})
     ids = {n: i for i, n in enumerate(names)}
     subjects = [r["subject"] for r in rows]
     ds = _dataset_dict({"test": {"sentences": [subjects], "labels": [[ids[r["label"]] for r in rows]]}})
-    return Built(ds, [path], {"num_samples": len(rows)}, subjects,
-                 [f"1 clustering set of the {len(rows):,} test-split subject lines (MTEB: 10 sets drawn from the whole corpus)"])
+    return Built(ds, [path], {"num_samples": len(rows)}, subjects)
 
 
 # -- pair classification -------------------------------------------------------------------------
@@ -209,8 +214,7 @@ def _twitterurl(root: DataRoot, limit: int | None) -> Built:
         path = _find(root, f"tasks/twitterurl/{split}.jsonl.gz", task)
         rows += read_jsonl(path, task, ("sentence1", "sentence2", "label"))
         files.append(path)
-    if limit is not None:
-        rows = rows[:limit]
+    rows = spread(rows, limit)
     bad = next((i for i, r in enumerate(rows) if r["label"] not in (0, 1)), None)
     if bad is not None:
         raise SchemaError(f"{files[0].parent}: field 'label' must be 0 or 1 for mteb's {task}, found {rows[bad]['label']!r}")
@@ -234,7 +238,7 @@ def _scifact(root: DataRoot, limit: int | None) -> Built:
     queries = [q for q in read_jsonl(queries_path, task, ("_id", "text")) if str(q["_id"]) in qrels]
     corpus = read_jsonl(corpus_path, task, ("_id", "text"))
     if limit is not None:
-        queries = queries[:limit]
+        queries = spread(queries, limit)
         keep_q = {str(q["_id"]) for q in queries}
         qrels = {q: d for q, d in qrels.items() if q in keep_q}
         relevant = {d for docs in qrels.values() for d in docs}
@@ -345,7 +349,7 @@ def load_into(mteb_task: Any, root: DataRoot, limit: int | None = None) -> tuple
         check_schema(mteb_task, built.files)
         differences = list(LOCAL[name].notes) + built.notes + compare_counts(built.counts, published, eval_split)
         if limit is not None:
-            differences.insert(0, f"slice: first {limit} items only")
+            differences.insert(0, f"slice: {limit} items spread over the data only")
         meta = {"data_source": "embench data root", "local_counts": built.counts, "data_differences": differences}
         return built.files, meta, built.texts
     copy = local_copy(root, name)
@@ -365,6 +369,8 @@ def load_into(mteb_task: Any, root: DataRoot, limit: int | None = None) -> tuple
                     f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). Put a copy of its hub dataset "
                     f"in {root.path / 'mteb' / name} or allow hub access (HF_HUB_OFFLINE unset).",)
         raise err from e
+    if copy is not None:  # mteb's result records a dataset revision; name the copy instead
+        mteb_task.metadata = mteb_task.metadata.model_copy(update={"dataset": {"path": str(copy), "revision": "local-copy"}})
     files = sorted(p for p in copy.rglob("*") if p.is_file()) if copy is not None else []
     return files, {"data_source": source, "data_differences": []}, []
 

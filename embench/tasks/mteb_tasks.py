@@ -19,7 +19,9 @@ mteb is imported inside functions only, so ``import embench`` stays fast.
 
 from __future__ import annotations
 
+import json
 import logging
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,10 +121,13 @@ def run_mteb(task: Any, embed, protocol: Protocol, meta: dict[str, Any]) -> Task
     from ..mteb_adapter import EngineEncoder
 
     encoder = EngineEncoder(embed, similarity=protocol.similarity)
-    result = mteb.evaluate(
-        encoder, task, cache=None, overwrite_strategy="always", show_progress_bar=False,
-        co2_tracker=False, encode_kwargs={"batch_size": 4096, "show_progress_bar": False},
-    )
+    with warnings.catch_warnings():
+        # embench runs the task versions the leaderboard published; mteb's "superseded by .v2" note is noise here
+        warnings.filterwarnings("ignore", message=".*is superseded by.*")
+        result = mteb.evaluate(
+            encoder, task, cache=None, overwrite_strategy="always", show_progress_bar=False,
+            co2_tracker=False, encode_kwargs={"batch_size": 4096, "show_progress_bar": False},
+        )
     if result.exceptions:
         from ..errors import EmbenchError
 
@@ -138,7 +143,8 @@ def run_mteb(task: Any, embed, protocol: Protocol, meta: dict[str, Any]) -> Task
         "mteb_type": task.metadata.type,
         "split": split,
         "data_differences": list(meta["data_differences"]),
-        "mteb_result": task_result.to_dict(),
+        # mteb's own result, JSON-safe (its date is a datetime); TaskResult.from_dict reads it back
+        "mteb_result": json.loads(json.dumps(task_result.to_dict(), default=str)),
     }
     return TaskScore(main=main, scores=scores, meta={"texts_requested_by_mteb": encoder.texts_requested})
 
@@ -165,9 +171,9 @@ _NAMES: list[str] = []
 def mteb_task_names() -> list[str]:
     """Every task name the installed mteb knows (read once)."""
     if not _NAMES:
-        import mteb
+        from mteb.get_tasks import _TASKS_REGISTRY  # name -> task class; instantiating every task is slow
 
-        _NAMES.extend(sorted(t.metadata.name for t in mteb.get_tasks()))
+        _NAMES.extend(sorted(_TASKS_REGISTRY))
     return _NAMES
 
 
@@ -182,13 +188,18 @@ def block_averages(records: Sequence[Any]) -> Any:
 
     rows: dict[str, dict[str, list[float]]] = {}
     types: list[str] = []
-    for r in records:
-        kind = (r.scores or {}).get("mteb_type")
-        if kind is None:
-            continue
+    mteb_records = [r for r in records if (r.scores or {}).get("mteb_type") is not None]
+    norms: dict[str, set] = {}
+    for r in mteb_records:
+        norms.setdefault(r.model, set()).add((r.encoder or {}).get("normalize"))
+    for r in mteb_records:
+        kind = r.scores["mteb_type"]
         if kind not in types:
             types.append(kind)
-        rows.setdefault(r.model, {}).setdefault(kind, []).append(float(r.main_score))
+        label = r.model
+        if len(norms[r.model]) > 1:  # the same model with and without normalisation: two rows
+            label += " (normalised)" if (r.encoder or {}).get("normalize") else " (unnormalised)"
+        rows.setdefault(label, {}).setdefault(kind, []).append(float(r.main_score))
     frame = pd.DataFrame({m: {t: sum(v) / len(v) for t, v in d.items()} for m, d in rows.items()}).T
     frame = frame.reindex(columns=types)
     frame["Block avg."] = frame.mean(axis=1, skipna=False)

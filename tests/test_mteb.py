@@ -1,0 +1,184 @@
+"""The MTEB bridge: mteb's own tasks and evaluators on slices of the local data (issue 4)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from embench.api import evaluate, results
+from embench.data.root import DataRoot
+from embench.engine import Engine
+from embench.errors import MissingDataError, UnknownNameError
+from embench.models import load_model
+from embench.mteb_local import SchemaError, spread
+from embench.protocols import Protocol
+from embench.results import Record
+from embench.suites import SUITES
+from embench.tasks import TASKS
+from embench.tasks.mteb_tasks import MTEB_LITE, MTEBTask, block_averages
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_bert_dir):
+    return load_model(tiny_bert_dir, pooling="mean", device="cpu")
+
+
+def _score(task: MTEBTask, encoder, data_root, **protocol):
+    prepared = task.prepare(DataRoot(data_root), Protocol(**protocol))
+    return prepared, prepared.score(Engine(encoder, batch_size=64).embed)
+
+
+def test_mteb_lite_registers_twelve_mteb_tasks_beside_the_sts_tasks():
+    suite = SUITES.get("mteb-lite")
+    assert suite.tasks == tuple("MTEB:" + n for n in MTEB_LITE) and len(suite.tasks) == 12
+    assert {"STS12", "STSBenchmark", "SICKRelatedness"} <= set(TASKS.names())
+    assert TASKS.get("MTEB:STS12") is not TASKS.get("STS12")
+    assert TASKS.get("MTEB:SICK-R").kind == "mteb"
+
+
+def test_import_embench_does_not_import_mteb():
+    code = "import sys, embench, embench.tasks, embench.api; print('mteb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("name", "limit", "main_name"),
+    [
+        ("EmotionClassification", 120, "accuracy"),
+        ("TwentyNewsgroupsClustering", 240, "v_measure"),
+        ("SciFact", 12, "ndcg_at_10"),
+        ("TwitterURLCorpus", 240, "max_ap"),
+    ],
+)
+def test_each_task_kind_runs_through_mteb_on_a_slice(name, limit, main_name, tiny, data_root):
+    from threadpoolctl import threadpool_limits
+
+    task = MTEBTask(name, limit=limit)
+    with threadpool_limits(1):  # sklearn's small fits thrash when BLAS threads share 2 busy cores
+        prepared, out = _score(task, tiny, data_root)
+    assert out.scores["main_score_name"] == main_name
+    assert out.main == pytest.approx(out.scores[main_name]) and 0.0 <= out.main <= 1.0
+    assert out.scores["mteb_result"]["task_name"] == name
+    assert any("slice" in d for d in out.scores["data_differences"])
+    assert any("in MTEB's copy" in d for d in out.scores["data_differences"])
+    assert task.display == name + "*"
+    assert out.meta["texts_requested_by_mteb"] > 0
+
+
+def test_mteb_sts_slice_equals_a_direct_spearman_of_cosines(minilm_path, data_root):
+    """MiniLM on 100 STS-B test pairs: mteb's cosine_spearman equals scipy on the same vectors."""
+    from embench.tasks.sts import STSBenchmark, similarity
+
+    enc = load_model(minilm_path, device="cpu")
+    task = MTEBTask("STSBenchmark", limit=100)
+    _, out = _score(task, enc, data_root)
+    g, _ = STSBenchmark().read_split(DataRoot(data_root), "test", "raw")
+    left, right, gold = spread(g.left, 100), spread(g.right, 100), spread(list(g.gold), 100)
+    engine = Engine(enc, batch_size=64)
+    direct = spearmanr(similarity(engine.embed(left), engine.embed(right)), gold)[0]
+    assert out.main == pytest.approx(direct, abs=1e-6)
+    assert out.scores["main_score_name"] == "cosine_spearman"
+
+
+def test_mteb_task_reuses_the_embeddings_of_sts_all_and_scores_the_same(tiny_bert_dir, data_root, tmp_path):
+    """STS16 under MTEB's text (raw) fills the cache; MTEB:STS16 then encodes nothing and agrees."""
+    opts = dict(data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache", pooling="mean", device="cpu")
+    own = evaluate(str(tiny_bert_dir), None, tasks=["STS16"], text="raw", **opts).records[0]
+    rec = evaluate(str(tiny_bert_dir), None, tasks=["MTEB:STS16"], **opts).records[0]
+    assert own.provenance["texts_encoded"] > 0
+    assert rec.provenance["texts_encoded"] == 0 and rec.provenance["texts_from_cache"] > 0
+    # mteb computes cosines in float32, embench in float64
+    assert rec.main_score == pytest.approx(own.scores["all"]["spearman"], abs=1e-6)
+    assert rec.kind == "mteb" and rec.display == "STS16" and rec.scores["data_differences"] == []
+    assert rec.provenance["task_meta"]["seed"] == 42
+
+
+def test_results_are_written_in_mteb_format_and_read_back_by_mteb(tiny_bert_dir, data_root, tmp_path):
+    import mteb
+
+    from embench.mteb_adapter import export_records, mteb_model_name
+
+    opts = dict(data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache", pooling="mean", device="cpu")
+    if "MTEB:STS13[slice]" not in TASKS:  # a small slice, registered for this test only
+        TASKS.add("MTEB:STS13[slice]", MTEBTask("STS13", limit=120, name="MTEB:STS13[slice]"))
+    for normalize in (True, False):
+        evaluate(str(tiny_bert_dir), None, tasks=["MTEB:STS13[slice]"], normalize=normalize, **opts)
+    recs = results(tmp_path / "res")
+    assert len(recs) == 2 and {r.encoder["normalize"] for r in recs} == {True, False}
+    written = export_records(recs, tmp_path / "mteb")
+    assert len(written) == 2 and all(p.is_file() for p in written)
+    loaded = mteb.ResultCache(tmp_path / "mteb").load_results(
+        models=[mteb_model_name(recs[0].model)], tasks=["STS13"], include_remote=False
+    )
+    scores = sorted(tr.get_score() for mr in loaded.model_results for tr in mr.task_results)
+    assert scores == pytest.approx(sorted(r.main_score for r in recs))
+    blocks = block_averages(recs)
+    assert len(blocks) == 2 and all("normalised" in i for i in blocks.index)
+
+
+def _rec(model: str, task: str, kind: str, score: float) -> Record:
+    return Record(task=task, display=task, kind="mteb", model=model, main_score=score,
+                  scores={"mteb_type": kind}, protocol={}, encoder={"normalize": True})
+
+
+def test_block_average_is_the_mean_of_the_task_type_means():
+    recs = [_rec("m", "a", "STS", 0.8), _rec("m", "b", "STS", 0.6), _rec("m", "c", "Classification", 0.5),
+            _rec("n", "a", "STS", 0.7)]
+    frame = block_averages(recs)
+    assert frame.loc["m", "STS"] == pytest.approx(0.7)
+    assert frame.loc["m", "Block avg."] == pytest.approx(0.6)
+    assert frame.loc["m", "Task avg."] == pytest.approx((0.8 + 0.6 + 0.5) / 3)
+    assert np.isnan(frame.loc["n", "Block avg."])  # a model that misses a type gets no block average
+
+
+def test_unknown_mteb_task_name_lists_the_nearest_names():
+    with pytest.raises(UnknownNameError) as e:
+        TASKS.canonical("MTEB:Banking77Clasification")
+    assert "MTEB:Banking77Classification" in str(e.value)
+
+
+def test_any_mteb_task_resolves_by_name_and_reads_a_local_copy(tiny, tmp_path):
+    assert TASKS.canonical("mteb:biosses") == "MTEB:BIOSSES"
+    folder = tmp_path / "mteb" / "BIOSSES"
+    folder.mkdir(parents=True)
+    rows = [{"sentence1": f"cell {i} grows", "sentence2": f"cell {i % 7} divides", "score": float(i % 5)} for i in range(40)]
+    (folder / "test.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    prepared, out = _score(TASKS.get("MTEB:BIOSSES"), tiny, tmp_path)
+    assert prepared.meta["data_source"].startswith("local copy")
+    assert -1.0 <= out.main <= 1.0 and out.scores["main_score_name"] == "cosine_spearman"
+
+
+def test_other_mteb_task_without_local_copy_offline_says_where_to_put_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(MissingDataError) as e:
+        TASKS.get("MTEB:BIOSSES").prepare(DataRoot(tmp_path), Protocol())
+    assert str(tmp_path / "mteb" / "BIOSSES") in str(e.value)
+
+
+def _write_jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def test_missing_local_files_are_listed(tmp_path):
+    _write_jsonl(tmp_path / "tasks" / "banking77" / "train.jsonl.gz", [{"text": "a", "label": "x"}])
+    with pytest.raises(MissingDataError) as e:
+        MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), Protocol())
+    assert "tasks/banking77/test.jsonl.gz" in str(e.value) and "train.jsonl" not in str(e.value)
+
+
+def test_a_field_mteb_needs_missing_from_the_local_file_is_named(tmp_path):
+    _write_jsonl(tmp_path / "tasks" / "banking77" / "train.jsonl.gz", [{"sentence": "a", "label": "x"}])
+    _write_jsonl(tmp_path / "tasks" / "banking77" / "test.jsonl.gz", [{"text": "b", "label": "x"}])
+    with pytest.raises(SchemaError) as e:
+        MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), Protocol())
+    assert "'text'" in str(e.value) and "train.jsonl.gz:1" in str(e.value)
