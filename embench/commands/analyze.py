@@ -115,9 +115,9 @@ def register(app: typer.Typer) -> None:
                     max_length=max_length, device=device, **options)
         if quiet:
             return
-        from ..report.tables import render
-
         import sys
+
+        from ..report.tables import render
 
         for stem, frame in result.tables.items():
             if len(frame) <= 60:
