@@ -234,6 +234,7 @@ def results_show(
     for r in recs:
         p = r.protocol
         proto = f"{p.get('aggregation')}/{p.get('correlation')}/{p.get('text')}/sick={p.get('sick_split')}/{p.get('similarity')}"
+        proto += "".join(f"/{k}={p[k]}" for k, d in (("scoring", "cosine"), ("classifier", "default"), ("seed", 1111)) if p.get(k, d) != d)
         enc = f"{r.encoder.get('pooling')}" + (f"@{r.encoder.get('layer')}" if r.encoder.get("layer") != r.encoder.get("num_layers") else "")
         rows.setdefault((r.model, enc, r.encoder.get("dtype"), proto), {})[r.display] = r.main_score
     frame = pd.DataFrame.from_dict(rows, orient="index")
