@@ -144,7 +144,16 @@ def _sts_year(name: str) -> Callable[[DataRoot, int | None], Built]:
 def _sts_built(left: list[str], right: list[str], gold: list[float], files: list[Path], limit: int | None) -> Built:
     left, right, gold = spread(left, limit), spread(right, limit), spread(gold, limit)
     ds = _dataset_dict({"test": {"sentence1": left, "sentence2": right, "score": gold}})
-    return Built(ds, files, {"num_samples": len(gold)}, left + right)
+    return Built(ds, files, _pair_counts(left, right), left + right)
+
+
+def _pair_counts(left: list[str], right: list[str]) -> dict[str, int]:
+    """The pair statistics mteb ships for STS and pair-classification tasks (same names)."""
+    return {
+        "num_samples": len(left),
+        "number_of_characters": sum(len(a) + len(b) for a, b in zip(left, right, strict=True)),
+        "unique_pairs": len(set(zip(left, right, strict=True))),
+    }
 
 
 def _stsb(root: DataRoot, limit: int | None) -> Built:
@@ -220,14 +229,13 @@ def _twitterurl(root: DataRoot, limit: int | None) -> Built:
         raise SchemaError(f"{files[0].parent}: field 'label' must be 0 or 1 for mteb's {task}, found {rows[bad]['label']!r}")
     s1, s2 = [r["sentence1"] for r in rows], [r["sentence2"] for r in rows]
     ds = _dataset_dict({"test": {"sentence1": s1, "sentence2": s2, "labels": [int(r["label"]) for r in rows]}})
-    return Built(ds, files, {"num_samples": len(rows)}, s1 + s2)
+    return Built(ds, files, _pair_counts(s1, s2), s1 + s2)
 
 
 # -- retrieval -----------------------------------------------------------------------------------
 def _scifact(root: DataRoot, limit: int | None) -> Built:
     """BEIR SciFact: the corpus, the test queries that have qrels, the test qrels."""
     from datasets import Dataset
-
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
     task = "SciFact"
