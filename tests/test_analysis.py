@@ -35,13 +35,15 @@ def test_alignment_is_mean_squared_distance_of_normalised_positive_pairs(rng):
     assert geo.alignment(a, b) == pytest.approx(expected, rel=1e-12)
 
 
-def test_uniformity_in_blocks_equals_log_mean_gaussian_potential_over_distinct_pairs(rng):
+def test_uniformity_in_blocks_equals_log_mean_gaussian_potential_over_distinct_pairs(rng, monkeypatch):
     x = rng.normal(size=(37, 6)) + 0.5
     u = _unit(x)
     pots = [math.exp(-2 * np.sum((u[i] - u[j]) ** 2)) for i in range(len(u)) for j in range(i + 1, len(u))]
     expected = math.log(np.mean(pots))
     for block in (5, 16, 1000):  # blocks that cut the matrix unevenly give the same number
         assert geo.uniformity(x, t=2, block_size=block) == pytest.approx(expected, rel=1e-10)
+    monkeypatch.setattr(geo, "MAX_BLOCK_ELEMENTS", 50)  # the memory cap forces one row per block here
+    assert geo.uniformity(x, t=2) == pytest.approx(expected, rel=1e-10)
 
 
 def test_spectrum_effective_rank_and_anisotropy_match_numpy(rng):

@@ -12,7 +12,8 @@
 * Effective rank (Roy and Vetterli 2007): exp of the Shannon entropy of the singular values
   divided by their sum.
 
-Uniformity runs over row blocks, so memory stays O(block x n) rather than O(n^2).
+Uniformity runs over row blocks of at most 2^26 distances, so memory stays bounded (about 0.5 GB
+per temporary array) rather than O(n^2).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from ..errors import EmbenchError
 from ..report import style
 from .inputs import checkpoint_series, stsb, unique, write_csv
 from .registry import AnalysisResult, analysis
+
+MAX_BLOCK_ELEMENTS = 1 << 26
 
 
 def normalise(x: np.ndarray) -> np.ndarray:
@@ -46,6 +49,8 @@ def uniformity(x: np.ndarray, t: float = 2.0, block_size: int = 2048) -> float:
     if n < 2:
         raise EmbenchError("uniformity needs at least two vectors")
     sq = (x * x).sum(1)
+    # Cap a block at MAX_BLOCK_ELEMENTS distances (512 MB in float64), whatever n is.
+    block_size = max(1, min(block_size, MAX_BLOCK_ELEMENTS // n))
     total = 0.0
     for b in range(0, n, block_size):
         rows = x[b : b + block_size]
