@@ -128,24 +128,29 @@ def test_nested_cv_chooses_the_penalty_a_direct_grid_search_chooses():
 
 
 def test_pytorch_classifier_agrees_with_sklearn_on_a_fixed_split_of_subj(data_root, minilm_path):
+    """Same penalty, same split: SentEval's early-stopped Adam vs scikit-learn's exact optimum.
+
+    mean cross-entropy + (penalty / 2) |w|^2 is C * summed cross-entropy + |w|^2 / 2 with
+    C = 1 / (penalty * n). (At 1e-5 the two part by about a point: scikit-learn then reaches an almost
+    unregularised optimum, while early stopping keeps SentEval's classifier regularised.)
+    """
     from sklearn.linear_model import LogisticRegression
 
     from embench.engine import Engine
     from embench.models.loader import load_model
 
     data, _ = TASKS.get("SUBJ").read(DataRoot(data_root))
-    pick = np.random.RandomState(0).permutation(len(data["all"].y))[:1400]
-    texts = [" ".join(data["all"].a[i]) for i in pick]
-    X = Engine(load_model(minilm_path), batch_size=64).embed(texts)
+    pick = np.random.RandomState(0).permutation(len(data["all"].y))[:3000]
+    X = Engine(load_model(minilm_path), batch_size=64).embed([" ".join(data["all"].a[i]) for i in pick])
     y = data["all"].y[pick]
-    tr, dev, te = np.arange(700), np.arange(700, 800), np.arange(800, 1400)
-    penalty = 1e-3
-    ours = train_fits(X, y, [Fit(train=tr, dev=dev, penalties=[penalty], evals={"test": te})], CONFIGS["default"], 2, device="cpu")[0][0]
-    # mean cross-entropy + (penalty/2)|w|^2  ==  C * summed cross-entropy + |w|^2/2  with C = 1/(penalty * n)
-    sk = LogisticRegression(C=1.0 / (penalty * len(tr)), max_iter=5000).fit(X[tr], y[tr])
-    sk_acc = float((sk.predict(X[te]) == y[te]).mean())
-    assert ours.evals["test"] > 0.8
-    assert abs(ours.evals["test"] - sk_acc) <= 0.005
+    tr, dev, te = np.arange(2000), np.arange(2000, 2300), np.arange(2300, 3000)
+    penalties = (1e-4, 1e-3, 1e-2)
+    ours = train_fits(X, y, [Fit(train=tr, dev=dev, penalties=penalties, evals={"test": te})], CONFIGS["default"], 2, device="cpu")[0]
+    for p, res in zip(penalties, ours, strict=True):
+        sk = LogisticRegression(C=1.0 / (p * len(tr)), max_iter=5000).fit(X[tr], y[tr])
+        sk_acc = float((sk.predict(X[te]) == y[te]).mean())
+        assert res.evals["test"] > 0.85
+        assert abs(res.evals["test"] - sk_acc) <= 0.005, (p, res.evals["test"], sk_acc)
 
 
 def test_degenerate_split_is_a_clear_error():
