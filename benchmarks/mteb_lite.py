@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--phase", choices=["cold", "shared"])
     ap.add_argument("--tasks", nargs="*", help="MTEB task names (default: all of mteb-lite); 'STS' = the seven STS tasks")
     ap.add_argument("--results-dir", type=Path, help="keep the records here (default: a temporary folder)")
+    ap.add_argument("--cache", type=Path, help="use this embedding cache instead of an empty temporary one")
     ap.add_argument("--out", type=Path, help="write the measurements as JSON")
     ap.add_argument("--summary", nargs=2, type=Path, metavar=("COLD", "SHARED"), help="compare two phase files")
     args = ap.parse_args()
@@ -66,10 +67,10 @@ def main() -> None:
     out = {"model": args.model, "phase": args.phase, "machine": platform.processor() or platform.machine(),
            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "nice": os.nice(0)}
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "cache"
+        cache = args.cache or Path(tmp) / "cache"
         results = args.results_dir or Path(tmp) / "results"
         if args.phase == "shared":
-            print("sts-all (text raw, sick full) into an empty cache:", flush=True)
+            print(f"sts-all (text raw, sick full) into {'the given' if args.cache else 'an empty'} cache:", flush=True)
             out["sts_all"] = run_suite(args.model, ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"],
                                        cache, results, text="raw", sick_split="full")
         print(f"MTEB tasks ({args.phase} cache):", flush=True)
