@@ -206,7 +206,7 @@ def _train_fits(
     dev_mask_t = torch.as_tensor(dev_mask, device=device)
     # Results, one row per fit; written when a fit's members improve.
     best_correct = torch.full((J, R), -1, dtype=torch.long, device=device)
-    best_W = w0.to(device).expand(J, R, dim, nclasses).clone()
+    best_W = w0.to(device)[None, :, None, :].expand(J, dim, R, nclasses).contiguous()  # (J, dim, R, C)
     best_b = b0.to(device).expand(J, R, nclasses).clone()
     epochs = torch.zeros(J, R, dtype=torch.long, device=device)
     stop_count = torch.zeros(J, R, dtype=torch.long, device=device)
@@ -232,7 +232,7 @@ def _train_fits(
         best_correct[a] = torch.where(improved, correct, best_correct[a])
         if improved.any():
             ii, rr = improved.nonzero(as_tuple=True)
-            best_W[a[ii], rr] = opt.W[ii, rr]
+            best_W[a[ii], :, rr] = opt.W[ii, :, rr]
             best_b[a[ii], rr] = opt.b[ii, rr]
         worse = live & ~improved
         stops = worse & (stop_count[a] >= config.tenacity)
@@ -254,7 +254,7 @@ def _train_fits(
             evals, preds = {}, {}
             for name, rows in f.evals.items():
                 rows_t = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=device)
-                pred = (Xt[rows_t] @ best_W[j, r] + best_b[j, r]).argmax(dim=1)
+                pred = (Xt[rows_t] @ best_W[j, :, r] + best_b[j, r]).argmax(dim=1)
                 preds[name] = pred.cpu().numpy()
                 evals[name] = float((pred == yt[rows_t]).float().mean().item()) if len(rows) else float("nan")
             out.append(
@@ -271,22 +271,25 @@ def _train_fits(
 
 
 def _count_correct(X, y, W, b, idx, mask, max_floats_per_chunk) -> torch.Tensor:
-    """Correct dev predictions per member: W (A, R, dim, C), idx/mask (A, n)."""
+    """Correct dev predictions per member: W (A, dim, R, C), idx/mask (A, n)."""
     A, n = idx.shape
     step = max(1, max_floats_per_chunk // max(1, n * X.shape[1]))
     out = []
     for s in range(0, A, step):
         xb = X[idx[s : s + step]]  # (a, n, dim)
-        pred = (xb[:, None] @ W[s : s + step] + b[s : s + step, :, None, :]).argmax(dim=-1)  # (a, R, n)
-        ok = (pred == y[idx[s : s + step]][:, None]) & mask[s : s + step, None]
-        out.append(ok.sum(dim=-1))
+        w = W[s : s + step]
+        logits = (xb @ w.reshape(w.shape[0], w.shape[1], -1)).view(xb.shape[0], n, w.shape[2], w.shape[3])
+        pred = (logits + b[s : s + step, None]).argmax(dim=-1)  # (a, n, R)
+        ok = (pred == y[idx[s : s + step]][:, :, None]) & mask[s : s + step, :, None]
+        out.append(ok.sum(dim=1))
     return torch.cat(out)
 
 
 class _Optimiser:
     """torch.optim.Adam / RMSprop (default settings, coupled L2 ``weight_decay``) on batched weights.
 
-    W (A, R, dim, C) and b (A, R, C) hold the fits still training. Each fit keeps its own step
+    W (A, dim, R, C) and b (A, R, C) hold the fits still training; the R penalties of a fit share
+    each mini-batch through one (B, dim) x (dim, R*C) product. Each fit keeps its own step
     count: a fit whose pass is over (it has fewer rows than the others) sits out the step, exactly as
     if it were trained alone.
     """
@@ -295,7 +298,7 @@ class _Optimiser:
         if name not in ("adam", "rmsprop"):
             raise EmbenchError(f"optimiser {name!r} is not supported; SentEval's configs use adam or rmsprop")
         self.name, self.W, self.b = name, W, b
-        self.wd = wd[:, :, None, None].clone()  # (A, R, 1, 1)
+        self.wd = wd[:, None, :, None].clone()  # (A, 1, R, 1), broadcast on W (A, dim, R, C)
         self.t = torch.zeros(W.shape[0], dtype=torch.float64, device=W.device)
         self.v = [torch.zeros_like(W), torch.zeros_like(b)]
         self.m = [torch.zeros_like(W), torch.zeros_like(b)] if name == "adam" else None
@@ -313,16 +316,19 @@ class _Optimiser:
     def step(self, xb: torch.Tensor, yb: torch.Tensor, mask: torch.Tensor | None, nclasses: int) -> None:
         """One mini-batch step: xb (A, B, dim), yb (A, B); mask (A, B) marks real rows, None = all."""
         W, b = self.W, self.b
-        probs = torch.softmax(xb[:, None] @ W + b[:, :, None, :], dim=-1)  # (A, R, B, C)
-        probs -= torch.nn.functional.one_hot(yb, nclasses).to(probs.dtype)[:, None]
+        A, dim, R, C = W.shape
+        B = xb.shape[1]
+        probs = torch.softmax((xb @ W.view(A, dim, R * C)).view(A, B, R, C) + b[:, None], dim=-1)  # (A, B, R, C)
+        probs -= torch.nn.functional.one_hot(yb, nclasses).to(probs.dtype)[:, :, None]
         if mask is None:
-            probs /= yb.shape[1]  # mean over the mini-batch
+            probs /= B  # mean over the mini-batch
             stepping = None
         else:
             count = mask.sum(dim=1)
-            probs *= (mask / count.clamp(min=1)[:, None]).to(probs.dtype)[:, None, :, None]
+            probs *= (mask / count.clamp(min=1)[:, None]).to(probs.dtype)[:, :, None, None]
             stepping = count > 0
-        grads = [xb[:, None].transpose(-1, -2) @ probs + self.wd * W, probs.sum(dim=2) + self.wd[..., 0] * b]
+        gW = (xb.transpose(1, 2) @ probs.view(A, B, R * C)).view(A, dim, R, C)
+        grads = [gW + self.wd * W, probs.sum(dim=1) + self.wd[:, 0] * b]
         if stepping is None:
             self.t += 1
         else:
