@@ -20,7 +20,7 @@ lane_a() {
   embench train --method crop --model all-MiniLM-L6-v2 --data 20newsgroups --out "$RUNS/minilm-crop" \
     --batch-size 16 --max-length 64 --max-steps 100 --lr 2e-5 --eval-steps 0 --save-steps 50 --set log_steps=5 --quiet
   keep minilm-crop
-  python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/minilm-crop.knn.json" \
+  python analyses/training/knn_20newsgroups.py --limit 1500 --max-length 64 --out "$REPORTS/minilm-crop.knn.json" \
     all-MiniLM-L6-v2=mean "$RUNS/minilm-crop/best"
 }
 
@@ -39,7 +39,7 @@ lane_c() {
     --pooling mean --batch-size 32 --max-length 64 --max-steps 150 --lr 2e-4 --eval-steps 0 --save-steps 50 \
     --set log_steps=10 --quiet
   keep bert-small-crop
-  python analyses/training/knn_20newsgroups.py --limit 3000 --max-length 128 --out "$REPORTS/bert-small-crop.knn.json" \
+  python analyses/training/knn_20newsgroups.py --limit 1500 --max-length 64 --out "$REPORTS/bert-small-crop.knn.json" \
     "$RUNS/bert-small-init=mean" "$RUNS/bert-small-crop/best"
 }
 
