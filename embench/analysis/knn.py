@@ -163,22 +163,27 @@ def _knn_analysis():
                         rows.append({"model": ref.label, "dataset": s.name, **r})
         frame = pd.DataFrame(rows)
         files = [write_csv(frame, out, "knn")]
-        combos = [(m, t) for m in metrics for t in transforms]
         with style.paper_style():
-            fig, axes = style.figure(ncols=len(combos), width=max(3.4, 0.45 * len(sets) * len(refs) * len(combos) + 1.0), sharey=True)
+            # metrics as rows, transforms as columns (Table S3's layout)
+            fig, axes = style.figure(ncols=len(transforms), nrows=len(metrics), sharey=True,
+                                     width=max(3.4, min(7.0, (0.35 * len(sets) * len(refs) + 0.6) * len(transforms))))
             colours = style.palette(len(refs))
             width = 0.8 / len(refs)
-            for ax, (m, t) in zip(axes[0], combos, strict=True):
+            for (r, m), (c, t) in ((rm, ct) for rm in enumerate(metrics) for ct in enumerate(transforms)):
+                ax = axes[r, c]
                 sub = frame[(frame["metric"] == m) & (frame["transform"] == t)]
                 for j, ref in enumerate(refs):
                     g = sub[sub["model"] == ref.label].set_index("dataset").loc[[s.name for s in sets]]
                     xs = [i + (j - (len(refs) - 1) / 2) * width for i in range(len(sets))]
                     ax.bar(xs, 100 * g["accuracy"], width, yerr=100 * g["stderr"], color=colours[j], label=ref.label,
                            error_kw={"lw": 0.8, "capsize": 1.5})
-                ax.set_xticks(range(len(sets)), [s.name for s in sets], rotation=30, ha="right")
+                ax.set_xticks(range(len(sets)), [s.name for s in sets] if r == len(metrics) - 1 else [], rotation=30, ha="right")
                 ax.set_title(f"k={k}, {m}, {t}")
-            axes[0, 0].set_ylabel("kNN accuracy (%)")
-            axes[0, 0].legend(loc="upper right")
+                if c == 0:
+                    ax.set_ylabel("kNN accuracy (%)")
+            handles, names_ = axes[0, 0].get_legend_handles_labels()
+            fig.legend(handles, names_, loc="upper center", ncol=len(refs), bbox_to_anchor=(0.5, 1.04))
+            fig.tight_layout()
             files += style.save(fig, out, "knn")
         return AnalysisResult("knn", {"knn": frame}, files)
 
