@@ -94,7 +94,7 @@ def evaluate(
         options.pop(k, None)
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
-    protocol = Protocol.from_options(**{**suite_defaults, **options})
+    protocol = Protocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
     encoder = _as_encoder(model, model_opts)
     root = DataRoot.resolve(data)
     store = ResultStore(results_dir)
@@ -140,7 +140,7 @@ def evaluate(
                 "batch_size": batch_size,
                 "dtype": enc_desc.get("dtype"),
                 "device": enc_desc.get("device"),
-                "seed": None,
+                "seed": protocol.seed,
                 "wall_seconds": round(wall, 3),
                 "texts_encoded": engine.stats["encoded"] - before["encoded"],
                 "texts_from_cache": engine.stats["from_cache"] - before["from_cache"],

@@ -9,16 +9,18 @@ from pathlib import Path
 import pytest
 
 import embench
-from embench.audit import audit, check_table, parse_reported, read_reported_file
+from embench.audit import KNOBS, audit, check_table, parse_reported, read_reported_file
 from embench.errors import EmbenchError, UnknownNameError
 
-TASKS = ["STS13", "STSBenchmark", "SICKRelatedness"]
+TASKS = ["STS13", "STSBenchmark"]
 
 
 @pytest.fixture(scope="module")
 def tiny_audit(tiny_bert_dir, data_root, tmp_path_factory):
     base = tmp_path_factory.mktemp("audit")
-    result = audit(str(tiny_bert_dir), tasks=TASKS, data=data_root, results_dir=base / "results", cache_dir=base / "cache", device="cpu")
+    # Batch size re-encodes everything and SICK's split needs SICK: each has its own, smaller test.
+    knobs = [k for k in KNOBS if k not in ("batch_size", "sick_split")]
+    result = audit(str(tiny_bert_dir), knobs=knobs, tasks=TASKS, data=data_root, results_dir=base / "results", cache_dir=base / "cache", device="cpu")
     return result, base
 
 
@@ -28,21 +30,21 @@ def _delta(result, label):
 
 def test_audit_table_has_every_variant_in_table_b2_shape(tiny_audit):
     result, _ = tiny_audit
-    assert list(result.rows.columns) == ["STS13", "STS-B", "SICK-R", "Avg."]
+    assert list(result.rows.columns) == ["STS13", "STS-B", "Avg."]
     labels = list(result.rows.index)
     assert labels[:6] == ["baseline", "correlation=pearson", "aggregation=mean", "aggregation=mean, correlation=pearson", "aggregation=wmean", "aggregation=wmean, correlation=pearson"]
-    for label in ("text=raw", "sick_split=full", "scoring=regressor", "similarity=dot", "pooling=cls", "pooling=mean",
-                  "pooling=first_last_avg", "dtype=bf16", "batch_size=1", "batch_size=64", "batch_size=512", "max_length=32"):
+    for label in ("text=raw", "scoring=regressor", "similarity=dot", "pooling=cls", "pooling=mean",
+                  "pooling=first_last_avg", "dtype=bf16", "max_length=32"):
         assert label in labels
     eff = result.knob_effects
     assert list(eff["delta_avg"].abs()) == sorted(eff["delta_avg"].abs(), reverse=True)
-    assert set(eff["knob"]) >= {"text", "sick_split", "scoring", "pooling", "dtype", "batch_size", "max_length"}
+    assert set(eff["knob"]) >= {"text", "scoring", "pooling", "dtype", "max_length"}
 
 
 def test_aggregation_moves_only_multi_subset_tasks(tiny_audit):
     result, _ = tiny_audit
     d = _delta(result, "aggregation=mean")
-    assert d["STS13"] > 1e-4 and d["STS-B"] == 0 and d["SICK-R"] == 0
+    assert d["STS13"] > 1e-4 and d["STS-B"] == 0
 
 
 def test_correlation_moves_every_task(tiny_audit):
@@ -50,18 +52,19 @@ def test_correlation_moves_every_task(tiny_audit):
     assert (d > 1e-5).all()
 
 
-def test_sick_split_moves_only_sick(tiny_audit):
-    result, base = tiny_audit
+def test_sick_split_moves_only_sick(tiny_bert_dir, data_root, tmp_path):
+    result = audit(str(tiny_bert_dir), knobs=["sick_split"], tasks=["STS16", "SICK-R"], data=data_root,
+                   results_dir=tmp_path / "results", cache_dir=tmp_path / "c", device="cpu")
     d = _delta(result, "sick_split=full")
-    assert d["SICK-R"] > 1e-5 and d["STS13"] == 0 and d["STS-B"] == 0
-    recs = embench.results(base / "results", task="SICKRelatedness")
+    assert d["SICK-R"] > 1e-5 and d["STS16"] == 0
+    recs = embench.results(tmp_path / "results", task="SICKRelatedness")
     assert {r.scores["n"] for r in recs} >= {4927, 9927}
 
 
 def test_scoring_moves_only_sts_b_and_sick(tiny_audit):
     result, base = tiny_audit
     d = _delta(result, "scoring=regressor")
-    assert d["STS13"] == 0 and d["STS-B"] > 1e-4 and d["SICK-R"] > 1e-4
+    assert d["STS13"] == 0 and d["STS-B"] > 1e-4
     reg = [r for r in embench.results(base / "results", task="STSBenchmark") if r.protocol["scoring"] == "regressor"]
     assert len(reg) == 1 and 0 < reg[0].scores["dev_pearson"] <= 1
     assert set(reg[0].provenance["data_files"]) == {f"senteval/downstream/STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")}
@@ -69,7 +72,7 @@ def test_scoring_moves_only_sts_b_and_sick(tiny_audit):
 
 def test_text_reads_other_files(tiny_audit):
     result, base = tiny_audit
-    assert (_delta(result, "text=raw") > 1e-5).all()
+    assert (_delta(result, "text=raw") > 1e-5).all()  # (SICK's two versions differ too little to show)
     raw = [r for r in embench.results(base / "results", task="STS13") if r.protocol["text"] == "raw"]
     assert raw and all(f.startswith("raw/sts/STS13/") for f in raw[0].provenance["data_files"])
 
@@ -81,16 +84,20 @@ def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
     enc = {(r.encoder["pooling"], r.encoder["dtype"], r.encoder["max_length"]) for r in baseline}
     assert enc == {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("cls", "bf16", 512), ("cls", "fp32", 32)}
     assert (_delta(result, "pooling=mean") > 1e-4).all()
-    assert _delta(result, "dtype=bf16").max() < 0.02  # float noise of bf16, not another model
-    # Only texts longer than 32 tokens change: SICK's short sentences hardly move, STS13 does.
+    # bf16 rounding only; a random model's near-identical cosines make its ranks sensitive to it.
+    assert 0 < _delta(result, "dtype=bf16").max() < 0.15
+    # Only texts longer than 32 tokens change: STS13 (long FNWN definitions) moves more than STS-B.
     d = _delta(result, "max_length=32")
-    assert d["STS13"] > d["SICK-R"]
+    assert d["STS13"] > d["STS-B"] > 0
 
 
-def test_batch_size_changes_nothing_beyond_float_noise(tiny_audit):
-    result, _ = tiny_audit
+def test_batch_size_changes_nothing_beyond_float_noise(tiny_bert_dir, data_root, tmp_path):
+    result = audit(str(tiny_bert_dir), knobs=["batch_size"], tasks=["STS13"], data=data_root,
+                   results_dir=tmp_path / "r", cache_dir=tmp_path / "c", device="cpu")
+    assert list(result.rows.index) == ["baseline", "batch_size=1", "batch_size=64", "batch_size=512"]
     for b in (1, 64, 512):
         assert _delta(result, f"batch_size={b}").max() < 1e-4
+    assert result.knob_effects.iloc[0]["knob"] == "batch_size"
 
 
 def test_similarity_dot_equals_cosine_for_normalised_models_only(tiny_audit):
