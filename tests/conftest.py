@@ -17,6 +17,11 @@ REFERENCE_STS_ALL = {  # all-MiniLM-L6-v2, sts-all (SimCSE protocol, SentEval da
 
 
 @pytest.fixture(scope="session")
+def reference_sts_all() -> dict[str, float]:
+    return dict(REFERENCE_STS_ALL)
+
+
+@pytest.fixture(scope="session")
 def data_root() -> Path:
     raw = os.environ.get("EMBENCH_DATA")
     if not raw:
