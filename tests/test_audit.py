@@ -119,7 +119,8 @@ def test_reported_numbers_name_the_protocol(data_root, tmp_path, minilm_cache):
     sentEval_split = audit("all-MiniLM-L6-v2", reported=parse_reported(mteb.replace("77.58", "77.15")), **common)
     assert sentEval_split.matches.iloc[0]["sick_split"] == "test" and "test split (4,927 pairs)" in sentEval_split.verdict
     far = audit("all-MiniLM-L6-v2", reported=parse_reported(mteb.replace("72.37", "60.00")), **common)
-    assert far.verdict.startswith("no protocol matches within 0.01; closest: aggregation=all")
+    assert far.verdict.startswith("no protocol matches within 0.01; closest: aggregation=all, spearman, cosine")
+    assert "reproduces 6 of 7 numbers; off: STS12 +12.37" in far.verdict
 
 
 def test_reported_parsing_errors_name_the_token(tmp_path):

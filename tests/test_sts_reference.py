@@ -31,7 +31,9 @@ def test_minilm_sts_all_matches_published_scores(minilm_run, reference_sts_all):
 def test_texts_are_encoded_once_across_tasks(minilm_run):
     ev, _ = minilm_run
     stats = ev.encode_stats
-    assert stats["encoded"] == stats["unique"] < stats["requested"]
+    # The cache is shared with other MiniLM tests, so a text may come from it instead of the model;
+    # either way each distinct text is produced exactly once.
+    assert stats["encoded"] + stats["from_cache"] == stats["unique"] < stats["requested"]
 
 
 def test_second_run_encodes_nothing_and_reuses_records(minilm_run, data_root):

@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         if result.matches is not None:
             m = result.matches.head(10).copy()
             res_cols = [c for c in m.columns if c.startswith("res:")]
-            m = m[["aggregation", "correlation", "text", "sick_split", "similarity", "scoring", "max_abs", "mean_abs", *res_cols]]
+            m = m[["aggregation", "correlation", "text", "sick_split", "similarity", "scoring", "n_within", "max_abs", "mean_abs", *res_cols]]
             m.columns = [c.removeprefix("res:") for c in m.columns]
             m.index.name = "rank"
             m.index = m.index + 1

@@ -119,7 +119,9 @@ def check(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, 
 
     sums = {e.path: e.sha256 for e in load_manifest(manifest)}
     rows = []
-    for name, task in TASKS.items():
+    kinds = {"sts": 0, "transfer": 1, "mteb": 2}
+    ordered = sorted(TASKS.items(), key=lambda kv: kinds.get(kv[1].kind, len(kinds)))  # stable: registration order within a kind
+    for name, task in ordered:
         files = task.data_files(root)
         present, lines, ok, bad, unknown, absent = 0, 0, 0, [], 0, []
         for f in files:
