@@ -118,7 +118,6 @@ def run(
 ) -> None:
     """Evaluate model(s) on a suite or tasks; print the table and store one record per task."""
     from .api import evaluate, resolve_tasks
-    from .report.tables import render
 
     if suite is None and not task:
         suite = "sts-all"

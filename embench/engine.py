@@ -122,7 +122,14 @@ class _progress:
     def __enter__(self):
         if not self.enabled:
             return lambda n: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            ProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
         from rich.text import Text
 
         class Speed(ProgressColumn):

@@ -22,13 +22,12 @@ A task without a builder can still run from a local copy of its hub dataset: a f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .data.readers import open_text
+from .data.readers import iter_jsonl, open_text
 from .data.root import DataRoot
 from .errors import EmbenchError, MalformedDataError
 
@@ -63,23 +62,16 @@ class LocalSpec:
 def read_jsonl(path: Path, task: str, required: tuple[str, ...], limit: int | None = None) -> list[dict]:
     """Rows of a JSON-lines file; a row without a field mteb needs is a SchemaError naming it."""
     rows = []
-    with open_text(path) as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
-            missing = [k for k in required if k not in row]
-            if missing:
-                raise SchemaError(
-                    f"{path}:{i}: field {missing[0]!r} is missing; mteb's {task} needs the fields "
-                    f"{', '.join(required)} (found: {', '.join(sorted(row)) or 'none'})"
-                )
-            rows.append(row)
-            if limit is not None and len(rows) >= limit:
-                break
+    for i, row in iter_jsonl(path):
+        missing = [k for k in required if k not in row]
+        if missing:
+            raise SchemaError(
+                f"{path}:{i}: field {missing[0]!r} is missing; mteb's {task} needs the fields "
+                f"{', '.join(required)} (found: {', '.join(sorted(row)) or 'none'})"
+            )
+        rows.append(row)
+        if limit is not None and len(rows) >= limit:
+            break
     return rows
 
 

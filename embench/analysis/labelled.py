@@ -7,12 +7,11 @@ and which the label. By default every split a set has is pooled, because the cro
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.readers import open_text
+from ..data.readers import iter_jsonl
 from ..data.root import DataRoot
 from ..errors import EmbenchError, MalformedDataError, MissingDataError
 from ..registry import Registry
@@ -129,19 +128,12 @@ def _splits(spec: LabelledSpec, splits: list[str] | None) -> list[str]:
 
 
 def _read_jsonl(path: Path, spec: LabelledSpec):
-    with open_text(path) as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
-            missing = [k for k in (*spec.text_fields, spec.label_field) if k not in row]
-            if missing:
-                raise MalformedDataError(path, i, f"missing field(s) {missing}")
-            text = " ".join(str(row[k]) for k in spec.text_fields).strip()
-            yield text, str(row[spec.label_field])
+    for i, row in iter_jsonl(path):
+        missing = [k for k in (*spec.text_fields, spec.label_field) if k not in row]
+        if missing:
+            raise MalformedDataError(path, i, f"missing field(s) {missing}")
+        text = " ".join(str(row[k]) for k in spec.text_fields).strip()
+        yield text, str(row[spec.label_field])
 
 
 def _read_trec(path: Path, spec: LabelledSpec):

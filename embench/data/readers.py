@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,24 @@ def read_lines(path: Path) -> list[str]:
         data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
         line = data[: e.start].count(b"\n") + 1
         raise MalformedDataError(path, line, f"not valid UTF-8 ({e.reason})") from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON-lines file (``.gz`` allowed).
+
+    A line that is not a JSON object is a MalformedDataError naming the file and line.
+    """
+    with open_text(path) as f:
+        for i, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise MalformedDataError(path, i, f"expected a JSON object, found {type(row).__name__}")
+            yield i, row
 
 
 def iter_tsv(path: Path, min_fields: int, skip_header: bool = False) -> Iterator[tuple[int, list[str]]]:

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 from pathlib import Path
 
-from ..data.readers import open_text, read_lines
+from ..data.readers import iter_jsonl, open_text, read_lines
 from ..data.root import DataRoot
 from ..errors import EmbenchError, MalformedDataError, MissingDataError
 
@@ -55,18 +54,11 @@ def read_documents(path: str | Path, field: str = "text") -> list[str]:
         return read_sentences(p)
     docs = []
     try:
-        with open_text(p) as f:
-            for i, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise MalformedDataError(p, i, f"not valid JSON ({e.msg})") from None
-                if not isinstance(obj, dict) or not isinstance(obj.get(field), str):
-                    raise MalformedDataError(p, i, f"expected an object with a string {field!r} field")
-                if obj[field].strip():
-                    docs.append(obj[field])
+        for i, obj in iter_jsonl(p):
+            if not isinstance(obj.get(field), str):
+                raise MalformedDataError(p, i, f"expected an object with a string {field!r} field")
+            if obj[field].strip():
+                docs.append(obj[field])
     except (OSError, EOFError, UnicodeDecodeError) as e:
         raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
     if not docs:
