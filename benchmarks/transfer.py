@@ -36,6 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--classifier", default="default", choices=["default", "prototyping"])
+    ap.add_argument("--pair-features", default="uv", choices=["uv", "senteval-code"], help="MRPC/SICK-E classifier input")
     ap.add_argument("--tasks", nargs="*", default=list(SUITES.get("transfer").tasks))
     ap.add_argument("--sequential", nargs="*", default=[], help="tasks to fit again one model at a time")
     ap.add_argument("--data", default=None)
@@ -58,13 +59,13 @@ def main() -> None:
         engine.embed(texts)
         encode_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        score = score_transfer(task, data, engine.embed, config, protocol.seed)
+        score = score_transfer(task, data, engine.embed, config, protocol.seed, features=args.pair_features)
         fit_s = time.perf_counter() - t0
         row = {"task": task.display, "texts": len(texts), "encode_s": round(encode_s, 1), "fit_s": round(fit_s, 1),
                "test_acc": round(100 * score.main, 2), "dev_acc": round(100 * score.scores["dev_acc"], 2)}
         if name in args.sequential:
             t0 = time.perf_counter()
-            seq = score_transfer(task, data, engine.embed, config, protocol.seed, batched=False)
+            seq = score_transfer(task, data, engine.embed, config, protocol.seed, batched=False, features=args.pair_features)
             row["fit_one_at_a_time_s"] = round(time.perf_counter() - t0, 1)
             row["speedup"] = round(row["fit_one_at_a_time_s"] / max(fit_s, 1e-9), 2)
             row["same_accuracy"] = seq.main == score.main
@@ -72,7 +73,7 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     total = {k: round(sum(r[k] for r in rows), 1) for k in ("encode_s", "fit_s")}
     report = {
-        "model": args.model, "classifier": args.classifier, "rows": rows, "total": total,
+        "model": args.model, "classifier": args.classifier, "pair_features": args.pair_features, "rows": rows, "total": total,
         "avg_test_acc": round(sum(r["test_acc"] for r in rows) / len(rows), 2),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
                     "fit_device": str(default_device()), "load_avg_at_end": os.getloadavg()},

@@ -73,6 +73,11 @@ class Classifier(str, Enum):
     prototyping = "prototyping"
 
 
+class PairFeatures(str, Enum):
+    uv = "uv"
+    senteval_code = "senteval-code"
+
+
 class DType(str, Enum):
     fp32 = "fp32"
     bf16 = "bf16"
@@ -100,6 +105,7 @@ def run(
     similarity: Annotated[Similarity | None, typer.Option(help="Similarity of two embeddings.")] = None,
     scoring: Annotated[Scoring | None, typer.Option(help="STS-B/SICK-R: cosine, or SentEval's trained regressor.")] = None,
     classifier: Annotated[Classifier | None, typer.Option(help="Transfer tasks: SentEval classifier config.")] = None,
+    pair_features: Annotated[PairFeatures | None, typer.Option(help="MRPC/SICK-E classifier input: uv = [u,v,|u-v|,u*v] (default), senteval-code = [|u-v|,u*v].")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).")] = None,
     normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")] = None,
     pooling: Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own.")] = None,
@@ -135,6 +141,7 @@ def run(
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
                 on_task=on_task, aggregation=_val(aggregation), correlation=_val(correlation), text=_val(text),
                 sick_split=_val(sick_split), similarity=_val(similarity), classifier=_val(classifier), seed=seed, scoring=_val(scoring),
+                pair_features=_val(pair_features),
                 normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, dtype=_val(dtype), device=device,
             )
@@ -233,7 +240,7 @@ def results_show(
     for r in recs:
         p = r.protocol
         proto = f"{p.get('aggregation')}/{p.get('correlation')}/{p.get('text')}/sick={p.get('sick_split')}/{p.get('similarity')}"
-        proto += "".join(f"/{k}={p[k]}" for k, d in (("scoring", "cosine"), ("classifier", "default"), ("seed", 1111)) if p.get(k, d) != d)
+        proto += "".join(f"/{k}={p[k]}" for k, d in (("scoring", "cosine"), ("classifier", "default"), ("pair_features", "uv"), ("seed", 1111)) if p.get(k, d) != d)
         enc = f"{r.encoder.get('pooling')}" + (f"@{r.encoder.get('layer')}" if r.encoder.get("layer") != r.encoder.get("num_layers") else "")
         rows.setdefault((r.model, enc, r.encoder.get("dtype"), proto), {})[r.display] = r.main_score
     frame = pd.DataFrame.from_dict(rows, orient="index")

@@ -16,6 +16,9 @@ never overwrite each other. Definitions follow ``docs/PROTOCOLS.md`` of the proj
 * ``classifier``: SentEval's logistic-regression configuration, ``default`` (kfold 10, adam,
   batch 64, tenacity 5, epoch size 4) or ``prototyping`` (kfold 5, rmsprop, batch 128,
   tenacity 3, epoch size 2).
+* ``pair_features`` (MRPC, SICK-E): ``uv`` = ``[u, v, |u - v|, u * v]`` (PROTOCOLS.md, InferSent's
+  classifier input) or ``senteval-code`` = ``[|u - v|, u * v]`` (what SentEval's released
+  ``mrpc.py`` and ``sick.py`` compute, hence what papers run through SentEval report).
 * ``seed``: for every task that samples or trains.
 """
 
@@ -37,6 +40,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "similarity": ("cosine", "dot"),
     "classifier": ("default", "prototyping"),
     "scoring": ("cosine", "regressor"),
+    "pair_features": ("uv", "senteval-code"),
 }
 
 
@@ -52,6 +56,7 @@ class Protocol:
     similarity: str = "cosine"
     scoring: str = "cosine"  # STS-B and SICK-R: cosine against gold, or SentEval's trained regressor
     classifier: str = "default"  # SentEval classifier config: default ("test" in SimCSE) or prototyping ("fasttest")
+    pair_features: str = "uv"  # MRPC/SICK-E classifier input: [u,v,|u-v|,u*v] or SentEval code's [|u-v|,u*v]
     seed: int = 1111  # SentEval's default seed; used by every task that samples or trains
 
     def __post_init__(self) -> None:

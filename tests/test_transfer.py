@@ -17,6 +17,7 @@ from embench.errors import EmbenchError, MalformedDataError, MissingDataError
 from embench.protocols import Protocol
 from embench.suites import SUITES
 from embench.tasks import TASKS
+from embench.tasks.transfer import pair_features
 
 
 def _separable(n: int, d: int, noise: float, seed: int = 0, nclasses: int = 2):
@@ -243,6 +244,41 @@ def _slice_root(data_root: Path, dest: Path) -> Path:
     return dest
 
 
+def test_pair_features_follow_the_protocol_option():
+    u, v = np.array([[1.0, -2.0]]), np.array([[3.0, 5.0]])
+    assert pair_features(u, v, "uv").tolist() == [[1.0, -2.0, 3.0, 5.0, 2.0, 7.0, 3.0, -10.0]]
+    assert pair_features(u, v, "senteval-code").tolist() == [[2.0, 7.0, 3.0, -10.0]]
+    with pytest.raises(EmbenchError, match="--pair-features"):
+        Protocol(pair_features="concat")
+
+
+def test_pair_features_reach_the_classifier():
+    """A label carried by the sign of u alone: [u, v, ...] sees it, SentEval code's [|u-v|, u*v] (v = 0) cannot."""
+    from embench.tasks.transfer import Samples, score_transfer
+
+    rng = np.random.default_rng(0)
+    vecs = {"zero": np.zeros(4, dtype=np.float32)}
+
+    def split(n: int, prefix: str) -> Samples:
+        y = rng.integers(0, 2, n)
+        a = []
+        for i, label in enumerate(y):
+            vec = rng.normal(size=4).astype(np.float32)
+            vec[0] = (1 if label else -1) * (1.0 + abs(vec[0]))
+            vecs[f"{prefix}{i}"] = vec
+            a.append([f"{prefix}{i}"])
+        return Samples(a, [["zero"]] * n, y)
+
+    data = {"train": split(300, "tr"), "test": split(200, "te")}
+    embed = lambda texts: np.stack([vecs[t] for t in texts])  # noqa: E731
+    task = TASKS.get("MRPC")
+    cfg = CONFIGS["prototyping"]
+    uv = score_transfer(task, data, embed, cfg, 1111, device="cpu", features="uv")
+    code = score_transfer(task, data, embed, cfg, 1111, device="cpu", features="senteval-code")
+    assert uv.main >= 0.95 and code.main <= 0.65
+    assert (uv.scores["features"], code.scores["features"]) == ("[u, v, |u-v|, u*v]", "[|u-v|, u*v]")
+
+
 def test_tiny_model_runs_the_transfer_suite_end_to_end(data_root, tiny_bert_dir, tmp_path, cache_dir):
     from typer.testing import CliRunner
 
@@ -262,4 +298,13 @@ def test_tiny_model_runs_the_transfer_suite_end_to_end(data_root, tiny_bert_dir,
     assert mr["protocol"]["classifier"] == "prototyping"
     assert len(mr["scores"]["folds"]) == 5 and mr["scores"]["folds"][0]["penalty"] in PENALTIES
     mrpc = next(r for r in stored if r["task"] == "MRPC")
-    assert mrpc["scores"]["features"] == "|u-v|,u*v" and "test_f1" in mrpc["scores"]
+    assert mrpc["scores"]["features"] == "[u, v, |u-v|, u*v]" and "test_f1" in mrpc["scores"]
+    assert mrpc["protocol"]["pair_features"] == "uv"
+    # SentEval's code feeds [|u-v|, u*v]: a separate record, a different MRPC score, nothing else recomputed
+    again = CliRunner().invoke(app, [*args[:3], "--task", "MRPC", *args[5:], "--pair-features", "senteval-code"])
+    assert again.exit_code == 0, again.output
+    stored = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.json")]
+    mrpcs = {r["protocol"]["pair_features"]: r for r in stored if r["task"] == "MRPC"}
+    assert set(mrpcs) == {"uv", "senteval-code"}
+    assert mrpcs["senteval-code"]["scores"]["features"] == "[|u-v|, u*v]"
+    assert len(stored) == 8

@@ -8,9 +8,9 @@ MR/CR/SUBJ/MPQA/TREC), split on whitespace and re-joined with one space (SimCSE'
 samples of each split are sorted as SentEval sorts them (by token count, then label) before the
 folds are drawn, since the order decides which sentence falls in which fold.
 
-Pair tasks (MRPC, SICK-E) feed the classifier SentEval's features ``[|u - v|, u * v]``
-(``senteval/mrpc.py``, ``sick.py``); ``[u, v, |u - v|, u * v]`` (InferSent's NLI classifier input)
-is available as ``features="u,v,|u-v|,u*v"`` in a declaration.
+Pair tasks (MRPC, SICK-E) feed the classifier ``[u, v, |u - v|, u * v]`` by default, as PROTOCOLS.md
+defines them; SentEval's released code (``senteval/mrpc.py``, ``sick.py``) computes only
+``[|u - v|, u * v]``, which is the protocol option ``pair_features="senteval-code"``.
 """
 
 from __future__ import annotations
@@ -150,7 +150,6 @@ class TransferTask:
     parser: LineParser | None = None
     encoding: str = "utf-8"
     header: bool = False
-    features: str = "|u-v|,u*v"  # pair tasks only
     kind: str = "transfer"
     aliases: tuple[str, ...] = field(default=())
 
@@ -192,30 +191,34 @@ class TransferTask:
         return Prepared(
             texts=texts,
             files=paths,
-            score=lambda embed: score_transfer(self, data, embed, config, protocol.seed),
+            score=lambda embed: score_transfer(self, data, embed, config, protocol.seed, features=protocol.pair_features),
             meta={"scheme": self.scheme, "classifier": config.name, "sizes": {k: len(v.y) for k, v in data.items()}},
         )
 
 
-def pair_features(u: np.ndarray, v: np.ndarray, features: str) -> np.ndarray:
-    """SentEval's ``np.c_[|u - v|, u * v]``, or InferSent's ``[u, v, |u - v|, u * v]``."""
-    if features == "|u-v|,u*v":
+PAIR_FEATURES = {"uv": "[u, v, |u-v|, u*v]", "senteval-code": "[|u-v|, u*v]"}
+
+
+def pair_features(u: np.ndarray, v: np.ndarray, features: str = "uv") -> np.ndarray:
+    """``uv``: ``[u, v, |u - v|, u * v]`` (PROTOCOLS.md); ``senteval-code``: ``[|u - v|, u * v]`` (SentEval's code)."""
+    if features == "senteval-code":
         return np.c_[np.abs(u - v), u * v]
-    if features == "u,v,|u-v|,u*v":
+    if features == "uv":
         return np.c_[u, v, np.abs(u - v), u * v]
-    raise ValueError(f"unknown pair features {features!r}")
+    raise ValueError(f"unknown pair features {features!r}; choose one of: {', '.join(PAIR_FEATURES)}")
 
 
-def _features(task: TransferTask, s: Samples, embed) -> np.ndarray:
+def _features(s: Samples, embed, features: str) -> np.ndarray:
     u = np.asarray(embed([" ".join(t) for t in s.a]), dtype=np.float32)
     if s.b is None:
         return u
-    return pair_features(u, np.asarray(embed([" ".join(t) for t in s.b]), dtype=np.float32), task.features)
+    return pair_features(u, np.asarray(embed([" ".join(t) for t in s.b]), dtype=np.float32), features)
 
 
-def score_transfer(task: TransferTask, data: dict[str, Samples], embed, config: clf.ClassifierConfig, seed: int, device=None, batched: bool = True) -> TaskScore:
+def score_transfer(task: TransferTask, data: dict[str, Samples], embed, config: clf.ClassifierConfig, seed: int, device=None,
+                   batched: bool = True, features: str = "uv") -> TaskScore:
     """Embed every split, run the task's SentEval validation scheme; main = test accuracy (0-1)."""
-    feats = {k: _features(task, s, embed) for k, s in data.items()}
+    feats = {k: _features(s, embed, features) for k, s in data.items()}
     start = time.perf_counter()
     common = dict(nclasses=task.nclasses, config=config, seed=seed, device=device, batched=batched, what=task.name)
     if task.scheme == "nested":
@@ -233,8 +236,8 @@ def score_transfer(task: TransferTask, data: dict[str, Samples], embed, config: 
         )
     fit_seconds = time.perf_counter() - start
     res.update(classifier=config.name, seed=seed, penalty_grid=list(clf.PENALTIES))
-    if data.get("all") is None and task.features and any(s.b is not None for s in data.values()):
-        res["features"] = task.features
+    if any(s.b is not None for s in data.values()):
+        res["features"] = PAIR_FEATURES[features]
     device_name = str(device or clf.default_device())
     return TaskScore(main=res["test_acc"], scores=res, meta={"fit_seconds": round(fit_seconds, 3), "classifier_device": device_name})
 
