@@ -284,6 +284,33 @@ def test_cli_writes_png_pdf_and_csv(tmp_path, tiny_bert_dir, data_root, shared_c
         assert list(frame["layer"]) == [0, 2, 0, 2]
 
 
+def test_layers_scores_each_layer_on_mteb_tasks_with_the_block_average(tmp_path, tiny_bert_dir, data_root, shared_cache):
+    import json
+
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    out = tmp_path / "layers"
+    tasks = "MTEB:STS16,MTEB:STSBenchmark,MTEB:TwentyNewsgroupsClustering"
+    args = ["analyze", "layers", "-m", str(tiny_bert_dir), "--layers", "0,2", "--set", "dataset=", "--suite", tasks,
+            "--out", str(out), "--data", str(data_root), "--cache-dir", str(shared_cache), "-q"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    import pandas as pd
+
+    frame = pd.read_csv(out / "layers.csv")
+    assert list(frame["layer"]) == [0, 2]
+    records = [json.loads(p.read_text()) for p in (out / "results").rglob("*.json")]
+    for layer, got in zip(frame["layer"], frame["tasks_average"], strict=True):
+        mine = {r["task"]: r["main_score"] for r in records if r["encoder"]["layer"] == layer}
+        assert len(mine) == 3
+        sts = (mine["MTEB:STS16"] + mine["MTEB:STSBenchmark"]) / 2
+        assert got == pytest.approx((sts + mine["MTEB:TwentyNewsgroupsClustering"]) / 2)  # type means, then their mean
+    bad = CliRunner().invoke(app, [*args[:8], "MTEB:STS16,STS-BB", *args[9:]])
+    assert bad.exit_code != 0 and "STS-BB" in bad.output
+
+
 def test_alignment_uniformity_follows_a_folder_of_checkpoints(tmp_path, tiny_bert_dir, data_root, shared_cache):
     from embench.analysis import run
 

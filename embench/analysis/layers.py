@@ -7,8 +7,10 @@ vectors go through the engine and its cache. Measures per layer:
 
 * STS-B Spearman of cosine similarities (``split``, default test);
 * kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
-* optionally the average main score of a suite (``suite``, e.g. ``mteb-lite``) through
-  :func:`embench.api.evaluate`; the cropping paper's Figure 4c uses non-normalised embeddings,
+* optionally a suite's score per layer (``suite``, e.g. ``mteb-lite``) through
+  :func:`embench.api.evaluate`: for MTEB tasks the cropping paper's block average (the mean of
+  the task-type means, :func:`embench.tasks.mteb_tasks.block_averages`), for other suites the
+  plain mean of the main scores. Figure 4c of the cropping paper uses non-normalised embeddings,
   which is what the layer encoders give unless ``--normalize``.
 """
 
@@ -48,6 +50,10 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
            metric: str = "euclidean", transform: str = "raw", seed: int = 42, split: str = "test", text: str = "senteval",
            suite: str | None = None) -> AnalysisResult:
     """STS-B Spearman, kNN accuracy and (optionally) a suite average for each hidden layer of each model."""
+    if isinstance(suite, (list, tuple)):  # "--suite A,B" arrives as a list of task names
+        suite = ",".join(suite) + ("," if len(suite) == 1 else "")
+    if suite:
+        _suite_spec(suite)  # an unknown suite or task fails here, before anything is encoded
     pairs = stsb(ctx.root, split, text)
     sentences = unique(pairs.left + pairs.right)
     labelled = load_labelled(dataset, ctx.root, limit=limit, seed=seed) if dataset else None
@@ -65,7 +71,7 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
                 r = knn_accuracy(ctx.embed(enc, labelled.texts), labelled.labels, k=k, metric=metric, transform=transform, seed=seed)
                 row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"]})
             if suite:
-                row[f"{suite}_average"] = _suite_average(enc, suite, ctx, out)
+                row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)
             rows.append(row)
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "layers")]
@@ -73,7 +79,9 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
     if labelled is not None:
         measures.append(("knn_accuracy", f"kNN accuracy on {labelled.name} (%)", "knn_stderr"))
     if suite:
-        measures.append((f"{suite}_average", f"{suite} average (x100)", None))
+        _, tasks, column, is_mteb = _suite_spec(suite)
+        what = "MTEB tasks" if tasks else suite
+        measures.append((column, f"{what} {'block average' if is_mteb else 'average'} (x100)", None))
     with style.paper_style():
         fig, axes = style.figure(ncols=len(measures))
         for ax, (col, title, err) in zip(axes[0], measures, strict=True):
@@ -91,10 +99,27 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
     return AnalysisResult("layers", {"layers": frame}, files)
 
 
+def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:
+    """(suite name or None, task list or None, column name, whether every task is an MTEB task)."""
+    from ..api import resolve_tasks
+
+    names = [t.strip() for t in suite.split(",") if t.strip()]
+    if "," in suite:
+        tasks = resolve_tasks(None, names)[0]
+        return None, tasks, "tasks_average", all(t.startswith("MTEB:") for t in tasks)
+    tasks = resolve_tasks(suite, None)[0]
+    return suite, None, f"{suite}_average", all(t.startswith("MTEB:") for t in tasks)
+
+
 def _suite_average(encoder, suite: str, ctx, out) -> float:
     from ..api import evaluate
 
-    ev = evaluate(encoder, suite, data=ctx.root.path, results_dir=out / "results", cache_dir=ctx.cache_dir,
+    suite_name, tasks, _, _ = _suite_spec(suite)
+    ev = evaluate(encoder, suite_name, tasks=tasks, data=ctx.root.path, results_dir=out / "results", cache_dir=ctx.cache_dir,
                   use_cache=ctx.cache_dir is not None, batch_size=ctx.batch_size)
+    if ev.records and all((r.scores or {}).get("mteb_type") for r in ev.records):
+        from ..tasks.mteb_tasks import block_averages
+
+        return float(block_averages(ev.records)["Block avg."].iloc[0])
     scores = [r.main_score for r in ev.records]
     return float(np.mean(scores)) if scores else float("nan")

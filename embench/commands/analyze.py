@@ -80,6 +80,7 @@ def register(app: typer.Typer) -> None:
         k: Annotated[int | None, typer.Option("--k", help="Neighbours for kNN (default 10).")] = None,
         split: Annotated[str | None, typer.Option(help="STS-B split for STS-B based analyses (default test).")] = None,
         text: Annotated[str | None, typer.Option(help="STS-B text: senteval (tokenised, lower-cased) or raw.")] = None,
+        suite: Annotated[str | None, typer.Option(help="layers: also score every layer on a suite (mteb-lite: block average) or comma-separated tasks.")] = None,
         set_: Annotated[list[str] | None, typer.Option("--set", help="Any other option of the analysis, KEY=VALUE (see 'embench analyze list').")] = None,
         pooling: Annotated[str | None, typer.Option(help="Pooler for every model (default: each model's own; layers: mean).")] = None,
         max_length: Annotated[int | None, typer.Option(help="Maximum tokens per text.")] = None,
@@ -108,7 +109,8 @@ def register(app: typer.Typer) -> None:
         if out is None:
             raise EmbenchError("give --out DIR: the folder the numbers and figures go to")
         flags = {"dataset": dataset, "limit": limit, "seed": seed, "layers": layers, "sentence": sentence, "heads": heads,
-                 "metric": metric, "transform": transform, "k": k, "split": split, "text": text}
+                 "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
+                 "suite": suite}
         options = build_options(name, fn.options, flags, set_ or [])
         result = fn(list(model), out, labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache,
                     batch_size=batch_size, progress=not quiet and Console(stderr=True).is_terminal, pooling=pooling,
