@@ -141,6 +141,32 @@ def test_sentence_transformers_folder_with_cls_pooling(tmp_path, tiny_bert_dir, 
     np.testing.assert_allclose(enc.encode_batch(TEXTS), out.last_hidden_state[:, 0].numpy(), atol=1e-6)
 
 
+@pytest.mark.parametrize("weights_name", ["model.safetensors", "pytorch_model.bin"])
+def test_sentence_transformers_dense_modules_match_sentence_transformers(tmp_path, tiny_bert_dir, weights_name):
+    """Pooling -> Dense(tanh) -> Dense(identity) -> Normalize, saved by sentence-transformers itself."""
+    from sentence_transformers import SentenceTransformer, models
+
+    torch.manual_seed(1)
+    word = models.Transformer(str(tiny_bert_dir), max_seq_length=64)
+    modules = [word, models.Pooling(32, pooling_mode="cls"), models.Dense(32, 24, activation_function=torch.nn.Tanh()),
+               models.Dense(24, 16, bias=False, activation_function=torch.nn.Identity()), models.Normalize()]
+    st = SentenceTransformer(modules=modules, device="cpu")
+    folder = tmp_path / "st-dense"
+    st.save(str(folder), safe_serialization=weights_name == "model.safetensors")
+    assert (folder / "2_Dense" / weights_name).is_file()
+    enc = embench.load_model(folder, device="cpu")
+    got = enc.encode_batch(TEXTS)
+    assert got.shape == (3, 16) and enc.dense_modules == ["2_Dense", "3_Dense"]
+    np.testing.assert_allclose(got, st.encode(TEXTS, convert_to_numpy=True), atol=1e-5)
+    # the Dense weights are part of the fingerprint and of the cache key
+    plain = embench.load_model(tiny_bert_dir, device="cpu", pooling="cls_before_pooler", max_length=64)
+    assert enc.fingerprint != plain.fingerprint
+    (folder / "3_Dense" / "config.json").write_text(json.dumps({"in_features": 24, "out_features": 16, "bias": False,
+                                                                "activation_function": "os.system"}))
+    with pytest.raises(EmbenchError, match="is not a torch.nn module"):
+        embench.load_model(folder, device="cpu").encode_batch(TEXTS)
+
+
 def test_fingerprint_identifies_weights(tiny_bert_dir, tmp_path):
     from transformers import AutoModel, AutoTokenizer
 

@@ -397,6 +397,9 @@ def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(t
 
     st = SentenceTransformer(str(r.best_dir / "sentence-transformers"), device="cpu")
     np.testing.assert_allclose(st.encode(["A dog runs."], convert_to_numpy=True), want, atol=1e-5)
+    st_folder = embench.load_model(r.best_dir / "sentence-transformers")  # cls token + its Dense(tanh) module
+    assert st_folder.pooling == "cls_before_pooler" and st_folder.dense_modules == ["2_Dense"]
+    np.testing.assert_allclose(st_folder.encode_batch(["A dog runs."]), want, atol=1e-5)
 
 
 def test_mlm_auxiliary_loss_and_freezing_embeddings_and_first_layers(tiny_bert_dir, data_root, tmp_path):

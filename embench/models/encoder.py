@@ -100,6 +100,24 @@ class HFEncoder:
                 f"to {self.num_layers}"
             )
         self.layer = layer
+        self._dense_load: Callable[[], list[torch.nn.Module]] | None = None
+        self._dense: list[torch.nn.Module] | None = None
+        self.dense_modules: list[str] = []
+
+    def set_dense(self, load: Callable[[], list[torch.nn.Module]], names: list[str]) -> None:
+        """sentence-transformers ``Dense`` modules applied after pooling (before normalisation)."""
+        self._dense_load = load
+        self.dense_modules = list(names)
+        self.settings.extra["dense"] = list(names)
+
+    def _apply_dense(self, pooled: torch.Tensor) -> torch.Tensor:
+        if self._dense_load is None:
+            return pooled
+        if self._dense is None:
+            self._dense = [m.to(self.device) for m in self._dense_load()]
+        for m in self._dense:
+            pooled = m(pooled)
+        return pooled
 
     @property
     def model(self) -> torch.nn.Module:
@@ -166,6 +184,7 @@ class HFEncoder:
             hidden = (None,) * self.num_layers + (out.last_hidden_state,)
         with self._autocast():
             pooled = self.pooler(PoolInput(hidden, enc["attention_mask"], self.layer, self.pooler_head()))
+            pooled = self._apply_dense(pooled)
         pooled = pooled.float()
         if self.settings.normalize:
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)

@@ -94,7 +94,7 @@ def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
     if not modules_file.is_file():
         return None
     modules = _read_json(modules_file)
-    out: dict[str, Any] = {"transformer_path": folder, "normalize": False, "pooling": None, "unsupported": []}
+    out: dict[str, Any] = {"transformer_path": folder, "normalize": False, "pooling": None, "unsupported": [], "dense": []}
     for m in modules:
         kind = m.get("type", "").rsplit(".", 1)[-1]
         sub = folder / m.get("path", "")
@@ -110,9 +110,46 @@ def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
             out["pooling"] = _st_pooling(_read_json(sub / "config.json"))
         elif kind == "Normalize":
             out["normalize"] = True
+        elif kind == "Dense":
+            if out["normalize"]:
+                out["unsupported"].append("Dense after Normalize")
+            out["dense"].append(sub)
         else:
             out["unsupported"].append(kind)
     return out
+
+
+_ACTIVATION_PREFIX = "torch.nn.modules."
+
+
+def load_dense(folder: Path) -> torch.nn.Module:
+    """A sentence-transformers ``Dense`` module folder as ``activation(linear(x))``.
+
+    Reads ``config.json`` (in/out features, bias, activation class under ``torch.nn``) and the
+    weights (``model.safetensors`` or ``pytorch_model.bin``, keys ``linear.weight``/``linear.bias``).
+    """
+    import importlib
+
+    cfg = _read_json(folder / "config.json")
+    act_path = cfg.get("activation_function", "torch.nn.modules.activation.Tanh")
+    if not act_path.startswith(_ACTIVATION_PREFIX):
+        raise EmbenchError(f"{folder / 'config.json'}: activation_function {act_path!r} is not a torch.nn module")
+    module_name, _, cls_name = act_path.rpartition(".")
+    activation = getattr(importlib.import_module(module_name), cls_name)()
+    linear = torch.nn.Linear(int(cfg["in_features"]), int(cfg["out_features"]), bias=bool(cfg.get("bias", True)))
+    if (folder / "model.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        state = load_file(str(folder / "model.safetensors"))
+    elif (folder / "pytorch_model.bin").is_file():
+        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise EmbenchError(f"{folder}: a sentence-transformers Dense module without weights (model.safetensors or pytorch_model.bin)")
+    try:
+        linear.load_state_dict({k.removeprefix("linear."): v for k, v in state.items()})
+    except RuntimeError as e:
+        raise EmbenchError(f"{folder}: Dense weights do not match its config.json ({str(e).splitlines()[0]})") from None
+    return torch.nn.Sequential(linear, activation).eval()
 
 
 def _st_pooling(cfg: dict[str, Any]) -> str:
@@ -234,6 +271,9 @@ def load_model(
             raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
         source = str(folder)
         fingerprint = weights_fingerprint(hf_folder)
+        dense_folders = st_cfg.get("dense", [])
+        if dense_folders:  # the Dense modules' weights are part of what gives the vectors
+            fingerprint = hashlib.sha256("+".join([fingerprint, *(weights_fingerprint(d) for d in dense_folders)]).encode()).hexdigest()[:16]
         revision = getattr(config, "_commit_hash", None)
         display = name or raw_name
         loaded_tokenizer = tokenizer
@@ -262,10 +302,14 @@ def load_model(
         lowercase=bool(st_cfg.get("lowercase", False)),
         prompt=prompt,
     )
-    return HFEncoder(
+    encoder = HFEncoder(
         config, settings, name=display, fingerprint=fingerprint, source=source, device=device,
         load=load, tokenizer=tokenizer, revision=revision,
     )
+    if st_cfg.get("dense"):
+        folders = list(st_cfg["dense"])
+        encoder.set_dense(lambda: [load_dense(d) for d in folders], [d.name for d in folders])
+    return encoder
 
 
 def _model_max_length(config: Any, tokenizer: Any) -> int:
