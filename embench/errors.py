@@ -46,6 +46,14 @@ class MalformedDataError(EmbenchError, ValueError):
         super().__init__(f"{path}:{line}: {problem}")
 
 
+class CorruptFileError(EmbenchError, OSError):
+    """A compressed data file that cannot be read to its end (truncated download, damaged gzip)."""
+
+    def __init__(self, path: Path | str, problem: str):
+        self.path, self.problem = Path(path), problem
+        super().__init__(f"{self.path}: {problem}; the file is truncated or damaged, fetch it again (`embench data download`)")
+
+
 class ModelLoadError(EmbenchError):
     """A model that could not be loaded; lists every way that was tried."""
 

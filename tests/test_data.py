@@ -159,3 +159,19 @@ def test_packaged_manifest_checksums_match_the_data(data_root):
     assert len(entries) >= 70 and all(e.url.startswith("https://") for e in entries)
     for e in entries:
         assert content_sha256(data_root / e.path) == e.sha256, e.path
+
+
+def test_truncated_gzip_names_the_file_in_tasks_and_in_data_check(data_root, tmp_path):
+    import gzip
+
+    from embench.errors import CorruptFileError
+
+    dest = _copy_sts_b(data_root, tmp_path)
+    payload = gzip.compress((dest / "sts-test.csv").read_bytes())
+    (dest / "sts-test.csv").unlink()
+    (dest / "sts-test.csv.gz").write_bytes(payload[: len(payload) // 2])  # a download cut half-way
+    root = DataRoot(tmp_path / "root")
+    with pytest.raises(CorruptFileError, match=r"sts-test\.csv\.gz: cannot decompress it .*fetch it again"):
+        TASKS.get("STSBenchmark").prepare(root, embench.Protocol())
+    row = {r["task"]: r for r in check(root)}["STSBenchmark"]
+    assert row["differ"] == ["senteval/downstream/STS/STSBenchmark/sts-test.csv.gz (corrupt)"]

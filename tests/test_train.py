@@ -266,7 +266,7 @@ def test_empty_or_unreadable_corpus_is_an_error_naming_the_file(tmp_path):
         read_sentences(bad)
     corrupt = tmp_path / "corrupt.txt.gz"
     corrupt.write_bytes(b"this is not gzip data\n")
-    with pytest.raises(EmbenchError, match="corrupt.txt.gz: cannot read it"):
+    with pytest.raises(EmbenchError, match="corrupt.txt.gz: cannot decompress it"):
         read_sentences(corrupt)
     with pytest.raises(EmbenchError, match="missing.txt"):
         read_sentences(tmp_path / "missing.txt")

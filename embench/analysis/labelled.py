@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.readers import iter_jsonl
+from ..data.readers import iter_jsonl, read_bytes
 from ..data.root import DataRoot
 from ..errors import EmbenchError, MalformedDataError, MissingDataError
 from ..registry import Registry
@@ -138,11 +138,7 @@ def _read_jsonl(path: Path, spec: LabelledSpec):
 
 def _read_trec(path: Path, spec: LabelledSpec):
     # SentEval reads TREC as latin-1 (train_5500.label is not valid UTF-8); coarse label = before ':'.
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        import gzip
-
-        raw = gzip.decompress(raw)
+    raw = read_bytes(path)
     for i, line in enumerate(raw.decode("latin-1").splitlines(), start=1):
         if not line.strip():
             continue

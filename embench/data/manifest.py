@@ -12,12 +12,13 @@ import json
 import os
 import urllib.error
 import urllib.request
+import zlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ChecksumError, EmbenchError
+from ..errors import ChecksumError, CorruptFileError, EmbenchError
 from .root import DataRoot
 
 
@@ -48,11 +49,15 @@ def load_manifest(path: str | Path | None = None) -> list[Entry]:
 
 
 def content_sha256(path: Path) -> str:
+    """sha256 of the (decompressed) content; a damaged gzip is a CorruptFileError naming the file."""
     h = hashlib.sha256()
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    try:
+        with opener(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise CorruptFileError(path, f"cannot decompress it ({type(e).__name__}: {e})") from None
     return h.hexdigest()
 
 
@@ -131,14 +136,19 @@ def check(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, 
                 absent.append(root.relative(f))
                 continue
             present += 1
-            opener = gzip.open if real.suffix == ".gz" else open
-            with opener(real, "rb") as fh:
-                lines += sum(1 for _ in fh)
             rel = root.relative(real)
+            try:
+                digest = content_sha256(real)
+                opener = gzip.open if real.suffix == ".gz" else open
+                with opener(real, "rb") as fh:
+                    lines += sum(1 for _ in fh)
+            except CorruptFileError:
+                bad.append(f"{rel} (corrupt)")
+                continue
             ref = sums.get(rel) or sums.get(rel + ".gz") or sums.get(rel.removesuffix(".gz"))
             if ref is None:
                 unknown += 1
-            elif content_sha256(real) == ref:
+            elif digest == ref:
                 ok += 1
             else:
                 bad.append(rel)

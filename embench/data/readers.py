@@ -5,17 +5,61 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import MalformedDataError
+from ..errors import CorruptFileError, MalformedDataError
+
+_GZIP_ERRORS = (EOFError, OSError, zlib.error)  # truncated stream, bad header (BadGzipFile), bad data
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently decompressing ``.gz``."""
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+class _GzipText(io.TextIOWrapper):
+    """UTF-8 text of a ``.gz`` file whose read errors name the file (a truncated gzip otherwise
+    raises a bare ``EOFError`` from deep inside the decompressor)."""
+
+    def __init__(self, path: Path, encoding: str = "utf-8"):
+        super().__init__(gzip.open(path, "rb"), encoding=encoding, newline="")
+        self._path = Path(path)
+
+    def _fail(self, e: BaseException):
+        raise CorruptFileError(self._path, f"cannot decompress it ({type(e).__name__}: {e})") from None
+
+    def __next__(self) -> str:
+        try:
+            return super().__next__()
+        except _GZIP_ERRORS as e:
+            self._fail(e)
+
+    def read(self, size: int | None = -1) -> str:
+        try:
+            return super().read(size)
+        except _GZIP_ERRORS as e:
+            self._fail(e)
+
+    def readline(self, size: int = -1) -> str:
+        try:
+            return super().readline(size)
+        except _GZIP_ERRORS as e:
+            self._fail(e)
+
+
+def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
+    """Open a text file, transparently decompressing ``.gz``; a damaged gzip is a CorruptFileError naming it."""
+    if Path(path).suffix == ".gz":
+        return _GzipText(path, encoding)
+    return open(path, encoding=encoding, newline="")
+
+
+def read_bytes(path: Path) -> bytes:
+    """The (decompressed) bytes of a file; a damaged gzip is a CorruptFileError naming it."""
+    raw = Path(path).read_bytes()
+    if Path(path).suffix != ".gz":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except _GZIP_ERRORS as e:
+        raise CorruptFileError(path, f"cannot decompress it ({type(e).__name__}: {e})") from None
 
 
 def read_lines(path: Path) -> list[str]:
@@ -25,7 +69,7 @@ def read_lines(path: Path) -> list[str]:
             return f.read().splitlines()
     except UnicodeDecodeError as e:
         # Find the line: count newlines before the failing byte offset.
-        data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+        data = read_bytes(path)
         line = data[: e.start].count(b"\n") + 1
         raise MalformedDataError(path, line, f"not valid UTF-8 ({e.reason})") from None
 

@@ -15,7 +15,6 @@ defines them; SentEval's released code (``senteval/mrpc.py``, ``sick.py``) compu
 
 from __future__ import annotations
 
-import gzip
 import io
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import classifier as clf
+from ..data.readers import read_bytes
 from ..data.root import DataRoot
 from ..errors import MalformedDataError
 from ..protocols import Protocol
@@ -59,7 +59,7 @@ class Samples:
 
 # -- reading ---------------------------------------------------------------------------------
 def _read_text(path: Path, encoding: str) -> str:
-    raw = gzip.open(path, "rb").read() if path.suffix == ".gz" else path.read_bytes()
+    raw = read_bytes(path)
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as e:

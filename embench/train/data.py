@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..data.readers import iter_jsonl, open_text, read_lines
 from ..data.root import DataRoot
-from ..errors import EmbenchError, MalformedDataError, MissingDataError
+from ..errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
 
 log = logging.getLogger(__name__)
 TRIPLET_HEADER = ("sent0", "sent1", "hard_neg")
@@ -38,7 +38,9 @@ def read_sentences(path: str | Path) -> list[str]:
     p = _existing(Path(path))
     try:
         lines = read_lines(p)
-    except (OSError, EOFError) as e:  # a truncated or corrupt gzip, a permission problem
+    except CorruptFileError:
+        raise
+    except (OSError, EOFError) as e:  # a permission problem, ...
         raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
     texts = [t.strip() for t in lines if t.strip()]
     if not texts:
@@ -59,6 +61,8 @@ def read_documents(path: str | Path, field: str = "text") -> list[str]:
                 raise MalformedDataError(p, i, f"expected an object with a string {field!r} field")
             if obj[field].strip():
                 docs.append(obj[field])
+    except CorruptFileError:
+        raise
     except (OSError, EOFError, UnicodeDecodeError) as e:
         raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
     if not docs:
@@ -72,6 +76,8 @@ def read_triplets_csv(path: str | Path) -> list[tuple[str, str, str]]:
     try:
         with open_text(p) as f:
             text = f.read()
+    except CorruptFileError:
+        raise
     except (OSError, EOFError, UnicodeDecodeError) as e:
         raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
     reader = csv.reader(io.StringIO(text, newline=""))
