@@ -32,7 +32,6 @@ from embench.data import DataRoot
 from embench.engine import Engine
 from embench.suites import SUITES
 from embench.tasks import TASKS
-from embench.tasks.sts import aggregate, similarity
 
 
 def naive_loop(st, root: DataRoot, batch_size: int) -> dict[str, float]:

@@ -36,7 +36,7 @@ def test_all_mean_wmean_differ_and_equal_scipy():
         assert got["wmean"][corr] == pytest.approx(np.dot(per, n) / np.sum(n), abs=1e-12)
         values = [got["all"][corr], got["mean"][corr], got["wmean"][corr]]
         assert min(abs(a - b) for i, a in enumerate(values) for b in values[i + 1 :]) > 1e-3
-        for (name, s, g), p in zip(groups, per, strict=True):
+        for (name, _s, g), p in zip(groups, per, strict=True):
             assert got["subsets"][name][corr] == pytest.approx(p, abs=1e-12)
             assert got["subsets"][name]["n"] == len(g)
 

@@ -87,7 +87,7 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         from rich.table import Table
 
         table = Table(title=title)
-        for i, h in enumerate(header):
+        for h in header:
             table.add_column(h, justify="right" if h in scaled or h == "n" else "left", style="bold" if h == "Avg." else None)
         for r in body:
             table.add_row(*r)
