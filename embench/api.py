@@ -50,7 +50,7 @@ class Evaluation:
     def render(self, fmt: str = "table") -> str:
         if self.view == "breakdown":
             return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
-        return render(self.frame, fmt)
+        return render(self.frame, fmt, highlight=True)  # several models: best bold, second underlined
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:

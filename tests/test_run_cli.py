@@ -143,3 +143,21 @@ def test_data_check_and_list_commands(env):
     assert "sts-all" in _run("list", "suites").stdout
     assert "first_last_avg" in _run("list", "poolers").stdout
     assert "all-MiniLM-L6-v2" in _run("list", "models").stdout
+
+
+def test_tables_mark_the_best_model_bold_and_the_second_underlined():
+    from embench.report.tables import render
+
+    frame = pd.DataFrame({"STS12": [0.70, 0.7234, 0.72341, 0.65], "STS-B": [0.80, float("nan"), 0.79, 0.81]},
+                         index=pd.Index(["a", "b", "c", "d_1"], name="model"))
+    frame["Avg."] = frame.mean(axis=1, skipna=False)
+    latex = render(frame, "latex", highlight=True).splitlines()
+    # b and c print the same 72.34: both bold; a is second; NaN is neither; names are still escaped
+    assert latex[4] == r"a & \underline{70.00} & \underline{80.00} & \underline{75.00} \\"
+    assert latex[5] == r"b & \textbf{72.34} &  &  \\"
+    assert latex[6] == r"c & \textbf{72.34} & 79.00 & \textbf{75.67} \\"
+    assert latex[7] == r"d\_1 & 65.00 & \textbf{81.00} & 73.00 \\"
+    md = render(frame, "markdown", highlight=True)
+    assert "| c | **72.34** | 79.00 | **75.67** |" in md and "<u>80.00</u>" in md
+    assert r"\textbf" not in render(frame, "latex")  # only when asked
+    assert "**" not in render(frame.iloc[:1], "markdown", highlight=True)  # one model: nothing to rank

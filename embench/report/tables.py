@@ -63,13 +63,46 @@ def _cells(frame: pd.DataFrame, scaled: Sequence[str]) -> tuple[list[str], list[
     return header, body
 
 
-def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, title: str | None = None) -> str:
-    """Render a frame; columns in ``scaled`` (default: every float column) are shown x100."""
+def ranks(frame: pd.DataFrame, columns: Sequence[str]) -> dict[tuple[int, str], int]:
+    """(row position, column) -> 1 for the best value of each column, 2 for the second best.
+
+    Ties share the rank (every row holding the best value is bold); values are compared as shown
+    (x100, two decimals), so 82.031 and 82.034 tie as papers print them. Columns with fewer than
+    two values are not ranked.
+    """
+    out: dict[tuple[int, str], int] = {}
+    for c in columns:
+        shown = [round(100 * float(v), 2) if v is not None and not pd.isna(v) else None for v in frame[c]]
+        distinct = sorted({v for v in shown if v is not None}, reverse=True)
+        if sum(v is not None for v in shown) < 2:
+            continue
+        for i, v in enumerate(shown):
+            if v is not None and v in distinct[:2]:
+                out[(i, c)] = distinct.index(v) + 1
+    return out
+
+
+def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, title: str | None = None,
+           highlight: bool = False) -> str:
+    """Render a frame; columns in ``scaled`` (default: every float column) are shown x100.
+
+    ``highlight`` marks the best value of each scaled column in bold and the second best underlined
+    (LaTeX ``\\textbf``/``\\underline``, markdown ``**``/``<u>``, rich bold/underline), as papers do
+    when several models are compared.
+    """
     if scaled is None:
         scaled = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
     if fmt == "json":
         return frame.reset_index().to_json(orient="records", indent=2) if frame.index.name else frame.to_json(orient="records", indent=2)
     header, body = _cells(frame, scaled)
+    if highlight and fmt in ("latex", "markdown", "table") and len(frame) > 1:
+        offset = 1 if frame.index.name else 0
+        marks = {"latex": ("\\textbf{%s}", "\\underline{%s}"), "markdown": ("**%s**", "<u>%s</u>"),
+                 "table": ("[bold]%s[/bold]", "[underline]%s[/underline]")}[fmt]
+        cols = list(frame.columns)
+        for (i, c), rank in ranks(frame, [c for c in cols if c in scaled]).items():
+            j = offset + cols.index(c)
+            body[i][j] = marks[rank - 1] % body[i][j]
     if fmt == "csv":
         buf = io.StringIO()
         pd.DataFrame(body, columns=header).to_csv(buf, index=False)
@@ -81,7 +114,7 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
-        return latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"})
+        return latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"}, raw_cells=highlight)
     if fmt == "table":
         from rich.console import Console
         from rich.table import Table
@@ -104,11 +137,15 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
 
 
-def latex_tabular(header: list[str], body: list[list[str]], right: set[str]) -> str:
-    """A booktabs tabular (needs ``\\usepackage{booktabs}``)."""
+def latex_tabular(header: list[str], body: list[list[str]], right: set[str], raw_cells: bool = False) -> str:
+    """A booktabs tabular (needs ``\\usepackage{booktabs}``); ``raw_cells`` keeps markup in numeric cells."""
     spec = "".join("r" if h in right else "l" for h in header)
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(latex_escape(h) for h in header) + r" \\", "\\midrule"]
-    lines += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in body]
+
+    def cell(h: str, c: str) -> str:
+        return c if raw_cells and h in right else latex_escape(c)
+
+    lines += [" & ".join(cell(h, c) for h, c in zip(header, row, strict=True)) + r" \\" for row in body]
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
 
