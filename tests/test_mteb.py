@@ -186,3 +186,21 @@ def test_a_field_mteb_needs_missing_from_the_local_file_is_named(tmp_path):
     with pytest.raises(SchemaError) as e:
         MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), Protocol())
     assert "'text'" in str(e.value) and "train.jsonl.gz:1" in str(e.value)
+
+
+def test_full_local_copies_are_compared_with_mtebs_own_statistics(data_root):
+    """mteb computes its descriptive statistics on the local copy; what differs from the shipped ones is named."""
+    import mteb
+
+    from embench.mteb_local import load_into
+
+    def differences(name):
+        return load_into(mteb.get_task(name), DataRoot(data_root))[1]["data_differences"]
+
+    assert differences("Banking77Classification") == []  # the same data: nothing to say (and the same 80.04)
+    assert differences("SICK-R") == []
+    scifact = differences("SciFact")  # same documents and queries, 17,860 more characters in the documents
+    assert "test documents_text total_text_length: 7,789,311 here vs 7,771,451 in MTEB's copy" in scifact
+    assert not [d for d in scifact if "queries" in d or "relevant" in d or "num_documents" in d]
+    assert differences("EmotionClassification") == ["test label ids are numbered differently from MTEB's copy (same class sizes)"]
+    assert "test num_samples: 51,524 here vs 51,534 in MTEB's copy" in differences("TwitterURLCorpus")
