@@ -19,6 +19,7 @@ import numpy as np
 from .cache import EmbeddingCache, text_key
 from .errors import EmbeddingError
 from .models.encoder import Encoder
+from .report.progress import RateProgress
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY = 4096  # texts between cache writes
@@ -85,7 +86,7 @@ class Engine:
         pending_vecs: list[np.ndarray] = []
         start = time.perf_counter()
         try:
-            with _progress(self.progress, len(texts), self.encoder.name) as advance:
+            with RateProgress(self.progress, "encoding", self.encoder.name, len(texts), "texts", ">7.0f", transient=True) as bar:
                 for b in range(0, len(order), self.batch_size):
                     idx = order[b : b + self.batch_size]
                     batch = [texts[i] for i in idx]
@@ -101,7 +102,7 @@ class Engine:
                     self.stats["encoded"] += len(idx)
                     if len(pending_keys) >= FLUSH_EVERY:
                         self._flush(pending_keys, pending_vecs)
-                    advance(len(idx))
+                    bar.advance(len(idx))
         finally:
             self._flush(pending_keys, pending_vecs)
             self.stats["encode_seconds"] += time.perf_counter() - start
@@ -111,44 +112,3 @@ class Engine:
             self.cache.put_many(list(keys), np.stack(vecs))
         keys.clear()
         vecs.clear()
-
-
-class _progress:
-    """A rich progress bar with texts/s, or nothing."""
-
-    def __init__(self, enabled: bool, total: int, name: str):
-        self.enabled, self.total, self.name = enabled, total, name
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda n: None
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            ProgressColumn,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-        from rich.text import Text
-
-        class Speed(ProgressColumn):
-            def render(self, task):
-                return Text(f"{task.speed:>7.0f} texts/s" if task.speed else "")
-
-        self._p = Progress(
-            TextColumn("[bold]encoding[/] {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            Speed(),
-            TimeRemainingColumn(),
-            transient=True,
-        )
-        self._p.__enter__()
-        task = self._p.add_task(self.name, total=self.total)
-        return lambda n: self._p.advance(task, n)
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._p.__exit__(*exc)
-        return False

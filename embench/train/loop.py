@@ -26,6 +26,7 @@ import torch
 from ..data.root import DataRoot
 from ..errors import EmbenchError
 from ..models.loader import pick_device, resolve_model_path, sentence_transformers_config
+from ..report.progress import RateProgress
 from . import checkpoints, data, distributed, losses
 from .config import TrainConfig
 from .crops import CropCorpus
@@ -285,7 +286,8 @@ def train(cfg: TrainConfig) -> TrainResult:
     last_loss = None
     window_t, window_steps, window_tokens = time.perf_counter(), 0, 0
     n_params = sum(p.numel() for p in model.encoder.parameters())
-    progress = _Progress(cfg.progress and dist.is_main, total, start, f"{cfg.method} {Path(cfg.model).name}")
+    progress = RateProgress(cfg.progress and dist.is_main, "training", f"{cfg.method} {Path(cfg.model).name}", total, "steps",
+                           completed=start, fields=("loss",))
     try:
         with progress:
             for step in range(start, total):
@@ -311,7 +313,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                 done = step + 1
                 window_steps += 1
                 window_tokens += int(enc["attention_mask"].sum()) * dist.world_size
-                progress.advance(value)
+                progress.advance(loss=f"{value:.4f}")
                 if done % cfg.log_steps == 0 or done == total:
                     dt = max(time.perf_counter() - window_t, 1e-9)
                     tps = window_tokens / dt
@@ -415,41 +417,3 @@ def _tensorboard(out: Path):
     except ImportError:
         raise EmbenchError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
     return SummaryWriter(str(out / "tensorboard"))
-
-
-class _Progress:
-    """A rich progress bar with the loss and steps/s, or nothing."""
-
-    def __init__(self, enabled: bool, total: int, start: int, name: str):
-        self.enabled, self.total, self.start, self.name = enabled, total, start, name
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                ProgressColumn,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-            from rich.text import Text
-
-            class Speed(ProgressColumn):
-                def render(self, task):
-                    return Text(f"{task.speed:.2f} steps/s" if task.speed else "")
-
-            self._p = Progress(TextColumn("[bold]training[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TextColumn("loss {task.fields[loss]}"), Speed(), TimeRemainingColumn())
-            self._p.__enter__()
-            self._task = self._p.add_task(self.name, total=self.total, completed=self.start, loss="-")
-        return self
-
-    def advance(self, loss: float) -> None:
-        if self.enabled:
-            self._p.update(self._task, advance=1, loss=f"{loss:.4f}")
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._p.__exit__(*exc)
-        return False
