@@ -54,17 +54,19 @@ class Evaluation:
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
-    """Canonical task names from a suite and/or explicit task names, and the view to show."""
-    if tasks:
-        names = [TASKS.canonical(t) for t in tasks]
-        return list(dict.fromkeys(names)), SUITES.get(suite).view if suite else "summary"
-    s = SUITES.get(suite or "sts-all")
-    return list(s.tasks), s.view
+    """Canonical task names and the view to show: the suite's tasks, then ``tasks`` not already in it.
+
+    With ``tasks`` and no suite, only those tasks; with neither, ``sts-all``.
+    """
+    s = SUITES.get(suite or "sts-all") if suite or not tasks else None
+    names = list(s.tasks) if s else []
+    names += [TASKS.canonical(t) for t in tasks or ()]
+    return list(dict.fromkeys(names)), s.view if s else "summary"
 
 
 def evaluate(
     model: str | Path | Encoder,
-    suite: str | None = "sts-all",
+    suite: str | None = None,
     *,
     tasks: Sequence[str] | None = None,
     data: str | Path | None = None,
@@ -78,7 +80,7 @@ def evaluate(
     on_task: Callable[[str, str, Record], None] | None = None,
     **options: Any,
 ) -> Evaluation:
-    """Evaluate a model on a suite (or on ``tasks``) and store one record per task.
+    """Evaluate a model on a suite and/or ``tasks`` (default ``sts-all``) and store one record per task.
 
     >>> ev = evaluate("all-MiniLM-L6-v2", "sts-all")   # doctest: +SKIP
     >>> ev.frame.round(4)                                # doctest: +SKIP
@@ -92,6 +94,8 @@ def evaluate(
     model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options and options[k] is not None}
     for k in MODEL_OPTIONS:
         options.pop(k, None)
+    if suite is None and not tasks:
+        suite = "sts-all"
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
     protocol = Protocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})

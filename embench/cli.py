@@ -97,7 +97,7 @@ def _val(x):
 def run(
     model: Annotated[list[str], typer.Option("--model", "-m", help="Model name, alias or folder; repeat for several.")],
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
-    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Single task(s) instead of a suite; repeatable.")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
     aggregation: Annotated[Aggregation | None, typer.Option(help="STS12-16: all (one correlation over all subsets), mean, wmean.")] = None,
     correlation: Annotated[Correlation | None, typer.Option(help="Correlation reported as the main score.")] = None,
     text: Annotated[Text | None, typer.Option(help="senteval (tokenised, lower-cased) or raw (original releases).")] = None,

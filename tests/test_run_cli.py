@@ -46,6 +46,21 @@ def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
     assert "SICK-R" in table.stdout and "Avg." in table.stdout
 
 
+def test_tasks_given_with_a_suite_are_added_after_the_suites_own(env, tiny_bert_dir):
+    from embench.api import resolve_tasks
+    from embench.suites import SUITES
+
+    assert resolve_tasks("transfer", ["SST5", "MR"])[0] == [*SUITES.get("transfer").tasks, "SST5"]
+    assert resolve_tasks(None, ["STS12"]) == (["STS12"], "summary")
+    assert resolve_tasks(None, None)[0] == list(SUITES.get("sts-all").tasks)
+    r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "-t", "STSBenchmark", "-t", "TREC",
+             "--classifier", "prototyping", "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    assert list(json.loads(r.stdout)[0]) == ["model", *STS_COLUMNS[:-1], "TREC", "Avg."]
+    only = _run("run", "--model", str(tiny_bert_dir), "-t", "STS12", "--format", "json", "-q")  # alone: just that task
+    assert list(json.loads(only.stdout)[0]) == ["model", "STS12", "Avg."]
+
+
 def test_sts_suite_shows_every_subset_and_aggregation(env, tiny_bert_dir):
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts", "--format", "csv", "-q")
     assert r.exit_code == 0, r.output

@@ -39,7 +39,7 @@ def _notes(records) -> str:
 def run(
     model: Annotated[list[str], typer.Option("--model", "-m", help="Model name, alias or folder; repeat for several.")],
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite (default mteb-lite).")] = None,
-    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="MTEB:<name> task(s) instead of the suite.")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="MTEB:<name> task(s), after the suite's when --suite is given too.")] = None,
     normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")] = None,
     pooling: Annotated[str | None, typer.Option(help="Pooler; default: the model's own.")] = None,
     layer: Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = embedding output).")] = None,
