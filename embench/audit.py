@@ -307,6 +307,13 @@ def _number(cell: str) -> float | None:
     return float(s)
 
 
+def _is_number(cell: str) -> bool:
+    try:
+        return _number(cell) is not None
+    except ValueError:
+        return False
+
+
 def _tables(path: Path) -> list[list[tuple[int, list[str]]]]:
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
@@ -345,7 +352,8 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
     """Recompute every printed average of every table in ``path``; flag values duplicated in a row.
 
     A column whose header contains "avg" averages the numeric columns since the previous average
-    column (or the first data column): JTCSE's tables print a "7 Avg." and a "3 Avg.". A printed
+    column (or the first data column): JTCSE's tables print a "7 Avg." and a "3 Avg.". The first column
+    names the row unless every row holds a number there (a table of scores only, as in BeLLM's README). A printed
     average is flagged when it differs from the mean of its cells by more than ``tolerance`` (two
     roundings of 0.005 each).
     """
@@ -360,14 +368,16 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
         avg_cols = [j for j, h in enumerate(header) if "avg" in h]
         if not avg_cols:
             continue
-        groups, start = [], 1
+        rows = [cells for _, cells in table[1:] if len(cells) >= len(header) and any(c.strip() for c in cells)]
+        labelled = not rows or not all(_is_number(cells[0]) for cells in rows)  # a table of numbers only has no name column
+        groups, start = [], 1 if labelled else 0
         for j in avg_cols:
             groups.append((j, list(range(start, j))))
             start = j + 1
         for line_no, cells in table[1:]:
             if len(cells) < len(header) or not any(c.strip() for c in cells[1:]):
                 continue  # section headings
-            name = _MARKS.sub("", cells[0]).strip()
+            name = _MARKS.sub("", cells[0]).strip() if labelled else "unlabelled row"
             values: dict[int, float | None] = {}
             unreadable: list[int] = []
             for j in sorted({c for _, cols in groups for c in cols} | set(avg_cols)):

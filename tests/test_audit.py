@@ -162,7 +162,25 @@ def test_table_check_reads_latex_and_names_unreadable_cells(tmp_path):
     )
     issues = check_table(tex)
     assert [(i.row, i.name, i.kind) for i in issues] == [(6, "B", "average")]
+    numbers_only = tmp_path / "numbers.md"  # no name column: the first column is a score too
+    numbers_only.write_text("| STS12 | STS13 | STS14 | Avg |\n|---|---|---|---|\n| 78.36 | 90.88 | 86.28 | 85.17 |\n| 70.00 | 80.00 | 90.00 | 85.00 |\n")
+    assert [(i.row, i.name, i.message) for i in check_table(numbers_only)] == [(4, "unlabelled row", "printed Avg 85.00, mean of its 3 cells 80.00")]
     bad = tmp_path / "bad.csv"
     bad.write_text("Model,STS12,STS13,Avg.\nA,70.0,8O.5,75.25\n")
     with pytest.raises(EmbenchError, match=r"bad\.csv:2: column 3 \('STS13'\) of row 'A': cannot read '8O\.5'"):
         check_table(bad)
+
+
+def test_cli_prints_the_tables_and_the_verdict_in_markdown(tiny_audit):
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    _, base = tiny_audit
+    args = ["audit", "-m", str(tiny_audit[0].model), "--knobs", "aggregation,correlation", "-t", "STS13", "-t", "STSBenchmark",
+            "--results-dir", str(base / "results"), "--cache-dir", str(base / "cache"), "--device", "cpu",
+            "--reported", "STS13=10.00 STSBenchmark=10.00", "--format", "markdown"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "| baseline |" in r.stdout and "**knobs ranked by how far they move Avg. (x100)**" in r.stdout
+    assert "\n**Verdict:** no protocol matches within 0.01; closest: " in r.stdout

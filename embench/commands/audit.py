@@ -74,7 +74,8 @@ def register(app: typer.Typer) -> None:
                 if shown[c].dtype.kind == "f":
                     shown[c] = shown[c].map(lambda x: f"{x:+.2f}")
             _emit(render(shown, f, scaled=[], title="closest protocol combinations (residual = ours - reported, x100)"), fmt)
-            err.print(f"[bold]verdict:[/] {result.verdict}")
+            v = result.verdict
+            _emit({"markdown": f"\n**Verdict:** {v}", "latex": f"% verdict: {v}", "csv": f"# verdict: {v}"}.get(f, f"verdict: {v}"), fmt)
 
     @audit_app.command("table")
     def audit_table(

@@ -112,9 +112,10 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         sep = ["---:" if i in right else "---" for i in range(len(header))]
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
-        return "\n".join(lines) + "\n"
+        return (f"\n**{title}**\n\n" if title else "") + "\n".join(lines) + "\n"
     if fmt == "latex":
-        return latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"}, raw_cells=highlight)
+        tabular = latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"}, raw_cells=highlight)
+        return (f"% {title}\n" if title else "") + tabular
     if fmt == "table":
         from rich.console import Console
         from rich.table import Table
