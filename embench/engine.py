@@ -73,6 +73,35 @@ class Engine:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._memory[k] for k in keys])
 
+    def prefetch(self, groups: Sequence[Sequence[str]]) -> list[dict[str, int]]:
+        """Encode the texts of several tasks in one pass, sorted by length across all of them.
+
+        Returns, per group, how many of its texts this call encoded and read from the cache; a text
+        shared by several groups counts for the first that asks for it. Later :meth:`embed` calls for
+        these texts are memory hits.
+        """
+        owned: list[list[str]] = []
+        todo: dict[str, str] = {}
+        for texts in groups:
+            mine = []
+            for t in texts:
+                k = text_key(t)
+                if k not in self._memory and k not in todo:
+                    todo[k] = t
+                    mine.append(k)
+            owned.append(mine)
+        self.stats["unique"] += len(todo)
+        hits: set[str] = set()
+        if todo and self.cache is not None:
+            found = self.cache.get_many(list(todo))
+            self._memory.update(found)
+            self.stats["from_cache"] += len(found)
+            hits = set(found)
+        rest = [k for k in todo if k not in hits]
+        if rest:
+            self._encode(rest, [todo[k] for k in rest])
+        return [{"encoded": sum(k not in hits for k in mine), "from_cache": sum(k in hits for k in mine)} for mine in owned]
+
     def _encode(self, keys: list[str], texts: list[str]) -> None:
         empty = [t for t in texts if not t.strip()]
         if empty:

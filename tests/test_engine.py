@@ -56,6 +56,23 @@ def test_each_unique_text_is_encoded_once_and_order_is_kept(tiny_bert_dir):
     np.testing.assert_allclose(out[0], ref[0], atol=1e-5)
 
 
+def test_prefetch_encodes_all_tasks_in_one_length_sorted_pass_and_counts_each_text_once(tiny_bert_dir, tmp_path):
+    enc = CountingEncoder(embench.load_model(tiny_bert_dir, device="cpu"))
+    warm = Engine(enc, batch_size=4, cache_dir=tmp_path)
+    warm.embed(TEXTS[:2])  # two texts already in the disk cache
+    enc.seen.clear()
+    engine = Engine(enc, batch_size=4, cache_dir=tmp_path)
+    task_a, task_b = TEXTS[:5], TEXTS[3:]  # overlapping tasks
+    shares = engine.prefetch([task_a, task_b])
+    assert shares == [{"encoded": 3, "from_cache": 2}, {"encoded": len(set(TEXTS)) - 5, "from_cache": 0}]
+    assert sorted(enc.seen) == sorted(set(TEXTS) - set(TEXTS[:2]))  # each new text once, across both tasks
+    lengths = enc.inner.token_lengths(enc.seen)
+    assert list(lengths) == sorted(lengths, reverse=True)  # one pass sorted across the tasks, not per task
+    encoded = engine.stats["encoded"]
+    np.testing.assert_allclose(engine.embed(task_b), Engine(enc.inner, batch_size=4).embed(task_b), atol=1e-5)
+    assert engine.stats["encoded"] == encoded  # scoring afterwards is all memory hits
+
+
 def test_batches_are_sorted_by_token_length(tiny_bert_dir):
     enc = CountingEncoder(embench.load_model(tiny_bert_dir, device="cpu"))
     Engine(enc, batch_size=2).embed(TEXTS)

@@ -89,10 +89,11 @@ def test_interrupted_run_keeps_finished_tasks_and_resumes(env, tiny_bert_dir, mo
     sts14 = TASKS.get("STS14")
     real = type(sts14).prepare
 
-    def interrupt(self, root, protocol):
+    def interrupt(self, root, protocol):  # Ctrl-C while STS14 is being scored
+        prepared = real(self, root, protocol)
         if self.name == "STS14":
-            raise KeyboardInterrupt
-        return real(self, root, protocol)
+            prepared.score = lambda embed: (_ for _ in ()).throw(KeyboardInterrupt)
+        return prepared
 
     monkeypatch.setattr(type(sts14), "prepare", interrupt)
     r = _run("run", "--model", str(tiny_bert_dir))
