@@ -4,6 +4,7 @@ the published-table check."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -120,7 +121,9 @@ def test_reported_numbers_name_the_protocol(data_root, tmp_path, minilm_cache):
     assert sentEval_split.matches.iloc[0]["sick_split"] == "test" and "test split (4,927 pairs)" in sentEval_split.verdict
     far = audit("all-MiniLM-L6-v2", reported=parse_reported(mteb.replace("72.37", "60.00")), **common)
     assert far.verdict.startswith("no protocol matches within 0.01; closest: aggregation=all, spearman, cosine")
-    assert "reproduces 6 of 7 numbers; off: STS12 +12.37" in far.verdict
+    # STS12's Spearman moves in the fourth decimal with batch composition (near-tied cosines of identical
+    # sentences), so the raw and SentEval texts tie here to within float noise: 72.36 or 72.37
+    assert re.search(r"reproduces 6 of 7 numbers; off: STS12 \+12\.3[67];", far.verdict), far.verdict
 
 
 def test_reported_parsing_errors_name_the_token(tmp_path):
