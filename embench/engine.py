@@ -54,24 +54,11 @@ class Engine:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, in order (one row per input text, duplicates included)."""
         texts = list(texts)
-        keys = [text_key(t) for t in texts]
         self.stats["requested"] += len(texts)
-        todo: dict[str, str] = {}
-        for k, t in zip(keys, texts, strict=True):
-            if k not in self._memory and k not in todo:
-                todo[k] = t
-        self.stats["unique"] += len(todo)
-        if todo and self.cache is not None:
-            hits = self.cache.get_many(list(todo))
-            self._memory.update(hits)
-            self.stats["from_cache"] += len(hits)
-            for k in hits:
-                del todo[k]
-        if todo:
-            self._encode(list(todo.keys()), list(todo.values()))
+        self.prefetch([texts])
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._memory[k] for k in keys])
+        return np.stack([self._memory[text_key(t)] for t in texts])
 
     def prefetch(self, groups: Sequence[Sequence[str]]) -> list[dict[str, int]]:
         """Encode the texts of several tasks in one pass, sorted by length across all of them.
@@ -107,7 +94,7 @@ class Engine:
         if empty:
             warnings.warn(
                 f"{len(empty)} empty text(s) encoded as they are (only special tokens); they are not dropped",
-                stacklevel=3,
+                stacklevel=4,  # the caller of embed() (or of evaluate(), through prefetch)
             )
         lengths = self.encoder.token_lengths(texts)
         order = np.argsort(-lengths, kind="stable")
