@@ -53,12 +53,12 @@ class Engine:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, in order (one row per input text, duplicates included)."""
-        texts = list(texts)
-        self.stats["requested"] += len(texts)
-        self.prefetch([texts])
-        if not texts:
+        keyed = [(text_key(t), t) for t in texts]
+        self.stats["requested"] += len(keyed)
+        self._ensure([keyed])
+        if not keyed:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._memory[text_key(t)] for t in texts])
+        return np.stack([self._memory[k] for k, _ in keyed])
 
     def prefetch(self, groups: Sequence[Sequence[str]]) -> list[dict[str, int]]:
         """Encode the texts of several tasks in one pass, sorted by length across all of them.
@@ -67,12 +67,15 @@ class Engine:
         shared by several groups counts for the first that asks for it. Later :meth:`embed` calls for
         these texts are memory hits.
         """
+        return self._ensure([[(text_key(t), t) for t in texts] for texts in groups])
+
+    def _ensure(self, groups: list[list[tuple[str, str]]]) -> list[dict[str, int]]:
+        """Put every (key, text) of ``groups`` in memory: from memory, the disk cache, or one encoding pass."""
         owned: list[list[str]] = []
         todo: dict[str, str] = {}
-        for texts in groups:
+        for keyed in groups:
             mine = []
-            for t in texts:
-                k = text_key(t)
+            for k, t in keyed:
                 if k not in self._memory and k not in todo:
                     todo[k] = t
                     mine.append(k)
@@ -94,7 +97,7 @@ class Engine:
         if empty:
             warnings.warn(
                 f"{len(empty)} empty text(s) encoded as they are (only special tokens); they are not dropped",
-                stacklevel=4,  # the caller of embed() (or of evaluate(), through prefetch)
+                stacklevel=4,  # the caller of embed() or of prefetch()
             )
         lengths = self.encoder.token_lengths(texts)
         order = np.argsort(-lengths, kind="stable")
