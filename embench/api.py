@@ -15,7 +15,7 @@ import pandas as pd
 from .cache import default_cache_dir
 from .data.root import DataRoot
 from .engine import Engine
-from .errors import EmbenchError
+from .core.errors import EmbenchError
 from .models.encoder import Encoder
 from .models.loader import load_model
 from .protocols import Protocol

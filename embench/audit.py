@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from .api import evaluate
-from .errors import EmbenchError, UnknownNameError
+from .core.errors import EmbenchError, UnknownNameError
 from .models.loader import load_model
 from .protocols import Protocol
-from .registry import nearest
+from .core.registry import nearest
 from .suites import SUITES
 from .tasks import TASKS
 

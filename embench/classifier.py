@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .errors import EmbenchError
+from .core.errors import EmbenchError
 
 PENALTIES = (1e-5, 1e-4, 1e-3, 1e-2)  # SentEval's grid for its PyTorch classifier: 10**t, t = -5..-2
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from .errors import EmbenchError
+from .core.errors import EmbenchError
 
 app = typer.Typer(
     help="Benchmark and analyse sentence embeddings under every evaluation protocol.",

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .cache import EmbeddingCache, text_key
-from .errors import EmbeddingError
+from .core.errors import EmbeddingError
 from .models.encoder import Encoder
 from .report.progress import RateProgress
 
@@ -41,7 +41,7 @@ class Engine:
         progress: bool = False,
     ):
         if batch_size < 1:
-            from .errors import EmbenchError
+            from .core.errors import EmbenchError
 
             raise EmbenchError(f"--batch-size must be at least 1, got {batch_size}")
         self.encoder = encoder

@@ -50,7 +50,7 @@ class EngineEncoder:
         texts: list[str] = []
         for batch in inputs:
             if "text" not in batch:
-                from .errors import EmbenchError
+                from .core.errors import EmbenchError
 
                 raise EmbenchError(
                     f"mteb task {getattr(task_metadata, 'name', '?')} passed inputs without a 'text' field "
@@ -89,7 +89,7 @@ def mteb_revision(record) -> str:
     mteb keeps one file per (model, revision, task); two embench configurations of one checkpoint
     (e.g. normalised and unnormalised embeddings) must not overwrite each other.
     """
-    from .protocols import stable_hash
+    from .core.hashing import stable_hash
     from .results import IDENTITY_ENCODER_FIELDS
 
     enc = record.encoder or {}

@@ -29,7 +29,7 @@ from typing import Any
 
 from .data.readers import iter_jsonl, open_text
 from .data.root import DataRoot
-from .errors import EmbenchError, MalformedDataError
+from .core.errors import EmbenchError, MalformedDataError
 
 
 class SchemaError(EmbenchError, ValueError):
@@ -383,7 +383,7 @@ def load_into(mteb_task: Any, root: DataRoot, limit: int | None = None) -> tuple
         absent = missing_files(root, name)
         if absent:
             listing = "\n".join(f"  - {p}" for p in absent)
-            from .errors import MissingDataError
+            from .core.errors import MissingDataError
 
             err = MissingDataError(absent[0], task=f"MTEB:{name}", root=root.path)
             err.args = (f"MTEB:{name} needs {len(absent)} file(s) missing from the data root {root.path}:\n{listing}\n"
@@ -410,7 +410,7 @@ def load_into(mteb_task: Any, root: DataRoot, limit: int | None = None) -> tuple
     try:
         mteb_task.load_data()
     except Exception as e:  # offline, missing repo, unreadable local copy
-        from .errors import MissingDataError
+        from .core.errors import MissingDataError
 
         where = f"the local copy {copy}" if copy is not None else f"the hub ({source})"
         err = MissingDataError(root.path / "mteb" / name, task=f"MTEB:{name}", root=root.path)

@@ -24,12 +24,10 @@ never overwrite each other. Definitions follow ``docs/PROTOCOLS.md`` of the proj
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .errors import EmbenchError
+from .core.errors import EmbenchError
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "aggregation": ("all", "mean", "wmean"),
@@ -87,9 +85,3 @@ class Protocol:
 
     def to_dict(self) -> dict[str, str | int]:
         return asdict(self)
-
-
-def stable_hash(obj: Any, n: int = 12) -> str:
-    """A short hash of a JSON-serialisable object, independent of key order."""
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:n]

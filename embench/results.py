@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .protocols import stable_hash
+from .core.hashing import stable_hash
 
 
 @dataclass

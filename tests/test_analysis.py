@@ -15,7 +15,7 @@ from embench.analysis import geometry as geo
 from embench.analysis.cosine_density import cosine_by_bin, gold_bins
 from embench.analysis.knn import fit_transform, knn_accuracy, load_labelled, split_indices
 from embench.analysis.token_dependency import sentence_dependency
-from embench.errors import EmbenchError, MissingDataError
+from embench.core.errors import EmbenchError, MissingDataError
 from embench.models import load_model
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import embench
 from embench.audit import KNOBS, audit, check_table, parse_reported, read_reported_file
-from embench.errors import EmbenchError, UnknownNameError
+from embench.core.errors import EmbenchError, UnknownNameError
 
 TASKS = ["STS13", "STSBenchmark"]
 

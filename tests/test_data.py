@@ -15,7 +15,7 @@ import pytest
 import embench
 from embench.data import DataRoot, resolve_data_root
 from embench.data.manifest import check, download
-from embench.errors import ChecksumError, MalformedDataError, MissingDataError
+from embench.core.errors import ChecksumError, MalformedDataError, MissingDataError
 from embench.tasks import TASKS
 
 
@@ -164,7 +164,7 @@ def test_packaged_manifest_checksums_match_the_data(data_root):
 def test_truncated_gzip_names_the_file_in_tasks_and_in_data_check(data_root, tmp_path):
     import gzip
 
-    from embench.errors import CorruptFileError
+    from embench.core.errors import CorruptFileError
 
     dest = _copy_sts_b(data_root, tmp_path)
     payload = gzip.compress((dest / "sts-test.csv").read_bytes())

@@ -7,7 +7,7 @@ import pytest
 
 import embench
 from embench.engine import Engine
-from embench.errors import EmbeddingError
+from embench.core.errors import EmbeddingError
 
 TEXTS = [
     "A man is playing a guitar.", "A woman slices an onion.", "x", "Two dogs run through a field of tall grass.",
@@ -134,5 +134,5 @@ def test_nan_embedding_names_the_text(tiny_bert_dir):
 
 
 def test_batch_size_must_be_positive(tiny_bert_dir):
-    with pytest.raises(embench.errors.EmbenchError, match="--batch-size"):
+    with pytest.raises(embench.core.errors.EmbenchError, match="--batch-size"):
         Engine(embench.load_model(tiny_bert_dir), batch_size=0)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import embench
-from embench.errors import EmbenchError, ModelLoadError, UnknownNameError
+from embench.core.errors import EmbenchError, ModelLoadError, UnknownNameError
 
 TEXTS = ["A man is playing a guitar.", "Short.", "The quick brown fox jumps over the lazy dog near the river bank."]
 

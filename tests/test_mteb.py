@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 from embench.api import evaluate, results
 from embench.data.root import DataRoot
 from embench.engine import Engine
-from embench.errors import MissingDataError, UnknownNameError
+from embench.core.errors import MissingDataError, UnknownNameError
 from embench.models import load_model
 from embench.mteb_local import SchemaError, spread
 from embench.protocols import Protocol

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from embench.errors import EmbenchError, MalformedDataError
+from embench.core.errors import EmbenchError, MalformedDataError
 from embench.train import TrainingDivergedError, make_config, train
 from embench.train import loop as train_loop
 from embench.train.config import TrainConfig

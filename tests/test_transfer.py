@@ -13,7 +13,7 @@ import torch
 from embench import classifier as clf
 from embench.classifier import CONFIGS, PENALTIES, Fit, train_fits, train_many
 from embench.data.root import DataRoot
-from embench.errors import EmbenchError, MalformedDataError, MissingDataError
+from embench.core.errors import EmbenchError, MalformedDataError, MissingDataError
 from embench.protocols import Protocol
 from embench.suites import SUITES
 from embench.tasks import TASKS

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..report import style
 from .inputs import stsb, unique, write_csv, write_json
 from .registry import AnalysisResult, analysis

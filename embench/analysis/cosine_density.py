@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..report import style
 from .inputs import stsb, unique, write_csv
 from .registry import AnalysisResult, analysis

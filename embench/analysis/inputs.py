@@ -17,7 +17,7 @@ import numpy as np
 from ..cache import default_cache_dir
 from ..data.root import DataRoot
 from ..engine import Engine
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from .labelled import LABELLED, LabelledSet, labelled_files, load_labelled
 
 METRICS = ("euclidean", "cosine")

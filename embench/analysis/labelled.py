@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..data.readers import iter_jsonl, read_bytes
 from ..data.root import DataRoot
-from ..errors import EmbenchError, MalformedDataError, MissingDataError
-from ..registry import Registry
+from ..core.errors import EmbenchError, MalformedDataError, MissingDataError
+from ..core.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..report import style
 from .cosine_density import cosines
 from .inputs import stsb, unique, write_csv

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EmbenchError
-from ..registry import Registry
+from ..core.errors import EmbenchError
+from ..core.registry import Registry
 from .inputs import make_context, model_refs
 
 # analysis name -> module that registers it (imported on first use: heavy libraries stay lazy)

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from scipy.stats import rankdata
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..models.loader import default_pooling
 from ..report import style
 from .inputs import stsb, unique, write_csv

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 
 FLAGS = ("dataset", "limit", "seed", "layers", "sentence", "heads", "metric", "transform", "k", "split", "text")
 

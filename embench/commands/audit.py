@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is not None:
             return
         from ..audit import audit, audit_to_json, parse_reported, read_reported_file
-        from ..errors import EmbenchError
+        from ..core.errors import EmbenchError
         from ..report.tables import render
 
         if model is None:

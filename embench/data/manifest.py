@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ChecksumError, CorruptFileError, EmbenchError
+from ..core.errors import ChecksumError, CorruptFileError, EmbenchError
 from .root import DataRoot
 
 

@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import CorruptFileError, MalformedDataError
+from ..core.errors import CorruptFileError, MalformedDataError
 
 _GZIP_ERRORS = (EOFError, OSError, zlib.error)  # truncated stream, bad header (BadGzipFile), bad data
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import MissingDataError
+from ..core.errors import MissingDataError
 
 DEFAULT_ROOT = Path("~/.cache/embench/data")
 SENTEVAL_MARKERS = ("STS", "SICK", "MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC", "SNLI")

@@ -15,8 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..errors import EmbenchError
-from ..protocols import stable_hash
+from ..core.errors import EmbenchError
+from ..core.hashing import stable_hash
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

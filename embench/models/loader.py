@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from ..errors import EmbenchError, ModelLoadError
-from ..registry import Registry
+from ..core.errors import EmbenchError, ModelLoadError
+from ..core.registry import Registry
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .pooling import POOLERS
 

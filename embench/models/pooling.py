@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 
 @dataclass(frozen=True)

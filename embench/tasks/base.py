@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data.root import DataRoot
 from ..protocols import Protocol
-from ..registry import Registry
+from ..core.registry import Registry
 
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..data.root import DataRoot
-from ..errors import UnknownNameError
+from ..core.errors import UnknownNameError
 from ..protocols import Protocol
-from ..registry import nearest
+from ..core.registry import nearest
 from ..suites import SUITES, Suite
 from .base import TASKS, Prepared, TaskScore
 
@@ -129,7 +129,7 @@ def run_mteb(task: Any, embed, protocol: Protocol, meta: dict[str, Any]) -> Task
             co2_tracker=False, encode_kwargs={"batch_size": 4096, "show_progress_bar": False},
         )
     if result.exceptions:
-        from ..errors import EmbenchError
+        from ..core.errors import EmbenchError
 
         raise EmbenchError(f"mteb could not evaluate {task.metadata.name}: {result.exceptions[0].exception}")
     task_result = result.task_results[0]

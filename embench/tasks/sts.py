@@ -21,7 +21,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from ..data.readers import iter_tsv, parse_float, read_lines
 from ..data.root import DataRoot
-from ..errors import MalformedDataError
+from ..core.errors import MalformedDataError
 from ..protocols import Protocol
 from .base import TASKS, Prepared, TaskScore
 

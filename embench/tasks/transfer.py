@@ -26,7 +26,7 @@ import numpy as np
 from .. import classifier as clf
 from ..data.readers import read_bytes
 from ..data.root import DataRoot
-from ..errors import MalformedDataError
+from ..core.errors import MalformedDataError
 from ..protocols import Protocol
 from ..suites import STS_TASKS, SUITES, Suite
 from .base import TASKS, Prepared, TaskScore

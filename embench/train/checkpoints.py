@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 
 # embench pooler -> sentence-transformers pooling mode (the inverse of models.loader._st_pooling)
 ST_POOLING = {"mean": "mean_tokens", "cls_before_pooler": "cls_token", "max": "max_tokens", "last_token": "lasttoken"}

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EmbenchError
-from ..registry import nearest
+from ..core.errors import EmbenchError
+from ..core.registry import nearest
 
 
 @dataclass

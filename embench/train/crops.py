@@ -13,7 +13,7 @@ import logging
 import random
 from dataclasses import dataclass
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@
 * Documents (crops): JSONL with a ``text`` field, or a text file with one document per line; the
   keyword ``20newsgroups`` takes the data root's 20 Newsgroups training texts.
 
-Bad input raises an :class:`~embench.errors.EmbenchError` naming the file (and line).
+Bad input raises an :class:`~embench.core.errors.EmbenchError` naming the file (and line).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..data.readers import iter_jsonl, open_text, read_lines
 from ..data.root import DataRoot
-from ..errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
+from ..core.errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
 
 log = logging.getLogger(__name__)
 TRIPLET_HEADER = ("sent0", "sent1", "hard_neg")

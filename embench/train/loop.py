@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..data.root import DataRoot
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..models.loader import pick_device, resolve_model_path, sentence_transformers_config
 from ..report.progress import RateProgress
 from . import checkpoints, data, distributed, losses

@@ -23,9 +23,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import EmbenchError
+from ..core.errors import EmbenchError
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
-from ..registry import Registry
+from ..core.registry import Registry
 from .crops import CropCorpus
 
 

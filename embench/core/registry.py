@@ -1,0 +1,121 @@
+"""One registry idea for everything chosen by name: tasks, suites, poolers, model aliases and families,
+training methods and recipes, analyses, CLI commands.
+
+An entry is either the object itself or a lazy ``"package.module:attr"`` string imported on first
+use (lm-evaluation-harness's ``lm_eval/api/registry.py`` is the model), so listing names costs no
+import of torch or mteb. Lookups are case-insensitive; a wrong name raises
+:class:`~embench.core.errors.UnknownNameError` with the nearest known names.
+
+>>> METHODS = Registry("training method")
+>>> METHODS.add("simcse", "embench.train.methods.simcse:SimCSE", "unsup-simcse")  # doctest: +SKIP
+>>> METHODS.get("SimCSE")                                                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from .errors import UnknownNameError
+
+T = TypeVar("T")
+
+
+def nearest(name: str, known: list[str], n: int = 3) -> list[str]:
+    """The known names closest to ``name`` (case-insensitive), best first."""
+    lowered = {k.lower(): k for k in known}
+    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
+    prefix = [k for k in known if k.lower().startswith(name.lower()) and k not in hits]
+    return [lowered[h] for h in hits] + prefix[: max(0, n - len(hits))]
+
+
+def import_path(path: str) -> Any:
+    """The object a ``"package.module:attr"`` string names."""
+    module, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def is_lazy(item: Any) -> bool:
+    return isinstance(item, str) and ":" in item and " " not in item
+
+
+class Registry(Generic[T]):
+    """A name -> object mapping: case-insensitive, lazy entries, did-you-mean errors."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._items: dict[str, T | str] = {}
+        self._lower: dict[str, str] = {}
+        self._descriptions: dict[str, str] = {}
+        # name -> canonical name or None; may register the name on demand (e.g. any MTEB task)
+        self._resolvers: list[Callable[[str], str | None]] = []
+
+    def add(self, name: str, item: T | str, *aliases: str, description: str = "") -> T | str:
+        """Register ``item`` (or a lazy ``"module:attr"`` path) under ``name`` and ``aliases``."""
+        for key in (name, *aliases):
+            if key.lower() in self._lower and self._lower[key.lower()] != name:
+                raise ValueError(f"{self.kind} {key!r} is registered twice")
+            self._lower[key.lower()] = name
+        self._items[name] = item
+        if description:
+            self._descriptions[name] = description
+        return item
+
+    def register(self, name: str, *aliases: str, description: str = "") -> Callable[[T], T]:
+        def deco(item: T) -> T:
+            self.add(name, item, *aliases, description=description)
+            return item
+
+        return deco
+
+    def add_resolver(self, resolver: Callable[[str], str | None]) -> None:
+        """Consulted for names not registered: returns the canonical name after registering it, or None."""
+        self._resolvers.append(resolver)
+
+    def canonical(self, name: str) -> str:
+        try:
+            return self._lower[name.lower()]
+        except KeyError:
+            for resolve in self._resolvers:
+                found = resolve(name)
+                if found is not None:
+                    return found
+            known = list(self._items)
+            raise UnknownNameError(self.kind, name, known, nearest(name, known)) from None
+
+    def get(self, name: str) -> T:
+        key = self.canonical(name)
+        item = self._items[key]
+        if is_lazy(item):
+            item = self._items[key] = import_path(item)  # type: ignore[assignment]
+        return item  # type: ignore[return-value]
+
+    def description(self, name: str) -> str:
+        """The registered description, else the first docstring line of the (loaded) entry."""
+        key = self.canonical(name)
+        if key in self._descriptions:
+            return self._descriptions[key]
+        doc = getattr(self.get(key), "description", None) or (getattr(self.get(key), "__doc__", None) or "")
+        return str(doc).strip().splitlines()[0] if str(doc).strip() else ""
+
+    def __contains__(self, name: str) -> bool:
+        return name.lower() in self._lower
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def names(self) -> list[str]:
+        return list(self._items)
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        """(name, object) pairs; lazy entries are imported."""
+        for name in list(self._items):
+            yield name, self.get(name)
