@@ -26,7 +26,7 @@ from .suites import SUITES
 from .tasks import TASKS
 
 log = logging.getLogger(__name__)
-MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt")
+MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The trainer (issue 7): losses by hand, DDP = one process, training, checkpoints, resume, bad input."""
+"""The trainer: losses by hand, DDP = one process, training, checkpoints, resume, bad input."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import pytest
 import torch
 
 from embench.core.errors import EmbenchError, MalformedDataError
-from embench.train import TrainingDivergedError, make_config, train
-from embench.train import loop as train_loop
-from embench.train.config import TrainConfig
+from embench.train import METHODS, Batch, Outputs, TrainingDivergedError, make_config, resolve, train
 from embench.train.crops import CropCorpus, chunks
 from embench.train.data import read_sentences, read_triplets_csv, snli_triplets
 from embench.train.distributed import DistInfo
@@ -81,10 +79,29 @@ def test_mlm_term_equals_hand_cross_entropy_and_is_added_with_lambda():
         return -math.log(math.exp(row[k]) / sum(math.exp(x) for x in row))
     hand = (ce([2.0, 0.0, 1.0], 0) + ce([1.0, 3.0, 0.0], 1) + ce([0.5, 0.5, 2.0], 2)) / 3
     assert float(mlm_loss(logits, labels)) == pytest.approx(hand, rel=1e-6)
-    z = torch.tensor(A + P)  # two views of three rows
-    cfg = TrainConfig(temperature=0.2, mlm_weight=0.1)
-    total = float(train_loop.compute_loss(z, 2, cfg, DistInfo(), logits, labels))
+    method = METHODS.get("crop")(resolve(make_config(method="crop", temperature=0.2, mlm_weight=0.1)))
+    method.forward = lambda module, batch: Outputs({"anchor": torch.tensor(A), "positive": torch.tensor(P)},
+                                                   0.1 * mlm_loss(logits, labels))
+    total = float(method.loss(None, Batch({"anchor": ["a"] * 3, "positive": ["p"] * 3}), DistInfo())[0])
     assert total == pytest.approx(_hand_info_nce(A, P, 0.2) + 0.1 * hand, rel=1e-5)
+
+
+def test_excluded_candidates_leave_the_denominator_but_never_the_own_positive():
+    """MultiCSR/GISTEmbed's false-negative filter: masked pairs are not negatives."""
+    a, p, h = torch.tensor(A), torch.tensor(P), torch.tensor(H)
+    def cos(u, v):
+        return sum(x * y for x, y in zip(u, v, strict=True)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+    mask = torch.zeros(3, 3, dtype=torch.bool)
+    mask[0, 1] = mask[2, 0] = mask[1, 1] = True  # (1, 1) is anchor 1's own positive: it stays
+    hand = 0.0
+    for i in range(3):
+        kept = [j for j in range(3) if not mask[i, j] or j == i]
+        den = sum(math.exp(cos(A[i], P[j]) / 0.1) for j in kept)
+        hand += -math.log(math.exp(cos(A[i], P[i]) / 0.1) / den)
+    assert float(info_nce(a, p, 0.1, exclude=mask)) == pytest.approx(hand / 3, rel=1e-5)
+    with_hard = torch.zeros(3, 6, dtype=torch.bool)
+    with_hard[:, 3:] = True  # every hard negative left out: plain in-batch InfoNCE
+    assert float(info_nce(a, p, 0.1, h, exclude=with_hard)) == pytest.approx(float(info_nce(a, p, 0.1)), rel=1e-6)
 
 
 def test_mask_tokens_predicts_only_real_tokens_and_masks_most_of_them():
@@ -123,9 +140,10 @@ def _toy_batch() -> torch.Tensor:
 def _toy_loss(ids: torch.Tensor, dist: DistInfo, wrap=None):
     model = _ToyEncoder()
     runner = wrap(model) if wrap else model
-    z = runner(ids.reshape(-1, ids.shape[-1]))  # the views one after another, as the loop does
-    cfg = TrainConfig(temperature=0.05, hard_negative_weight=2.0)
-    loss = train_loop.compute_loss(z, ids.shape[0], cfg, dist)
+    z = runner(ids.reshape(-1, ids.shape[-1]))  # the views one after another, in one forward pass
+    method = METHODS.get("sup-simcse")(resolve(make_config(method="sup-simcse", temperature=0.05, hard_negative_weight=2.0)))
+    reps = dict(zip(("anchor", "positive", "hard"), z.chunk(3), strict=True))
+    loss, _ = method.objective(Outputs(reps), Batch({}), dist)
     loss.backward()
     return float(loss.detach()), {n: p.grad.detach().clone() for n, p in model.named_parameters()}
 
@@ -191,9 +209,9 @@ def test_tiny_random_model_loss_falls_over_50_steps(trained):
     assert len(losses) == 50
     first, last = np.mean(losses[:5]), np.mean(losses[-5:])
     assert last < 0.5 * first, (first, last)
-    evals = [h for h in trained.history if "stsb_dev_spearman" in h]
+    evals = [h for h in trained.history if "eval/STSBenchmark-dev" in h]
     assert [e["step"] for e in evals] == [0, 50]
-    assert trained.initial_score == evals[0]["stsb_dev_spearman"]
+    assert trained.initial_score == evals[0]["eval/STSBenchmark-dev"]
     lines = [json.loads(x) for x in trained.metrics.read_text().splitlines()]
     assert lines == trained.history
 
@@ -229,19 +247,8 @@ def _small_crop_config(tiny_bert_dir, data_root, out, **kw):
 
 def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(tiny_bert_dir, data_root, tmp_path, monkeypatch):
     full = train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "full", max_steps=6, save_steps=3))
-    real = train_loop.compute_loss
-    calls = {"n": 0}
-
-    def killed_at_step_5(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(train_loop, "compute_loss", killed_at_step_5)
-    with pytest.raises(KeyboardInterrupt):
+    with _failing_loss(monkeypatch, at_call=5, kind="interrupt"), pytest.raises(KeyboardInterrupt):
         train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "cut", max_steps=6, save_steps=3))
-    monkeypatch.setattr(train_loop, "compute_loss", real)
     assert json.loads((tmp_path / "cut/checkpoint-last/step.json").read_text())["step"] == 3
     resumed = train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "cut", max_steps=6, save_steps=3, resume=True))
     assert [h["step"] for h in resumed.history if "loss" in h] == [4, 5, 6]
@@ -252,6 +259,25 @@ def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(t
 
     a, b = load_file(full.best_dir / "model.safetensors"), load_file(resumed.best_dir / "model.safetensors")
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
+
+
+def _failing_loss(monkeypatch, at_call: int, kind: str):
+    """The crop method's loss, interrupted (Ctrl-C) or made NaN at its ``at_call``-th call."""
+    import contextlib
+
+    from embench.train.methods.crop import Crop
+
+    real, calls = Crop.loss, {"n": 0}
+
+    def loss(self, module, batch, dist):
+        calls["n"] += 1
+        if calls["n"] == at_call and kind == "interrupt":
+            raise KeyboardInterrupt
+        value, logs = real(self, module, batch, dist)
+        return (value * float("nan") if calls["n"] == at_call else value), logs
+
+    monkeypatch.setattr(Crop, "loss", loss)
+    return contextlib.nullcontext()
 
 
 # -- bad input -----------------------------------------------------------------------------------
@@ -316,17 +342,9 @@ def test_snli_files_of_the_data_root_give_premise_entailment_contradiction_tripl
 
 
 def test_nan_loss_stops_training_and_names_the_last_good_checkpoint(tiny_bert_dir, data_root, tmp_path, monkeypatch):
-    real = train_loop.compute_loss
-    calls = {"n": 0}
-
-    def nan_at_step_3(*a, **k):
-        calls["n"] += 1
-        loss = real(*a, **k)
-        return loss * float("nan") if calls["n"] == 3 else loss
-
-    monkeypatch.setattr(train_loop, "compute_loss", nan_at_step_3)
     cfg = _small_crop_config(tiny_bert_dir, data_root, tmp_path / "nan", max_steps=10, save_steps=100)
-    with pytest.raises(TrainingDivergedError, match=r"loss became nan at step 3.*last good checkpoint is .*checkpoint-last \(step 2\)"):
+    with _failing_loss(monkeypatch, at_call=3, kind="nan"), pytest.raises(
+            TrainingDivergedError, match=r"loss became nan at step 3.*last good checkpoint is .*checkpoint-last \(step 2\)"):
         train(cfg)
     saved = tmp_path / "nan" / "checkpoint-last"
     assert json.loads((saved / "step.json").read_text())["step"] == 2
@@ -343,15 +361,16 @@ def test_config_file_yaml_or_toml_then_cli_overrides(tmp_path):
     cy = make_config(y, batch_size=16)
     assert (cy.method, cy.lr, cy.batch_size, cy.data) == ("crop", 1e-4, 16, ["a.txt", "b.txt"])
     ct = make_config(t)
-    assert (ct.method, ct.temperature) == ("sup-simcse", 0.1)
-    resolved = train_loop.resolve(ct)
-    assert (resolved.pooling, resolved.mlp, resolved.lr, resolved.max_length) == ("cls", "keep", 5e-5, 32)
+    assert (ct.method, ct.method_options["temperature"]) == ("sup-simcse", 0.1)
+    resolved = resolve(ct)  # SimCSE Table A.1 (supervised, base) and the official script
+    assert (resolved.pooling, resolved.method_options.mlp, resolved.lr, resolved.max_length) == ("cls", "keep", 5e-5, 32)
+    assert (resolved.batch_size, resolved.epochs, resolved.warmup_ratio, resolved.method_options.temperature) == (512, 3, 0.0, 0.1)
     bad = tmp_path / "bad.yaml"
     bad.write_text("temprature: 0.1\n")
     with pytest.raises(EmbenchError, match="unknown training option 'temprature'. Did you mean 'temperature'"):
         make_config(bad)
-    with pytest.raises(EmbenchError, match="unknown training method 'simsce'"):
-        train_loop.resolve(make_config(method="simsce"))
+    with pytest.raises(EmbenchError, match="unknown training method 'simsce'. Did you mean"):
+        make_config(method="simsce")
 
 
 def test_cli_train_command_runs_and_keeps_a_checkpoint(tiny_bert_dir, data_root, tmp_path):

@@ -17,6 +17,7 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
+from .families import apply_prompt
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -47,7 +48,7 @@ class EncoderSettings:
     dtype: str = "fp32"
     normalize: bool = False
     lowercase: bool = False
-    prompt: str = ""  # prepended to every text (decoder LLM prompts)
+    prompt: str = ""  # template with {text} (decoder LLM prompts, e.g. PromptEOL's)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,9 +148,7 @@ class HFEncoder:
         s = self.settings
         if s.lowercase:
             texts = [t.lower() for t in texts]
-        if s.prompt:
-            texts = [s.prompt.format(text=t) if "{text}" in s.prompt else s.prompt + t for t in texts]
-        return texts
+        return apply_prompt(s.prompt, texts)
 
     def token_lengths(self, texts: list[str]) -> np.ndarray:
         enc = self.tokenizer(

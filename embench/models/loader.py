@@ -25,6 +25,7 @@ import torch
 from ..core.errors import EmbenchError, ModelLoadError
 from ..core.registry import Registry
 from .encoder import DTYPES, EncoderSettings, HFEncoder
+from .families import FAMILIES, Family, check_prompt, detect
 from .pooling import POOLERS
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,6 @@ log = logging.getLogger(__name__)
 # alias -> function returning a local folder (raising with a reason when it cannot)
 ALIASES: Registry[Callable[[], Path]] = Registry("model alias")
 HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
-DECODER_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "phi", "phi3", "gemma", "gemma2", "opt", "falcon"}
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 @ALIASES.register("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -65,7 +64,9 @@ def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
     p = Path(name).expanduser()
     if p.is_dir():
         return p.resolve(), tried, name
-    tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder" if p.exists() else "does not exist"))
+    if p.is_file() and p.suffix == ".gguf":
+        return p.resolve().parent, tried, name
+    tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder or a .gguf file" if p.exists() else "does not exist"))
     return None, tried, name
 
 
@@ -167,7 +168,11 @@ def _st_pooling(cfg: dict[str, Any]) -> str:
 def weights_fingerprint(folder: Path) -> str:
     """sha256 over the config and the full weight files of a checkpoint folder."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".safetensors", ".bin", ".gguf") or p.name == "config.json"))
-    return _fingerprint_files(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    return _fingerprint_files(_stat(*files))
+
+
+def _stat(*files: Path) -> tuple[tuple[str, int, int], ...]:
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
 
 
 @lru_cache(maxsize=64)
@@ -194,10 +199,14 @@ def module_fingerprint(model: torch.nn.Module) -> str:
 
 
 def default_pooling(cfg: Any) -> str:
-    """A checkpoint without its own pooling config: last token for decoders, else SimCSE's ``cls``."""
-    if getattr(cfg, "model_type", "") in DECODER_TYPES or getattr(cfg, "is_decoder", False):
-        return "last_token"
-    return "cls"
+    """A checkpoint without its own pooling config: its family's (last token for decoders, else SimCSE's ``cls``)."""
+    return detect(cfg).pooling or "cls"
+
+
+def gguf_file_of(name: str) -> str | None:
+    """The file name when ``name`` is a ``.gguf`` file (its folder is the checkpoint folder)."""
+    p = Path(str(name)).expanduser()
+    return p.name if p.suffix == ".gguf" and p.is_file() else None
 
 
 def load_model(
@@ -206,12 +215,14 @@ def load_model(
     pooling: str | None = None,
     layer: int | None = None,
     max_length: int | None = None,
-    dtype: str = "fp32",
+    dtype: str | None = "fp32",
     device: str | None = None,
     normalize: bool | None = None,
     tokenizer: Any = None,
     name: str | None = None,
-    prompt: str = "",
+    prompt: str | None = None,
+    family: str | None = None,
+    fingerprint: str | None = None,
     trust_remote_code: bool = False,
 ) -> HFEncoder:
     """Load a checkpoint as an encoder.
@@ -222,19 +233,26 @@ def load_model(
 
     ``pooling`` defaults to the checkpoint's own (sentence-transformers folders) or ``cls``
     (``last_token`` for decoder LLMs); ``layer`` pools any hidden layer (0 = embedding output);
-    ``dtype`` is ``fp32``, ``bf16`` or ``fp16``; ``device`` defaults to CUDA when present.
-    An in-memory ``torch.nn.Module`` may be passed with its ``tokenizer``.
+    ``dtype`` is ``fp32``, ``bf16`` or ``fp16`` (``None``: the family's default on this device);
+    ``device`` defaults to CUDA when present. ``prompt`` is a template with ``{text}`` (default:
+    the family's). ``family`` forces a model family (``embench list families``; default: detected).
+    An in-memory ``torch.nn.Module`` may be passed with its ``tokenizer`` (and a ``fingerprint``
+    naming its state, else one is computed from its parameters).
     The weights are read on first use; the config and the weights' fingerprint at once.
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    if dtype not in DTYPES:
+    forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
+    if prompt is not None:
+        check_prompt(prompt)
+    if dtype is not None and dtype not in DTYPES:
         raise EmbenchError(f"invalid --dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
     if pooling is not None:
         POOLERS.canonical(pooling)  # did-you-mean on a typo, before any loading
     device = pick_device(device)
     st_cfg: dict[str, Any] = {}
     revision = None
+    gguf: str | None = None
 
     if isinstance(name_or_path, torch.nn.Module):
         if tokenizer is None:
@@ -242,11 +260,13 @@ def load_model(
         module = name_or_path
         config = module.config
         source = "in-memory module"
-        fingerprint = module_fingerprint(module)
+        # hashing every parameter is costly for a large model under training: a caller may name it instead
+        fingerprint = fingerprint or module_fingerprint(module)
         display = name or type(module).__name__
+        fam = forced or detect(config)
 
         def load() -> tuple[torch.nn.Module, Any]:
-            return module, tokenizer
+            return fam.apply_patch(module, display), tokenizer
     else:
         raw_name = str(name_or_path)
         folder, tried, hub_id = resolve_model_path(raw_name)
@@ -261,16 +281,19 @@ def load_model(
                 "(embench reads Transformer, Pooling and Normalize)"
             )
         hf_folder = st_cfg.get("transformer_path", folder)
+        gguf = gguf_file_of(raw_name)
+        extra = {"gguf_file": gguf} if gguf else {}
         has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
-        tok_folder = hf_folder if has_tok else folder
+        tok_folder = hf_folder if has_tok or gguf else folder
         try:
-            config = AutoConfig.from_pretrained(hf_folder, trust_remote_code=trust_remote_code)
+            config = AutoConfig.from_pretrained(hf_folder, trust_remote_code=trust_remote_code, **extra)
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(tok_folder, trust_remote_code=trust_remote_code)
+                tokenizer = AutoTokenizer.from_pretrained(tok_folder, trust_remote_code=trust_remote_code, **extra)
         except Exception as e:
             raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
-        source = str(folder)
-        fingerprint = weights_fingerprint(hf_folder)
+        fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
+        source = str(folder / gguf) if gguf else str(folder)
+        fingerprint = _fingerprint_files(_stat(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
         dense_folders = st_cfg.get("dense", [])
         if dense_folders:  # the Dense modules' weights are part of what gives the vectors
             fingerprint = hashlib.sha256("+".join([fingerprint, *(weights_fingerprint(d) for d in dense_folders)]).encode()).hexdigest()[:16]
@@ -280,19 +303,25 @@ def load_model(
 
         def load() -> tuple[torch.nn.Module, Any]:
             try:
-                model = AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code)
+                model = AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code,
+                                                  **extra, **fam.load_kwargs())
             except Exception as e:
                 raise ModelLoadError(raw_name, [*tried, f"weights from {hf_folder}: {type(e).__name__}: {e}"]) from e
-            return model, loaded_tokenizer
+            return fam.apply_patch(model, raw_name), loaded_tokenizer
 
     if pooling is None:
-        pooling = st_cfg.get("pooling") or default_pooling(config)
+        pooling = st_cfg.get("pooling") or fam.pooling or "cls"
+    if prompt is None:
+        prompt = fam.prompt
+    if dtype is None:
+        dtype = fam.default_dtype(device)
     if max_length is None:
         max_length = st_cfg.get("max_length") or _model_max_length(config, tokenizer)
     if normalize is None:
         normalize = bool(st_cfg.get("normalize", False))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    tokenizer.padding_side = fam.padding_side
     settings = EncoderSettings(
         pooling=pooling,
         layer=layer,
@@ -302,6 +331,11 @@ def load_model(
         lowercase=bool(st_cfg.get("lowercase", False)),
         prompt=prompt,
     )
+    # what changes the vectors beyond the settings: a patched model; left padding (absolute positions)
+    if fam.patch is not None:
+        settings.extra["family"] = fam.name
+    if fam.padding_side != "right":
+        settings.extra["padding_side"] = fam.padding_side
     encoder = HFEncoder(
         config, settings, name=display, fingerprint=fingerprint, source=source, device=device,
         load=load, tokenizer=tokenizer, revision=revision,

@@ -30,7 +30,7 @@ RESUME_DIR = "checkpoint-last"
 BEST_DIR = "best"
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
 
 
@@ -48,7 +48,7 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
         _st_modules(tmp, int(encoder.config.hidden_size), int(max_length), st_mode, dense=False)
     elif pooling == "cls" and isinstance(getattr(getattr(encoder, "pooler", None), "dense", None), torch.nn.Linear):
         _write_st_with_dense(encoder, tokenizer, tmp / "sentence-transformers", int(max_length))
-    _write_json(tmp / "embench_training.json", {**meta, "pooling": pooling, "max_length": int(max_length),
+    write_json(tmp / "embench_training.json", {**meta, "pooling": pooling, "max_length": int(max_length),
                                                 "sentence_transformers": st_mode is not None})
     if folder.exists():
         old = folder.with_name(folder.name + ".old")
@@ -68,11 +68,11 @@ def _st_modules(folder: Path, hidden: int, max_length: int, mode: str, dense: bo
     ]
     if dense:
         mods.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
-    _write_json(folder / "modules.json", mods)
-    _write_json(folder / "sentence_bert_config.json", {"max_seq_length": max_length, "do_lower_case": False})
+    write_json(folder / "modules.json", mods)
+    write_json(folder / "sentence_bert_config.json", {"max_seq_length": max_length, "do_lower_case": False})
     (folder / "1_Pooling").mkdir()
     modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
-    _write_json(folder / "1_Pooling" / "config.json", {
+    write_json(folder / "1_Pooling" / "config.json", {
         "word_embedding_dimension": hidden, **{f"pooling_mode_{m}": m == mode for m in modes}, "include_prompt": True,
     })
 
@@ -88,7 +88,7 @@ def _write_st_with_dense(encoder: torch.nn.Module, tokenizer: Any, folder: Path,
     hidden = int(encoder.config.hidden_size)
     _st_modules(folder, hidden, max_length, "cls_token", dense=True)
     (folder / "2_Dense").mkdir()
-    _write_json(folder / "2_Dense" / "config.json", {"in_features": hidden, "out_features": hidden, "bias": True,
+    write_json(folder / "2_Dense" / "config.json", {"in_features": hidden, "out_features": hidden, "bias": True,
                                                      "activation_function": "torch.nn.modules.activation.Tanh"})
     dense = encoder.pooler.dense
     save_file({"linear.weight": dense.weight.detach().cpu().contiguous(), "linear.bias": dense.bias.detach().cpu().contiguous()},
@@ -125,7 +125,7 @@ def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, s
     tmp = folder / "state.pt.tmp"
     torch.save(state, tmp)
     os.replace(tmp, folder / "state.pt")
-    _write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
+    write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
     return folder
 
 
@@ -137,3 +137,14 @@ def load_resume(folder: Path) -> dict[str, Any]:
         return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as e:
         raise EmbenchError(f"--resume: cannot read {path} ({type(e).__name__}: {e})") from None
+
+
+COMPATIBLE_KEYS = ("method", "model", "batch_size", "pooling", "seed", "from_scratch", "method_options")
+
+
+def check_compatible(saved: dict[str, Any], cfg: Any) -> None:
+    """A resumed run must be the run that was stopped: same method, model, batch, pooling, seed."""
+    now = cfg.to_dict()
+    for key in COMPATIBLE_KEYS:
+        if key in saved and saved[key] != now[key]:
+            raise EmbenchError(f"--resume: the checkpoint was trained with {key}={saved[key]!r}, this run has {now[key]!r}")

@@ -1,8 +1,10 @@
-"""Training configuration: one typed object, read from a YAML or TOML file and overridden on the CLI.
+"""Training configuration: one typed object, built in layers and printed whole by ``--show``.
 
-Defaults that depend on the method (learning rate, pooling, maximum length, ...) are ``None`` here
-and filled in by :func:`resolve` from the method's own defaults (``methods.py``), which follow the
-SimCSE and cropping papers (``docs``: papers 000 and 001, Table A.1 and §3.1).
+Layers, later ones winning: the dataclass defaults, the method's defaults (``methods/``: the
+papers' numbers), a recipe (``recipes.py``), a YAML/TOML file, then the command line. Options a
+method owns (temperature, crop sizes, ...) live in its own dataclass, nested here as
+``method_options``; they may be given flat (``--set temperature=0.1``) or nested
+(``method_options: {temperature: 0.1}``).
 """
 
 from __future__ import annotations
@@ -17,39 +19,41 @@ from typing import Any
 from ..core.errors import EmbenchError
 from ..core.registry import nearest
 
+PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
+
 
 @dataclass
 class TrainConfig:
-    """Everything that decides a training run. ``None`` = the method's default."""
+    """Everything that decides a training run. ``None`` = the method's (or recipe's) default."""
 
     method: str = "unsup-simcse"
+    recipe: str | None = None  # the preset this configuration started from (recipes.py)
     model: str = "all-MiniLM-L6-v2"
     data: list[str] = field(default_factory=list)  # paths, or keywords: corpora, snli, 20newsgroups
-    data_root: str | None = None  # for the keywords and for STS-B dev (default: $EMBENCH_DATA)
+    data_root: str | None = None  # for the keywords and for evaluation (default: $EMBENCH_DATA)
     out: str = "runs/train"
     # model
+    family: str | None = None  # model family (embench list families); default: detected
+    prompt: str | None = None  # template with {text} applied to every training text (decoder LLMs)
     from_scratch: bool = False  # random initialisation of the model's config (cropping paper §3.4)
     model_config: dict[str, Any] = field(default_factory=dict)  # config overrides, e.g. num_hidden_layers
     pooling: str | None = None  # embench pooler used in training and at test time
-    mlp: str | None = None  # none | train (SimCSE unsup: MLP in training only) | keep (SimCSE sup)
     dropout: float | None = None  # overrides hidden and attention dropout
     freeze_embeddings: bool = False
     freeze_layers: int = 0  # the first n transformer layers
-    # objective
-    temperature: float = 0.05
-    hard_negative_weight: float = 1.0  # alpha of SimCSE Eq. 8 (own hard negative only)
-    mlm_weight: float = 0.0  # lambda of SimCSE App. D: loss + lambda * MLM
-    mlm_probability: float = 0.15
-    # crops (cropping paper §3.1 / A.1)
-    crop_sentences: int = 2
-    crop_min_chars: int = 100
-    crop_max_chars: int = 250
+    lora_r: int = 0  # > 0: train LoRA adapters of this rank instead of the weights (peft)
+    lora_alpha: float = 32.0
+    lora_dropout: float = 0.1
+    lora_targets: list[str] | str | None = None  # default: every linear layer ("all-linear")
     # optimisation
-    batch_size: int | None = None  # global batch (split over DDP processes)
+    batch_size: int | None = None  # GLOBAL batch: over all processes and accumulation steps
+    grad_accumulation: int = 1  # micro-batches per step; contrastive losses still see the whole batch
+    optimizer: str = "adamw"  # adamw | adam
     lr: float | None = None
     weight_decay: float = 0.0
-    warmup_ratio: float = 0.1
-    epochs: float = 1.0
+    warmup_ratio: float | None = None  # of the run's steps, or of one epoch's (warmup_of)
+    warmup_of: str = "run"  # run | epoch (the cropping code warms up over 10% of ONE epoch)
+    epochs: float | None = None
     max_steps: int | None = None
     grad_clip: float = 1.0
     max_length: int | None = None
@@ -57,19 +61,28 @@ class TrainConfig:
     seed: int = 42
     # machinery
     device: str | None = None
-    bf16: bool | None = None  # None = on where the GPU supports it; never on CPU
+    precision: str = "auto"  # auto (bf16-mixed on GPUs that have it, else fp32) | fp32 | bf16-mixed | bf16 (weights too)
+    gradient_checkpointing: bool = False
     compile: bool = False
-    eval_steps: int = 250  # 0 = no evaluation; the last step is then the kept checkpoint
+    eval_steps: int | None = None  # 0 = no evaluation; the last step is then the kept checkpoint
+    eval_tasks: list[str] | None = None  # default ["STSBenchmark-dev"]; the first selects the best checkpoint
+    eval_analyses: list[str] = field(default_factory=list)  # e.g. knn:20newsgroups
+    select_on: str | None = None  # the metric that picks the best checkpoint (default: the first)
     eval_max_length: int | None = None
     eval_batch_size: int = 128
+    save_every: int = 0  # > 0: keep a checkpoint series OUT/checkpoints/step-NNNNNN every n steps
     save_steps: int | None = None  # resume checkpoints (default: eval_steps, else 500)
     log_steps: int = 10
     resume: bool = False
     progress: bool = True
     tensorboard: bool = False
+    method_options: Any = field(default_factory=dict)  # the method's own options (a dataclass once resolved)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        opts = self.method_options
+        d["method_options"] = dataclasses.asdict(opts) if dataclasses.is_dataclass(opts) else dict(opts)
+        return json.loads(json.dumps(d, default=str))
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -105,31 +118,73 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig:
-    """A config from an optional file, then ``overrides`` (``None`` values are ignored).
+    """A config from the method's defaults, an optional recipe, an optional file, then ``overrides``
+    (``None`` values are ignored).
 
-    >>> make_config(method="crop", model="all-MiniLM-L6-v2", data=["20newsgroups"], max_steps=100)  # doctest: +SKIP
+    >>> make_config(recipe="crop", model="all-MiniLM-L6-v2", data=["20newsgroups"], max_steps=100)  # doctest: +SKIP
     """
-    values: dict[str, Any] = {}
+    from .methods import METHODS
+    from .recipes import RECIPES
+
+    layers: list[tuple[str, dict[str, Any]]] = []
     if file is not None:
-        values.update(_checked(read_config_file(file), f"--config {file}"))
-    values.update(_checked({k: v for k, v in overrides.items() if v is not None}, "option"))
+        layers.append((f"--config {file}", _normalised(read_config_file(file))))
+    layers.append(("option", _normalised({k: v for k, v in overrides.items() if v is not None})))
+    recipe_name = next((vals["recipe"] for _, vals in reversed(layers) if vals.get("recipe")), None)
+    if recipe_name:
+        recipe = RECIPES.get(recipe_name)
+        layers.insert(0, (f"recipe {recipe.name}", {**_normalised(recipe.values), "recipe": recipe.name}))
+    method_name = next((vals["method"] for _, vals in reversed(layers) if vals.get("method")), TrainConfig.method)
+    key = METHODS.canonical(method_name)
+    method = METHODS.get(key)
+    layers.insert(0, (f"method {key}", _normalised(method.defaults)))
+    values: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for where, layer in layers:
+        general, own = _split(layer, method, key, where)
+        values.update(general)
+        options.update(own)
+    values["method"] = key
     if isinstance(values.get("data"), (str, Path)):
         values["data"] = [values["data"]]
     if "data" in values:
         values["data"] = [str(d) for d in values["data"]]
+    values["method_options"] = options
     return TrainConfig(**values)
 
 
-def _checked(raw: dict[str, Any], where: str) -> dict[str, Any]:
-    out = {}
-    for key, value in raw.items():
-        name = key.replace("-", "_")
-        if name not in FIELDS:
-            hint = nearest(name, list(FIELDS))
-            did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
-            raise EmbenchError(f"{where}: unknown training option {key!r}.{did}")
-        out[name] = value
-    return out
+def _normalised(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k.replace("-", "_"): v for k, v in raw.items()}
+
+
+def _split(raw: dict[str, Any], method: Any, key: str, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(general options, the method's own options) of one layer; an unknown name is an error."""
+    own_fields = {f.name for f in dataclasses.fields(method.Options)}
+    general, own = {}, {}
+    for name, value in raw.items():
+        if name == "method_options":
+            if not isinstance(value, dict):
+                raise EmbenchError(f"{where}: method_options must be a mapping")
+            nested = _normalised(value)
+            for opt in nested:
+                if opt not in own_fields:
+                    _unknown({opt: None}, own_fields, key, where)
+            own.update(nested)
+        elif name in own_fields:
+            own[name] = value
+        elif name in FIELDS:
+            general[name] = value
+        else:
+            _unknown({name: value}, own_fields, key, where)
+    return general, own
+
+
+def _unknown(raw: dict[str, Any], own_fields: set[str], method: str, where: str) -> None:
+    bad = next(iter(raw))
+    known = sorted(own_fields) + [f for f in FIELDS if f != "method_options"]
+    hint = nearest(bad, known)
+    did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+    raise EmbenchError(f"{where}: unknown training option {bad!r}.{did} (the options of method {method} included)")
 
 
 def parse_override(item: str) -> tuple[str, Any]:

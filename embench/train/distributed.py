@@ -49,12 +49,6 @@ def init_from_env(device: str | None = None) -> DistInfo:
     return DistInfo(rank, world, local)
 
 
-def current() -> DistInfo:
-    if dist.is_available() and dist.is_initialized():
-        return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
-    return DistInfo()
-
-
 class _GatherWithGrad(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:

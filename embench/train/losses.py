@@ -23,11 +23,16 @@ def info_nce(
     hard_negatives: torch.Tensor | None = None,
     alpha: float = 1.0,
     offset: int = 0,
+    exclude: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean InfoNCE of ``anchors`` (n x d) against all ``positives`` (N x d) and ``hard_negatives``.
 
     Anchor ``i`` is row ``offset + i`` of the candidates: under DDP the anchors are one process's
     and the candidates are gathered from all processes (``offset`` = rank * n).
+
+    ``exclude`` (bool, n x N, or n x 2N with hard negatives) marks candidates to leave out of the
+    denominator: suspected false negatives (MultiCSR's filter, GISTEmbed's guide). An anchor's own
+    positive is never left out.
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
@@ -44,6 +49,12 @@ def info_nce(
             own[torch.arange(n, device=a.device), target] = math.log(alpha)
             hn = hn + own
         logits = torch.cat([logits, hn], dim=1)
+    if exclude is not None:
+        if exclude.shape != logits.shape:
+            raise ValueError(f"the exclusion mask is {tuple(exclude.shape)}, the logits {tuple(logits.shape)}")
+        keep_own = torch.zeros_like(exclude, dtype=torch.bool)
+        keep_own[torch.arange(n, device=a.device), target] = True
+        logits = logits.masked_fill(exclude.bool() & ~keep_own, float("-inf"))
     return F.cross_entropy(logits, target)
 
 

@@ -1,0 +1,114 @@
+"""Model families: one entry says how a kind of checkpoint is prompted, pooled, padded and loaded.
+
+The model of this file is mteb's ``ModelMeta(loader=partial(..., instruction_template=...,
+pooling_method="lasttoken", torch_dtype=...))`` (``mteb/models/e5_instruct.py``): everything that
+differs between families lives in one row, not in ``if model_type == ...`` branches.
+
+| family | detected by | pooling | padding | dtype (GPU) | attention |
+|---|---|---|---|---|---|
+| ``sentence-transformers`` | ``modules.json`` in the folder | the folder's own | right | fp32 | model default |
+| ``causal-lm`` | a decoder config (Llama, Mistral, Qwen, ...) | ``last_token`` | left | bf16 | sdpa |
+| ``gguf`` | a ``.gguf`` file | ``last_token`` | left | bf16 | model default |
+| ``encoder`` | anything else (BERT, RoBERTa, MPNet, ...) | ``cls`` (SimCSE's) | right | fp32 | model default |
+
+A family's ``patch`` hook receives the loaded model and may change it (BeLLM's bidirectional last
+layers will be one); it runs before any text is encoded, and a failure names the family and the
+model. New families register with ``FAMILIES.add(name, Family(...))`` or a lazy
+``"package.module:attr"`` entry, and are chosen explicitly with ``load_model(..., family=NAME)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import EmbenchError
+from ..core.registry import Registry
+
+DECODER_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "phi", "phi3", "gemma", "gemma2", "gemma3_text",
+                 "opt", "falcon", "smollm3", "olmo", "olmo2"}
+Patch = Callable[[Any], Any]  # (loaded model) -> the model to use (usually the same object, changed in place)
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one kind of checkpoint is prompted, pooled, padded and loaded."""
+
+    name: str
+    description: str
+    pooling: str | None = None  # default pooler when the checkpoint names none
+    prompt: str = ""  # default prompt template (with {text}); empty = the text as it is
+    padding_side: str = "right"
+    gpu_dtype: str = "fp32"  # default inference dtype on a GPU (CPU inference is fp32)
+    attn_implementation: str | None = None  # passed to from_pretrained when set
+    patch: Patch | str | None = None  # hook on the loaded model, or a lazy "module:attr" path
+
+    def default_dtype(self, device: str) -> str:
+        return self.gpu_dtype if device.startswith("cuda") else "fp32"
+
+    def load_kwargs(self) -> dict[str, Any]:
+        return {"attn_implementation": self.attn_implementation} if self.attn_implementation else {}
+
+    def apply_patch(self, model: Any, model_name: str) -> Any:
+        """Run the family's hook on ``model``; any failure names the family and the model."""
+        if self.patch is None:
+            return model
+        from ..core.registry import import_path, is_lazy
+
+        hook = import_path(self.patch) if is_lazy(self.patch) else self.patch
+        try:
+            patched = hook(model)
+        except Exception as e:
+            raise EmbenchError(
+                f"model family {self.name!r}: its patch hook failed on {model_name} ({type(e).__name__}: {e}); "
+                "nothing was encoded or stored"
+            ) from e
+        return model if patched is None else patched
+
+
+FAMILIES: Registry[Family] = Registry("model family")
+FAMILIES.add("encoder", Family("encoder", "BERT-like bidirectional encoders (BERT, RoBERTa, MPNet, MiniLM, ...)", pooling="cls"))
+FAMILIES.add("sentence-transformers", Family("sentence-transformers",
+                                             "sentence-transformers folders: their own pooling, Dense, Normalize"))
+FAMILIES.add("causal-lm", Family("causal-lm", "decoder LLMs (Llama, Mistral, Qwen, ...): last token, left padding, bf16 on GPUs",
+                                 pooling="last_token", padding_side="left", gpu_dtype="bf16", attn_implementation="sdpa"),
+             "llm", "decoder")
+FAMILIES.add("gguf", Family("gguf", "GGUF files of decoder LLMs (dequantised by transformers on load)",
+                            pooling="last_token", padding_side="left", gpu_dtype="bf16"))
+
+
+def is_decoder(config: Any) -> bool:
+    return getattr(config, "model_type", "") in DECODER_TYPES or bool(getattr(config, "is_decoder", False))
+
+
+def detect(config: Any, folder: Path | None = None, gguf_file: str | None = None, st_folder: bool = False) -> Family:
+    """The family of a checkpoint: GGUF file, sentence-transformers folder, decoder LLM, else encoder."""
+    if gguf_file:
+        return FAMILIES.get("gguf")
+    if st_folder:
+        return FAMILIES.get("sentence-transformers")
+    if is_decoder(config):
+        return FAMILIES.get("causal-lm")
+    return FAMILIES.get("encoder")
+
+
+def check_prompt(prompt: str | None, option: str = "--prompt") -> str:
+    """A prompt template must say where the text goes: ``{text}`` (once)."""
+    if not prompt:
+        return ""
+    if "{text}" not in prompt:
+        raise EmbenchError(
+            f"{option} {prompt!r} has no {{text}}: write where the sentence goes, e.g. "
+            "'This sentence : \"{text}\" means in one word:\"'"
+        )
+    try:
+        prompt.format(text="x")
+    except (KeyError, IndexError, ValueError) as e:
+        raise EmbenchError(f"{option} {prompt!r}: only {{text}} may stand in braces (double other braces: {{{{ }}}}) ({e})") from None
+    return prompt
+
+
+def apply_prompt(prompt: str, texts: list[str]) -> list[str]:
+    return [prompt.format(text=t) for t in texts] if prompt else list(texts)

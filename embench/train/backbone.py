@@ -1,0 +1,117 @@
+"""The network a method starts from: a pretrained checkpoint (or its config, randomly initialised),
+its tokenizer and model family, made ready for training (dropout, frozen parts, gradient
+checkpointing, bf16 weights, LoRA adapters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..core.errors import EmbenchError
+from ..models.families import FAMILIES, Family, detect
+from ..models.loader import gguf_file_of, resolve_model_path, sentence_transformers_config
+from .config import TrainConfig
+
+DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
+
+
+@dataclass
+class Backbone:
+    encoder: nn.Module
+    tokenizer: Any
+    family: Family
+    mlm_head: nn.Module | None = None
+
+
+def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbone:
+    """The encoder of ``cfg.model`` (``AutoModelForMaskedLM``'s base when ``mlm``), on ``device``."""
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    folder, tried, hub_id = resolve_model_path(cfg.model)
+    source = str(folder) if folder is not None else hub_id
+    st = sentence_transformers_config(folder) if folder is not None else None
+    hf = str(st["transformer_path"]) if st else source
+    gguf = gguf_file_of(cfg.model)
+    extra = {"gguf_file": gguf} if gguf else {}
+    try:
+        tok_from = hf if st is None or _has_tokenizer(Path(hf)) else source
+        tokenizer = AutoTokenizer.from_pretrained(tok_from, **extra)
+        config = AutoConfig.from_pretrained(hf, **extra, **cfg.model_config)
+    except Exception as e:
+        raise EmbenchError(f"--model {cfg.model}: cannot load it ({type(e).__name__}: {e}); tried {tried}") from None
+    family = FAMILIES.get(cfg.family) if cfg.family else detect(config, folder, gguf, st_folder=bool(st))
+    if cfg.dropout is not None:
+        for attr in DROPOUT_ATTRS:
+            if hasattr(config, attr):
+                setattr(config, attr, cfg.dropout)
+    kwargs = {**extra, **family.load_kwargs()}
+    mlm_head = None
+    if mlm:
+        full = AutoModelForMaskedLM.from_config(config) if cfg.from_scratch else AutoModelForMaskedLM.from_pretrained(hf, config=config, **kwargs)
+        encoder, mlm_head = full.base_model, _mlm_head(full)
+    elif cfg.from_scratch:
+        encoder = AutoModel.from_config(config)
+    else:
+        encoder = AutoModel.from_pretrained(hf, config=config, **kwargs)
+    encoder = family.apply_patch(encoder, cfg.model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    tokenizer.padding_side = family.padding_side
+    freeze(encoder, cfg.freeze_embeddings, cfg.freeze_layers)
+    if cfg.gradient_checkpointing:
+        # non-reentrant checkpointing works with frozen inputs and with DDP
+        encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if cfg.lora_r:
+        from .adapters import add_lora
+
+        encoder = add_lora(encoder, cfg)
+    if cfg.precision == "bf16":  # weights (and so optimiser states) in bf16, not only autocast
+        encoder = encoder.to(torch.bfloat16)
+        mlm_head = mlm_head.to(torch.bfloat16) if mlm_head is not None else None
+    return Backbone(encoder.to(device), tokenizer, family, mlm_head.to(device) if mlm_head is not None else None)
+
+
+def _has_tokenizer(p: Path) -> bool:
+    return any((p / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
+
+
+def _mlm_head(full: nn.Module) -> nn.Module:
+    """The masked-LM head of a ``*ForMaskedLM`` model (applied to hidden states)."""
+    for name in ("cls", "lm_head", "predictions", "vocab_projector"):
+        head = getattr(full, name, None)
+        if isinstance(head, nn.Module):
+            return head
+    raise EmbenchError(f"--mlm-weight: cannot find the MLM head of {type(full).__name__}")
+
+
+def freeze(encoder: nn.Module, embeddings: bool, first_layers: int) -> None:
+    """Freeze the embedding layer and/or the first ``first_layers`` transformer layers (cropping
+    paper §4, Fig. 4a: the embeddings are frozen and the last layers trained)."""
+    if embeddings:
+        emb = getattr(encoder, "embeddings", None) or getattr(encoder, "embed_tokens", None)
+        if emb is None:
+            raise EmbenchError(f"--freeze-embeddings: {type(encoder).__name__} has no embeddings module")
+        for p in emb.parameters():
+            p.requires_grad_(False)
+    if first_layers:
+        layers = transformer_layers(encoder)
+        if first_layers > len(layers):
+            raise EmbenchError(f"--freeze-layers {first_layers}: the model has only {len(layers)} layers")
+        for layer in layers[:first_layers]:
+            for p in layer.parameters():
+                p.requires_grad_(False)
+
+
+def transformer_layers(encoder: nn.Module) -> nn.ModuleList:
+    for path in ("encoder.layer", "layers", "transformer.layer", "h"):
+        mod: Any = encoder
+        for part in path.split("."):
+            mod = getattr(mod, part, None)
+        if isinstance(mod, nn.ModuleList):
+            return mod
+    raise EmbenchError(f"cannot find the transformer layers of {type(encoder).__name__}")

@@ -1,0 +1,127 @@
+"""Evaluation during training: any task, suite or analysis, every ``--eval-steps``.
+
+``--eval-task`` takes task or suite names, with ``STSBenchmark-dev`` for the STS-B development
+split (SimCSE's model selection: "evaluate every 250 steps on STS-B dev, keep the best");
+``--eval-analysis`` takes ``NAME[:VALUE]`` or ``NAME:key=value,key=value``, where a bare VALUE sets
+the analysis' first option (``knn:20newsgroups`` = kNN accuracy on 20 Newsgroups). Tasks go through
+``embench.evaluate`` and analyses through ``embench.analysis.run``: the same code as ``embench run``
+and ``embench analyze``. The first metric selects the best checkpoint unless ``select_on`` names
+another.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import EmbenchError
+from ..data.root import DataRoot
+from .module import SentenceModel
+
+SPLIT_SUFFIXES = {"-dev": "dev", "-train": "train", "-test": "test"}  # STS-B's splits (stsb_split)
+SCORE_COLUMNS = ("accuracy", "spearman", "score", "value")
+
+
+@dataclass
+class EvalSpec:
+    key: str  # the metric's name in metrics.jsonl (without the "eval/" prefix)
+    target: str  # task/suite or analysis name
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def task_specs(names: list[str]) -> list[EvalSpec]:
+    from ..api import resolve_tasks
+
+    specs = []
+    for name in names:
+        base, split = name, None
+        for suffix, value in SPLIT_SUFFIXES.items():
+            if name.endswith(suffix):
+                base, split = name[: -len(suffix)], value
+        resolve_tasks(None, [base]) if base not in _suites() else None  # did-you-mean now, not at the first evaluation
+        specs.append(EvalSpec(name, base, {"stsb_split": split} if split else {}))
+    return specs
+
+
+def _suites() -> list[str]:
+    from ..suites import SUITES
+
+    return SUITES.names()
+
+
+def analysis_specs(items: list[str]) -> list[EvalSpec]:
+    from ..analysis import get
+
+    specs = []
+    for item in items:
+        name, _, rest = item.partition(":")
+        public = get(name)  # did-you-mean on a typo
+        options: dict[str, Any] = {}
+        if rest and "=" not in rest:
+            first = next(iter(public.options))
+            options[first] = (rest,) if isinstance(public.options[first], tuple) else rest
+        elif rest:
+            for pair in rest.split(","):
+                k, _, v = pair.partition("=")
+                try:
+                    options[k.strip()] = json.loads(v)
+                except json.JSONDecodeError:
+                    options[k.strip()] = v
+        specs.append(EvalSpec(item, name, options))
+    return specs
+
+
+class Evaluator:
+    """Scores the model under training on every eval spec; returns {metric: value}."""
+
+    def __init__(self, tasks: list[str], analyses: list[str], root: DataRoot, out: Path, *, batch_size: int,
+                 max_length: int | None, dtype: str):
+        self.tasks = task_specs(tasks)
+        self.analyses = analysis_specs(analyses)
+        self.root, self.out, self.batch_size, self.max_length, self.dtype = root, out, batch_size, max_length, dtype
+        if not self.tasks and not self.analyses:
+            raise EmbenchError("--eval-steps is set but there is nothing to evaluate (no --eval-task or --eval-analysis)")
+
+    @property
+    def metrics(self) -> list[str]:
+        return [s.key for s in self.tasks + self.analyses]
+
+    def __call__(self, model: SentenceModel, step: int) -> dict[str, float]:
+        from ..models.loader import load_model
+
+        was_training = model.training
+        enc = load_model(model.encoder, tokenizer=model.tokenizer, pooling=model.pooling, prompt=model.prompt,
+                         max_length=self.max_length or model.max_length, dtype=self.dtype, device=str(model.device),
+                         name=f"training step {step}", fingerprint=f"training-step-{step}")
+        try:
+            scores = {s.key: self._task(enc, s) for s in self.tasks}
+            for s in self.analyses:
+                scores.update(self._analysis(enc, s, step))
+        finally:
+            model.train(was_training)  # the encoder puts the model in eval mode on first use
+        return scores
+
+    def _task(self, enc: Any, spec: EvalSpec) -> float:
+        from ..api import evaluate
+
+        suite = spec.target if spec.target in _suites() else None
+        ev = evaluate(enc, suite, tasks=None if suite else [spec.target], save=False, use_cache=False,
+                      data=self.root.path, batch_size=self.batch_size, **spec.options)
+        return float(sum(r.main_score for r in ev.records) / len(ev.records))
+
+    def _analysis(self, enc: Any, spec: EvalSpec, step: int) -> dict[str, float]:
+        from ..analysis import run
+
+        result = run(spec.target, [enc], self.out / "evals" / f"step-{step:06d}" / spec.target.replace(":", "_"),
+                     data=self.root.path, use_cache=False, batch_size=self.batch_size, **spec.options)
+        scores = {f"{spec.key}/{k}": float(v) for k, v in result.summary.items() if isinstance(v, (int, float))}
+        for table in result.tables.values():
+            column = next((c for c in SCORE_COLUMNS if c in getattr(table, "columns", ())), None)
+            if column is not None:
+                scores[spec.key] = float(table[column].mean())
+                break
+        if not scores:
+            raise EmbenchError(f"--eval-analysis {spec.key}: the analysis gave no number to log")
+        return scores

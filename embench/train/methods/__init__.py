@@ -1,0 +1,22 @@
+"""Training methods, one module each, registered lazily by name (``embench list methods``).
+
+A new method is one file: a subclass of :class:`~embench.train.methods.base.Method` and one line
+here (or ``METHODS.add(name, cls)`` from anywhere, e.g. a test or a plug-in).
+"""
+
+from __future__ import annotations
+
+from ...core.registry import Registry
+from .base import Batch, Method, NoOptions, Outputs
+
+METHODS: Registry[type[Method]] = Registry("training method")
+METHODS.add("unsup-simcse", "embench.train.methods.simcse:UnsupSimCSE", "simcse",
+            description="unsupervised SimCSE: dropout positives, MLP head in training only")
+METHODS.add("sup-simcse", "embench.train.methods.simcse:SupSimCSE",
+            description="supervised SimCSE: NLI entailment positives, contradiction hard negatives")
+METHODS.add("crop", "embench.train.methods.crop:Crop", "crops",
+            description="cropping: two chunks of consecutive sentences of one document")
+METHODS.add("dropout", "embench.train.methods.crop:Dropout",
+            description="the cropping paper's dropout baseline: one chunk, two dropout masks")
+
+__all__ = ["METHODS", "Batch", "Method", "NoOptions", "Outputs"]

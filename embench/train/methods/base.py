@@ -1,0 +1,123 @@
+"""The interface every training method implements, and the defaults most of them keep.
+
+A method is one class, registered by name in ``METHODS`` (``methods/__init__.py``):
+
+- ``Options``: a dataclass of its own options, nested in the training config (``method_options``);
+- ``defaults``: general options it sets (pooling, lr, batch size, ...), from its paper;
+- ``examples(root)``: the training examples (default: ``data.load(data_kind, ...)``);
+- ``build(device)``: the ``nn.Module`` to train (default: a :class:`SentenceModel` on the backbone);
+- ``batch(examples, indices, rng)``: one (micro-)batch: named views of texts, tensors, extras;
+- ``forward(module, batch)``: vectors per view (+ an additive auxiliary loss term);
+- ``objective(outputs, batch, dist)``: the loss over the vectors of the WHOLE batch, and logs;
+- ``loss(module, batch, dist)``: ``objective(forward(...))`` plus the auxiliary term;
+- ``export(module, folder, meta)``: a checkpoint every embench command loads.
+
+Splitting ``forward`` from ``objective`` lets the trainer accumulate gradients over micro-batches
+without changing a contrastive loss: vectors of every micro-batch are computed first, the
+objective sees all of them, then each micro-batch is re-run with its gradient (GradCache, Gao et
+al. 2021; sentence-transformers' ``CachedMultipleNegativesRankingLoss``).
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from ...data.root import DataRoot
+from .. import checkpoints, data
+from ..adapters import exportable
+from ..backbone import load_backbone
+from ..config import TrainConfig
+from ..distributed import DistInfo
+from ..module import SentenceModel, unwrap
+
+
+@dataclass
+class NoOptions:
+    """A method without options of its own."""
+
+
+@dataclass
+class Batch:
+    """One (micro-)batch: named views of texts (each one text per example), tensors and extras."""
+
+    texts: dict[str, list[str]]
+    tensors: dict[str, torch.Tensor] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.texts.values()))) if self.texts else 0
+
+
+@dataclass
+class Outputs:
+    """What ``forward`` gives: vectors per view (one row per example) and an additive loss term."""
+
+    reps: dict[str, torch.Tensor]
+    aux: torch.Tensor | None = None  # already weighted; added to the objective (e.g. lambda * MLM)
+    logs: dict[str, float] = field(default_factory=dict)
+
+
+class Method(ABC):
+    """Base class of training methods; see the module docstring for the interface."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    data_kind: ClassVar[str] = "sentences"  # sentences | triplets | documents (train/data.py)
+    Options: ClassVar[type] = NoOptions
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        self.options = config.method_options
+
+    # -- data ------------------------------------------------------------------------------------
+    def examples(self, root: DataRoot) -> Sequence[Any]:
+        found = data.load(self.data_kind, self.config.data, root)
+        return found[: self.config.max_examples] if self.config.max_examples else found
+
+    @abstractmethod
+    def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
+        """The (micro-)batch of ``examples[indices]``; ``rng`` is seeded per step and process."""
+
+    # -- model -----------------------------------------------------------------------------------
+    def build(self, device: str) -> nn.Module:
+        cfg = self.config
+        bb = load_backbone(cfg, device)
+        return SentenceModel(bb.encoder, bb.tokenizer, pooling=cfg.pooling, max_length=cfg.max_length,
+                             prompt=cfg.prompt or bb.family.prompt).to(device)
+
+    def forward(self, module: nn.Module, batch: Batch) -> Outputs:
+        """Every view through ``module`` in ONE call (distinct dropout masks per view, as SimCSE does)."""
+        names = list(batch.texts)
+        z = module([t for name in names for t in batch.texts[name]])
+        return Outputs(dict(zip(names, z.float().chunk(len(names)), strict=True)))
+
+    @abstractmethod
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+        """The loss over the vectors of this process's whole batch (gather over processes with
+        ``distributed.gather_with_grad``), and scalars to log."""
+
+    def loss(self, module: nn.Module, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+        out = self.forward(module, batch)
+        loss, logs = self.objective(out, batch, dist)
+        if out.aux is not None:
+            loss = loss + out.aux
+        return loss, {**logs, **out.logs}
+
+    # -- evaluation and export -------------------------------------------------------------------
+    def encoder_for_eval(self, module: nn.Module) -> SentenceModel:
+        """The part of ``module`` that gives test-time vectors (its encoder, tokenizer and pooling)."""
+        return unwrap(module)
+
+    def export(self, module: nn.Module, folder: Path, meta: dict[str, Any]) -> Path:
+        m = self.encoder_for_eval(module)
+        return checkpoints.save_model_folder(exportable(m.encoder), m.tokenizer, folder, pooling=m.pooling,
+                                             max_length=m.max_length, meta={**meta, "prompt": m.prompt})

@@ -1,0 +1,93 @@
+"""The module most methods train: a transformers encoder, a pooler, an optional head, its tokenizer.
+
+``encode(texts)`` is the one way texts become training vectors, so every method tokenizes (with
+the prompt template and maximum length of the run) and pools the same way as ``embench run`` does
+at test time (the poolers of :mod:`embench.models.pooling`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..models.families import apply_prompt
+from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+
+
+class SentenceModel(nn.Module):
+    """``encoder`` + pooler (+ ``head`` applied to the pooled vector in training, e.g. SimCSE's MLP)."""
+
+    def __init__(self, encoder: nn.Module, tokenizer: Any, *, pooling: str, max_length: int, prompt: str = "",
+                 head: nn.Module | None = None, use_pooler_head: bool | None = None, mlm_head: nn.Module | None = None):
+        super().__init__()
+        self.mlm_head = mlm_head
+        self.tokens = 0  # real tokens seen in training passes (for tokens/s and MFU)
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.pooling = POOLERS.canonical(pooling)
+        self._pool = POOLERS.get(pooling)
+        self.max_length = int(max_length)
+        self.prompt = prompt
+        self.head = head
+        config = getattr(encoder, "config", None)
+        self.num_layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+        pooler = getattr(encoder, "pooler", None)
+        self.use_pooler_head = (self.pooling == "cls" and pooler is not None) if use_pooler_head is None else use_pooler_head
+        if pooler is not None and not self.use_pooler_head:
+            for p in pooler.parameters():  # unused: keep it out of the optimiser and of DDP
+                p.requires_grad_(False)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        enc = self.tokenizer(apply_prompt(self.prompt, texts), padding=True, truncation=True,
+                             max_length=self.max_length, return_tensors="pt")
+        if torch.is_grad_enabled():
+            self.tokens += int(enc["attention_mask"].sum())
+        return {k: v.to(self.device) for k, v in enc.items()}
+
+    def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
+        all_layers = self.pooling in NEEDS_ALL_LAYERS
+        out = self.encoder(**enc, output_hidden_states=all_layers, return_dict=True)
+        last = len(out.hidden_states) - 1 if all_layers else self.num_layers
+        hidden = tuple(out.hidden_states) if all_layers else (None,) * last + (out.last_hidden_state,)
+        pooler = self.encoder.pooler if self.use_pooler_head else None
+        z = self._pool(PoolInput(hidden, enc["attention_mask"], last, pooler))
+        return self.head(z) if self.head is not None else z
+
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        return self.embed(self.tokenize(texts))
+
+    def forward(self, texts: list[str], mlm_probability: float | None = None):
+        """Vectors of ``texts``; with ``mlm_probability`` also (MLM logits, labels) of a masked copy.
+
+        Methods call the module (not ``encode``) so that DDP's wrapper sees the forward pass, and
+        everything of one step goes through one call (DDP allows one forward per backward).
+        """
+        enc = self.tokenize(texts)
+        z = self.embed(enc)
+        if mlm_probability is None:
+            return z
+        from .losses import mask_tokens
+
+        tok = self.tokenizer
+        special = torch.tensor([tok.get_special_tokens_mask(ids, already_has_special_tokens=True)
+                                for ids in enc["input_ids"].tolist()], device=self.device)
+        special = special.bool() | (enc["attention_mask"] == 0)
+        ids, labels = mask_tokens(enc["input_ids"], special, tok.mask_token_id, len(tok), mlm_probability)
+        states = self.encoder(**{**enc, "input_ids": ids}, return_dict=True).last_hidden_state
+        return z, self.mlm_head(states), labels
+
+
+def unwrap(module: nn.Module) -> nn.Module:
+    """The model inside DDP / torch.compile wrappers."""
+    while True:
+        inner = getattr(module, "module", None) or getattr(module, "_orig_mod", None)
+        if not isinstance(inner, nn.Module):
+            return module
+        module = inner

@@ -1,0 +1,54 @@
+"""The papers' training recipes as named presets (``embench train --recipe NAME [--show]``).
+
+Each recipe is a layer of training options between the method's defaults and the user's file and
+command line, and cites the table and script it follows. Batch sizes are GLOBAL: over every
+process and every accumulation step (``--grad-accumulation`` fits them on smaller GPUs without
+changing the in-batch negatives).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.registry import Registry
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    description: str
+    cites: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+RECIPES: Registry[Recipe] = Registry("training recipe")
+
+_SIMCSE_COMMON = {"max_length": 32, "warmup_ratio": 0.0, "eval_steps": 250, "eval_tasks": ["STSBenchmark-dev"],
+                  "temperature": 0.05}
+RECIPES.add("simcse-unsup", Recipe(
+    "simcse-unsup", "unsupervised SimCSE, BERT-base: 1 epoch of 10^6 Wikipedia sentences",
+    "SimCSE Table A.1 (unsup. BERT-base: batch 64, lr 3e-5), §3 and App. A (1 epoch, STS-B dev every 250 steps, "
+    "keep the best), run_unsup_example.sh (max_seq_length 32, temp 0.05, --mlp_only_train, pooler cls)",
+    {"method": "unsup-simcse", "data": ["corpora"], "batch_size": 64, "lr": 3e-5, "epochs": 1,
+     "pooling": "cls_before_pooler", "mlp": "train", **_SIMCSE_COMMON}))
+RECIPES.add("simcse-sup", Recipe(
+    "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives",
+    "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), §4 (3 epochs, alpha = 1), run_sup_example.sh "
+    "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
+    {"method": "sup-simcse", "data": ["snli"], "batch_size": 512, "lr": 5e-5, "epochs": 3, "pooling": "cls",
+     "mlp": "keep", "hard_negative_weight": 1.0, **_SIMCSE_COMMON}))
+_CROP = {"method": "crop", "data": ["20newsgroups"], "optimizer": "adam", "lr": 2e-5, "batch_size": 64,
+         "warmup_ratio": 0.1, "warmup_of": "epoch", "max_length": 512, "pooling": "mean", "temperature": 0.05,
+         "crop_sentences": 2, "crop_min_chars": 100, "crop_max_chars": 250, "eval_steps": 0}
+RECIPES.add("crop", Recipe(
+    "crop", "crop augmentation, fine-tuning a pretrained model for one epoch on one dataset",
+    "cropping paper §2.3 and Table of A.1 (Adam, lr 2e-5, batch 64, linear warm-up then decay, t = 2 sentences of "
+    "100-250 characters, tau 0.05, mean pooling, 1 epoch, the last model kept); its code (text-embed-augm: warm-up "
+    "over 10% of ONE epoch's steps, max_length 512)",
+    {**_CROP, "epochs": 1}))
+RECIPES.add("crop-scratch", Recipe(
+    "crop-scratch", "crop augmentation from random initialisation of the model's config, 10 epochs",
+    "cropping paper §3.4 (BERT from scratch: performance had not saturated after one epoch, 10 epochs; Table S6 "
+    "col. 10), otherwise as 'crop'",
+    {**_CROP, "epochs": 10, "from_scratch": True}))

@@ -1,0 +1,57 @@
+"""A training configuration made complete and checked, before anything is loaded."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import replace
+from typing import Any
+
+from ..core.errors import EmbenchError
+from ..core.registry import nearest
+from ..models.families import FAMILIES, check_prompt
+from ..models.pooling import POOLERS
+from .config import PRECISIONS, TrainConfig
+from .methods import METHODS
+
+FALLBACKS = {"pooling": "mean", "lr": 3e-5, "batch_size": 64, "max_length": 128, "epochs": 1.0, "warmup_ratio": 0.0,
+             "eval_steps": 0}
+
+
+def resolve(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with the method's options as its dataclass, fallbacks filled in and values checked."""
+    key = METHODS.canonical(cfg.method)
+    method = METHODS.get(key)
+    filled = {k: v for k, v in FALLBACKS.items() if getattr(cfg, k) is None}
+    cfg = replace(cfg, method=key, method_options=_options(method, cfg.method_options), **filled)
+    if cfg.eval_steps and cfg.eval_tasks is None and not cfg.eval_analyses:
+        cfg = replace(cfg, eval_tasks=["STSBenchmark-dev"])
+    for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
+                             ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1)):
+        if value < low:
+            raise EmbenchError(f"--{name} must be at least {low}, got {value}")
+    if cfg.lr <= 0:
+        raise EmbenchError(f"--lr must be positive, got {cfg.lr}")
+    if cfg.max_steps is not None and cfg.max_steps < 1:
+        raise EmbenchError(f"--max-steps must be at least 1, got {cfg.max_steps}")
+    if cfg.precision not in PRECISIONS:
+        raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
+    if cfg.warmup_of not in ("run", "epoch"):
+        raise EmbenchError(f"--warmup-of must be run or epoch, got {cfg.warmup_of!r}")
+    POOLERS.canonical(cfg.pooling)
+    if cfg.family:
+        FAMILIES.canonical(cfg.family)
+    check_prompt(cfg.prompt)
+    return cfg
+
+
+def _options(method: Any, given: Any) -> Any:
+    if dataclasses.is_dataclass(given) and isinstance(given, method.Options):
+        return given
+    raw = dataclasses.asdict(given) if dataclasses.is_dataclass(given) else dict(given or {})
+    known = [f.name for f in dataclasses.fields(method.Options)]
+    for name in raw:
+        if name not in known:
+            hint = nearest(name, known)
+            did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+            raise EmbenchError(f"method {method.__name__}: unknown option {name!r}.{did}")
+    return method.Options(**raw)

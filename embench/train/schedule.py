@@ -1,0 +1,39 @@
+"""Optimiser and learning-rate schedule: linear warm-up, then linear decay to zero.
+
+SimCSE trains with transformers' default schedule (no warm-up, linear decay); the cropping code
+uses ``get_linear_schedule_with_warmup`` with warm-up over 10% of ONE epoch's steps
+(``warmup_of: epoch``), whatever the number of epochs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..core.errors import EmbenchError
+from .config import TrainConfig
+
+
+def make_optimizer(params: list[torch.nn.Parameter], cfg: TrainConfig) -> torch.optim.Optimizer:
+    """Adam or AdamW with the fused kernel where torch has it (CUDA, recent CPU builds), else foreach."""
+    kinds = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+    if cfg.optimizer not in kinds:
+        raise EmbenchError(f"--optimizer must be one of {', '.join(kinds)}, got {cfg.optimizer!r}")
+    cls = kinds[cfg.optimizer]
+    try:
+        return cls(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return cls(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
+
+
+def warmup_steps(cfg: TrainConfig, total: int, per_epoch: int) -> int:
+    span = per_epoch if cfg.warmup_of == "epoch" else total
+    return int((cfg.warmup_ratio or 0.0) * span)
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, total: int, warmup: int) -> torch.optim.lr_scheduler.LambdaLR:
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

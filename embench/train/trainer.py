@@ -1,0 +1,326 @@
+"""The one training loop every method runs through: step, evaluate, save, resume.
+
+Per step: this process's share of the global batch, cut into ``grad_accumulation`` micro-batches
+(accumulated without changing a batch-level loss: ``accumulation.py``); the method's loss; a NaN/inf
+check before any update; clipping; Adam(W) and a linear schedule (``schedule.py``). Precision:
+fp32, bf16 autocast over fp32 weights, or bf16 weights. Every ``eval_steps`` (and before the first
+step) the evaluation callbacks run (``evaluation.py``) and the best checkpoint is kept; every
+``save_every`` steps a checkpoint joins the series ``OUT/checkpoints/step-NNNNNN`` (SimCSE Fig. 2,
+the cropping paper's Figs. 1 and 3 are drawn from one); every ``save_steps`` the resume state is
+written. A stopped run continues with ``--resume`` and takes the same batches it would have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..core.errors import EmbenchError
+from ..data.root import DataRoot
+from ..models.loader import pick_device
+from ..report.progress import RateProgress
+from . import checkpoints, distributed
+from .accumulation import cached_step
+from .config import TrainConfig
+from .evaluation import Evaluator
+from .methods import METHODS
+from .resolve import resolve
+from .schedule import make_optimizer, make_scheduler, warmup_steps
+
+
+class TrainingDivergedError(EmbenchError):
+    """The loss or a gradient became NaN/inf; the message names the last good checkpoint."""
+
+
+@dataclass
+class TrainResult:
+    out: Path
+    best_dir: Path
+    best_step: int
+    best_score: float | None
+    initial_score: float | None
+    steps: int
+    last_loss: float | None
+    metrics: Path
+    history: list[dict[str, Any]] = field(default_factory=list)
+    series: list[Path] = field(default_factory=list)
+
+
+def batch_indices(n: int, global_batch: int, step: int, seed: int, dist: distributed.DistInfo) -> list[int]:
+    """This process's example indices at ``step`` (0-based): a seeded shuffle per epoch, cut into
+    global batches, each split evenly over processes. Deterministic, so a resumed run sees the
+    batches the interrupted one would have."""
+    per_epoch = n // global_batch
+    epoch, pos = divmod(step, per_epoch)
+    order = list(range(n))
+    random.Random(seed * 1_000_003 + epoch).shuffle(order)
+    batch = order[pos * global_batch : (pos + 1) * global_batch]
+    local = global_batch // dist.world_size
+    return batch[dist.rank * local : (dist.rank + 1) * local]
+
+
+class Trainer:
+    """Runs one method on one configuration.
+
+    >>> from embench.train import Trainer, make_config
+    >>> Trainer(make_config(recipe="crop", model="all-MiniLM-L6-v2", max_steps=100)).fit()  # doctest: +SKIP
+    """
+
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg = resolve(cfg)
+        self.method = METHODS.get(cfg.method)(cfg)
+        self.dist = distributed.init_from_env(cfg.device)
+        device = pick_device(cfg.device)
+        if self.dist.enabled and device.startswith("cuda"):
+            device = f"cuda:{self.dist.local_rank}"
+        self.device = device
+        if cfg.batch_size % (self.dist.world_size * cfg.grad_accumulation):
+            raise EmbenchError(f"--batch-size {cfg.batch_size} must divide evenly over {self.dist.world_size} process(es) "
+                               f"x {cfg.grad_accumulation} accumulation step(s)")
+        cuda = device.startswith("cuda")
+        precision = cfg.precision
+        if precision == "auto":
+            precision = "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+        self.precision = precision
+        self.root = DataRoot.resolve(cfg.data_root)
+        self.out = Path(cfg.out)
+        self.history: list[dict[str, Any]] = []
+        self.best_score: float | None = None
+        self.best_step, self.initial, self.start = 0, None, 0
+
+    # -- setup -----------------------------------------------------------------------------------
+    def setup(self) -> None:
+        cfg, dist = self.cfg, self.dist
+        _seed(cfg.seed + dist.rank)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.examples = self.method.examples(self.root)
+        n = len(self.examples)
+        self.per_epoch = n // cfg.batch_size
+        if self.per_epoch == 0:
+            raise EmbenchError(f"{n} training examples are fewer than one batch of {cfg.batch_size}")
+        self.total = cfg.max_steps or max(1, math.ceil(cfg.epochs * self.per_epoch))
+        self.warmup = warmup_steps(cfg, self.total, self.per_epoch)
+        self.model = self.method.build(self.device)
+        if cfg.compile:
+            self.model.encoder.compile()  # in place: state_dict keys stay those of the model
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        if not self.params:
+            raise EmbenchError("every parameter is frozen: nothing to train")
+        self.optimizer = make_optimizer(self.params, cfg)
+        self.scheduler = make_scheduler(self.optimizer, self.total, self.warmup)
+        self.runner: torch.nn.Module = self.model
+        if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
+            self.runner = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[dist.local_rank] if self.device.startswith("cuda") else None)
+        self.evaluator = None
+        if cfg.eval_steps:
+            self.evaluator = Evaluator(cfg.eval_tasks or [], cfg.eval_analyses, self.root, self.out,
+                                       batch_size=cfg.eval_batch_size, max_length=cfg.eval_max_length,
+                                       dtype="bf16" if self.precision != "fp32" else "fp32")
+        self.meta = {"method": cfg.method, "recipe": cfg.recipe, "base_model": cfg.model, "from_scratch": cfg.from_scratch}
+        self.metrics_path = self.out / "metrics.jsonl"
+        if cfg.resume:
+            self._resume()
+        elif dist.is_main:
+            self.metrics_path.unlink(missing_ok=True)
+            checkpoints.write_json(self.out / "train_config.json", {
+                **cfg.to_dict(), "resolved_total_steps": self.total, "warmup_steps": self.warmup, "examples": n,
+                "world_size": dist.world_size, "device": self.device, "precision": self.precision})
+
+    def _resume(self) -> None:
+        state = checkpoints.load_resume(self.out / checkpoints.RESUME_DIR)
+        checkpoints.check_compatible(state.get("config", {}), self.cfg)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        checkpoints.set_rng_state(state["rng"])
+        self.start, self.best_score = state["step"], state.get("best_score")
+        self.best_step, self.initial = state.get("best_step", 0), state.get("initial_score")
+        if self.start >= self.total:
+            raise EmbenchError(f"--resume: the checkpoint is at step {self.start}, and the run has {self.total} steps")
+        if self.dist.is_main and self.metrics_path.is_file():  # steps after the checkpoint are redone: drop their records
+            lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
+            kept = [x for x in lines if x.strip() and json.loads(x)["step"] <= self.start]
+            self.metrics_path.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
+
+    # -- one step --------------------------------------------------------------------------------
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.precision != "bf16-mixed":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type="cuda" if self.device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+
+    def no_sync(self) -> contextlib.AbstractContextManager:
+        sync = getattr(self.runner, "no_sync", None)
+        return sync() if callable(sync) else contextlib.nullcontext()
+
+    def step(self, step: int) -> tuple[float, float, dict[str, float]]:
+        """One optimiser step; returns (loss, gradient norm, the method's logs)."""
+        cfg = self.cfg
+        idx = batch_indices(len(self.examples), cfg.batch_size, step, cfg.seed, self.dist)
+        rng = random.Random(f"{cfg.seed}:{step}:{self.dist.rank}")
+        micro = len(idx) // cfg.grad_accumulation
+        batches = [self.method.batch(self.examples, idx[i : i + micro], rng) for i in range(0, len(idx), micro)]
+        self.optimizer.zero_grad(set_to_none=True)
+        if len(batches) == 1:
+            with self.autocast():
+                loss, logs = self.method.loss(self.runner, batches[0], self.dist)
+            self._check_finite("loss", distributed.mean_over_processes(float(loss.detach())), step)
+            loss.backward()
+        else:
+            loss, logs = cached_step(self.method, self.runner, batches, self.dist, self.autocast,
+                                     torch.device(self.device), self.no_sync)
+            self._check_finite("loss", distributed.mean_over_processes(float(loss)), step)
+        clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+        gnorm = float(torch.nn.utils.clip_grad_norm_(self.params, clip))
+        if not math.isfinite(gnorm):
+            self.optimizer.zero_grad(set_to_none=True)
+            self._check_finite("gradient norm", gnorm, step)
+        self.optimizer.step()
+        self.scheduler.step()
+        return distributed.mean_over_processes(float(loss.detach())), gnorm, logs
+
+    def _check_finite(self, what: str, value: float, step: int) -> None:
+        if math.isfinite(value):
+            return
+        # The bad update has not been applied: the weights now are those after `step` good steps.
+        self.save_resume(step)
+        resume_dir = self.out / checkpoints.RESUME_DIR
+        kept = (f"; the best checkpoint is {self.out / checkpoints.BEST_DIR} ({self.best_score * 100:.2f})"
+                if self.best_score is not None else "")
+        raise TrainingDivergedError(
+            f"the {what} became {value} at step {step + 1}: training stopped before that update. "
+            f"The last good checkpoint is {resume_dir} (step {step}){kept}. Lower --lr or check the data."
+        )
+
+    # -- evaluate and save -----------------------------------------------------------------------
+    def evaluate(self, step: int) -> None:
+        if self.dist.is_main and self.evaluator is not None:
+            scores = self.evaluator(self.method.encoder_for_eval(self.runner), step)
+            select = self.cfg.select_on or self.evaluator.metrics[0]
+            if select not in scores:
+                raise EmbenchError(f"--select-on {select!r}: no such metric; the evaluation gives {', '.join(scores)}")
+            score = scores[select]
+            if self.initial is None and step == 0:
+                self.initial = score
+            better = self.best_score is None or score > self.best_score
+            if better:
+                self.best_score, self.best_step = score, step
+                self.export(self.out / checkpoints.BEST_DIR, step, {select: score})
+            self.emit({"step": step, **{f"eval/{k}": v for k, v in scores.items()}, "best": better})
+        distributed.barrier()
+
+    def export(self, folder: Path, step: int, extra: dict[str, Any] | None = None) -> Path:
+        return self.method.export(self.runner, folder, {**self.meta, "step": step, **(extra or {})})
+
+    def save_resume(self, step: int) -> None:
+        if self.dist.is_main:
+            checkpoints.save_resume(self.out / checkpoints.RESUME_DIR, model=self.model, optimizer=self.optimizer,
+                                    scheduler=self.scheduler, step=step, extra={
+                                        "best_score": self.best_score, "best_step": self.best_step,
+                                        "initial_score": self.initial, "config": self.cfg.to_dict()})
+        distributed.barrier()
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        self.history.append(rec)
+        if self._log is not None:
+            self._log.write(json.dumps(rec) + "\n")
+            self._log.flush()
+        if self._writer is not None:
+            for k, v in rec.items():
+                if isinstance(v, (int, float)) and k != "step":
+                    self._writer.add_scalar(k, v, rec["step"])
+
+    # -- the loop --------------------------------------------------------------------------------
+    def fit(self) -> TrainResult:
+        """Train to the last step; see the module docstring."""
+        self.setup()
+        cfg, dist = self.cfg, self.dist
+        self._log = open(self.metrics_path, "a", encoding="utf-8") if dist.is_main else None
+        self._writer = _tensorboard(self.out) if cfg.tensorboard and dist.is_main else None
+        series_dir = self.out / "checkpoints"
+        save_resume_every = cfg.save_steps or cfg.eval_steps or 500
+        try:
+            if cfg.eval_steps and self.start == 0:
+                self.evaluate(0)
+            self.model.train()
+            last_loss = self._loop(save_resume_every, series_dir)
+        finally:
+            if self._log is not None:
+                self._log.close()
+            if self._writer is not None:
+                self._writer.close()
+        best = self.out / checkpoints.BEST_DIR
+        if not cfg.eval_steps and dist.is_main:  # no model selection: keep the last step
+            self.best_step = self.total
+            self.export(best, self.total, {"selected": "last step (no evaluation)"})
+        distributed.barrier()
+        series = sorted(series_dir.glob("step-*")) if series_dir.is_dir() else []
+        return TrainResult(self.out, best, self.best_step, self.best_score, self.initial, self.total, last_loss,
+                           self.metrics_path, self.history, series)
+
+    def _loop(self, save_resume_every: int, series_dir: Path) -> float | None:
+        cfg, dist = self.cfg, self.dist
+        last_loss = None
+        window_t, window_steps = time.perf_counter(), 0
+        inner = self.method.encoder_for_eval(self.model)
+        tokens_before = getattr(inner, "tokens", 0)
+        n_params = sum(p.numel() for p in inner.encoder.parameters())
+        progress = RateProgress(cfg.progress and dist.is_main, "training", f"{cfg.method} {Path(cfg.model).name}",
+                                self.total, "steps", completed=self.start, fields=("loss",))
+        with progress:
+            for step in range(self.start, self.total):
+                loss, gnorm, logs = self.step(step)
+                last_loss, done = loss, step + 1
+                window_steps += 1
+                progress.advance(loss=f"{loss:.4f}")
+                if done % cfg.log_steps == 0 or done == self.total:
+                    dt = max(time.perf_counter() - window_t, 1e-9)
+                    tokens = (getattr(inner, "tokens", 0) - tokens_before) * dist.world_size
+                    tps = tokens / dt
+                    self.emit({"step": done, "loss": loss, "lr": self.scheduler.get_last_lr()[0], "grad_norm": gnorm,
+                               **logs, "steps_per_s": window_steps / dt, "tokens_per_s": tps,
+                               # 6 N FLOPs per token (forward + backward): model FLOPs, for MFU against the GPU's peak
+                               "model_tflops_per_s": 6 * n_params * tps / 1e12})
+                    window_t, window_steps, tokens_before = time.perf_counter(), 0, getattr(inner, "tokens", 0)
+                if cfg.eval_steps and (done % cfg.eval_steps == 0 or done == self.total):
+                    self.evaluate(done)
+                if cfg.save_every and done % cfg.save_every == 0 and dist.is_main:
+                    self.export(series_dir / f"step-{done:06d}", done)
+                if done % save_resume_every == 0 or done == self.total:
+                    self.save_resume(done)
+                if window_steps == 0:  # speed is measured on training steps only, not evaluation or saving
+                    window_t, tokens_before = time.perf_counter(), getattr(inner, "tokens", 0)
+        return last_loss
+
+
+def train(cfg: TrainConfig) -> TrainResult:
+    """Train ``cfg.method`` and keep the best checkpoint.
+
+    >>> from embench.train import make_config, train
+    >>> r = train(make_config(recipe="crop", model="all-MiniLM-L6-v2", max_steps=200, out="runs/crop"))  # doctest: +SKIP
+    >>> r.best_dir                                                                                   # doctest: +SKIP
+    """
+    return Trainer(cfg).fit()
+
+
+def _seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _tensorboard(out: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise EmbenchError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
+    return SummaryWriter(str(out / "tensorboard"))
