@@ -65,7 +65,11 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     freeze(encoder, cfg.freeze_embeddings, cfg.freeze_layers)
     if cfg.gradient_checkpointing:
         # non-reentrant checkpointing works with frozen inputs and with DDP
-        encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        kwargs = {"use_reentrant": False}
+        if hasattr(encoder, "activation_checkpointing_enable"):  # transformers >= 5.x renamed it
+            encoder.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     if cfg.lora_r:
         from .adapters import add_lora
 

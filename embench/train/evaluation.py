@@ -40,7 +40,8 @@ def task_specs(names: list[str]) -> list[EvalSpec]:
         for suffix, value in SPLIT_SUFFIXES.items():
             if name.endswith(suffix):
                 base, split = name[: -len(suffix)], value
-        resolve_tasks(None, [base]) if base not in _suites() else None  # did-you-mean now, not at the first evaluation
+        if base not in _suites():
+            resolve_tasks(None, [base])  # did-you-mean now, not at the first evaluation
         specs.append(EvalSpec(name, base, {"stsb_split": split} if split else {}))
     return specs
 

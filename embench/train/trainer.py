@@ -100,6 +100,11 @@ class Trainer:
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
         cfg, dist = self.cfg, self.dist
+        self.evaluator = None  # built first: a misspelt task or analysis stops the run before any loading
+        if cfg.eval_steps:
+            self.evaluator = Evaluator(cfg.eval_tasks or [], cfg.eval_analyses, self.root, self.out,
+                                       batch_size=cfg.eval_batch_size, max_length=cfg.eval_max_length,
+                                       dtype="bf16" if self.precision != "fp32" else "fp32")
         _seed(cfg.seed + dist.rank)
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
@@ -121,11 +126,6 @@ class Trainer:
         if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
             self.runner = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[dist.local_rank] if self.device.startswith("cuda") else None)
-        self.evaluator = None
-        if cfg.eval_steps:
-            self.evaluator = Evaluator(cfg.eval_tasks or [], cfg.eval_analyses, self.root, self.out,
-                                       batch_size=cfg.eval_batch_size, max_length=cfg.eval_max_length,
-                                       dtype="bf16" if self.precision != "fp32" else "fp32")
         self.meta = {"method": cfg.method, "recipe": cfg.recipe, "base_model": cfg.model, "from_scratch": cfg.from_scratch}
         self.metrics_path = self.out / "metrics.jsonl"
         if cfg.resume:

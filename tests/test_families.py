@@ -1,0 +1,75 @@
+"""Model families: detection, per-family defaults, the patch hook, and prompts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import embench
+from embench.core.errors import EmbenchError
+from embench.models.families import FAMILIES, Family
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_dir(tmp_path_factory, minilm_path):
+    """A randomly initialised 2-layer Llama (hidden 32) with MiniLM's tokenizer: a decoder LLM in seconds."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaModel
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    torch.manual_seed(0)
+    LlamaModel(LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def test_each_kind_of_checkpoint_gets_its_family_defaults(tiny_llama_dir, tiny_bert_dir, minilm_path):
+    llm = embench.load_model(tiny_llama_dir, dtype=None, device="cpu")
+    assert (llm.pooling, llm.tokenizer.padding_side, llm.settings.dtype) == ("last_token", "left", "fp32")  # bf16 on GPUs
+    assert FAMILIES.get("causal-lm").default_dtype("cuda") == "bf16"
+    assert embench.load_model(tiny_bert_dir).pooling == "cls"  # SimCSE's default for plain encoders
+    assert embench.load_model(minilm_path).pooling == "mean"  # the sentence-transformers folder's own
+    # left padding and last-token pooling: a text's vector does not depend on what it is batched with
+    alone = llm.encode_batch(["A man plays a guitar."])
+    padded = llm.encode_batch(["A man plays a guitar.", "A much longer sentence that forces padding of the first one."])
+    np.testing.assert_allclose(alone[0], padded[0], atol=1e-5)
+
+
+def test_a_failing_family_hook_names_the_family_and_the_model_and_stores_nothing(tiny_bert_dir, data_root, tmp_path):
+    def broken(model):
+        raise RuntimeError("no attention module to patch")
+
+    FAMILIES.add("broken-test-family", Family("broken-test-family", "a hook that fails", patch=broken))
+    enc = embench.load_model(tiny_bert_dir, family="broken-test-family")
+    with pytest.raises(EmbenchError, match=r"model family 'broken-test-family'.*failed on .*tiny-bert.*no attention module"):
+        embench.evaluate(enc, tasks=["STS12"], data=data_root, results_dir=tmp_path / "results", use_cache=False)
+    assert not list((tmp_path / "results").rglob("*.json"))
+    with pytest.raises(EmbenchError, match="unknown model family 'causal-ln'. Did you mean 'causal-lm'"):
+        embench.load_model(tiny_bert_dir, family="causal-ln")
+
+
+def test_a_family_hook_changes_the_model_before_any_text_is_encoded(tiny_bert_dir):
+    def halve_embeddings(model):
+        model.embeddings.word_embeddings.weight.data *= 0.5
+
+    FAMILIES.add("halved-test-family", Family("halved-test-family", "scales the embeddings", patch=halve_embeddings))
+    plain = embench.load_model(tiny_bert_dir).encode_batch(["a dog"])
+    patched = embench.load_model(tiny_bert_dir, family="halved-test-family")
+    assert not np.allclose(plain, patched.encode_batch(["a dog"]))
+    assert embench.load_model(tiny_bert_dir).cache_key() != patched.cache_key()
+
+
+def test_a_prompt_needs_text_changes_the_vectors_and_is_recorded(tiny_llama_dir, data_root, tmp_path):
+    with pytest.raises(EmbenchError, match=r"--prompt 'Summarise:' has no \{text\}"):
+        embench.load_model(tiny_llama_dir, prompt="Summarise:")
+    with pytest.raises(EmbenchError, match="only {text} may stand in braces"):
+        embench.load_model(tiny_llama_dir, prompt="{text} in {lang}")
+    prompt = 'This sentence : "{text}" means in one word:"'
+    plain, prompted = embench.load_model(tiny_llama_dir), embench.load_model(tiny_llama_dir, prompt=prompt)
+    assert plain.cache_key() != prompted.cache_key()
+    assert not np.allclose(plain.encode_batch(["a dog"]), prompted.encode_batch(["a dog"]))
+    ev = embench.evaluate(tiny_llama_dir, tasks=["STSBenchmark"], prompt=prompt, data=data_root,
+                          results_dir=tmp_path, use_cache=False, stsb_split="dev")
+    assert ev.records[0].encoder["prompt"] == prompt
