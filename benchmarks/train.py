@@ -40,7 +40,7 @@ def ours(model: str, texts: list[str], args, tmp: Path) -> float:
     cfg = make_config(method="unsup-simcse", model=model, data=[str(corpus)], out=str(tmp / "ours"), pooling="mean",
                       mlp="none", batch_size=args.batch_size, max_length=args.max_length, lr=3e-5, warmup_ratio=0.1,
                       max_steps=args.warmup + args.steps, log_steps=1, eval_steps=0, save_steps=10**9, progress=False,
-                      device="cpu")
+                      device=args.device, precision="bf16-mixed" if args.device.startswith("cuda") else "fp32")
     hist = [h for h in train(cfg).history if "steps_per_s" in h][args.warmup :]
     return len(hist) / sum(1.0 / h["steps_per_s"] for h in hist)
 
@@ -58,7 +58,7 @@ def sentence_transformers_trainer(model: str, texts: list[str], args, tmp: Path)
     from embench.models.loader import resolve_model_path
 
     folder = resolve_model_path(model)[0] or model
-    st = SentenceTransformer(str(folder), device="cpu")
+    st = SentenceTransformer(str(folder), device=args.device)
     st.max_seq_length = args.max_length
     stamps: list[float] = []
 
@@ -73,7 +73,7 @@ def sentence_transformers_trainer(model: str, texts: list[str], args, tmp: Path)
     targs = SentenceTransformerTrainingArguments(
         output_dir=str(tmp / "st"), per_device_train_batch_size=args.batch_size, learning_rate=3e-5, warmup_ratio=0.1,
         max_steps=args.warmup + args.steps, logging_steps=10**6, save_strategy="no", report_to="none", seed=42,
-        dataloader_drop_last=True, use_cpu=True, disable_tqdm=True,
+        dataloader_drop_last=True, use_cpu=args.device == "cpu", bf16=args.device.startswith("cuda"), disable_tqdm=True,
     )
     data = Dataset.from_dict({"anchor": texts, "positive": texts})
     trainer = SentenceTransformerTrainer(model=st, args=targs, train_dataset=data,
@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (both trainers in bf16 autocast)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -109,9 +110,10 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in runs.items()}
     result = {
         "model": args.model, "batch_size": args.batch_size, "max_length": args.max_length, "steps": args.steps,
-        "warmup": args.warmup, "threads": args.threads, "device": "cpu", "machine": platform.processor() or platform.machine(),
+        "warmup": args.warmup, "threads": args.threads, "device": args.device, "machine": platform.processor() or platform.machine(),
         "steps_per_s": runs, "median_steps_per_s": med, "ratio_embench_over_st": med["embench"] / med["sentence-transformers"],
         "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
     }
     print(f"ratio embench / sentence-transformers: {result['ratio_embench_over_st']:.2f}x")
     if args.out:

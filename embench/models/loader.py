@@ -303,8 +303,9 @@ def load_model(
 
         def load() -> tuple[torch.nn.Module, Any]:
             try:
+                # fp32 weights (bf16/fp16 run through autocast), whatever dtype the checkpoint was saved in
                 model = AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code,
-                                                  **extra, **fam.load_kwargs())
+                                                  torch_dtype=torch.float32, **extra, **fam.load_kwargs())
             except Exception as e:
                 raise ModelLoadError(raw_name, [*tried, f"weights from {hf_folder}: {type(e).__name__}: {e}"]) from e
             return fam.apply_patch(model, raw_name), loaded_tokenizer

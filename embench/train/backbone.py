@@ -49,13 +49,14 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
         for attr in DROPOUT_ATTRS:
             if hasattr(config, attr):
                 setattr(config, attr, cfg.dropout)
-    kwargs = {**extra, **family.load_kwargs()}
+    # fp32 master weights whatever the checkpoint was saved in (transformers 5 loads the saved dtype by default)
+    kwargs = {**extra, **family.load_kwargs(), "torch_dtype": torch.float32}
     mlm_head = None
     if mlm:
-        full = AutoModelForMaskedLM.from_config(config) if cfg.from_scratch else AutoModelForMaskedLM.from_pretrained(hf, config=config, **kwargs)
+        full = AutoModelForMaskedLM.from_config(config, torch_dtype=torch.float32) if cfg.from_scratch else AutoModelForMaskedLM.from_pretrained(hf, config=config, **kwargs)
         encoder, mlm_head = full.base_model, _mlm_head(full)
     elif cfg.from_scratch:
-        encoder = AutoModel.from_config(config)
+        encoder = AutoModel.from_config(config, torch_dtype=torch.float32)
     else:
         encoder = AutoModel.from_pretrained(hf, config=config, **kwargs)
     encoder = family.apply_patch(encoder, cfg.model)
