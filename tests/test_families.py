@@ -73,3 +73,18 @@ def test_a_prompt_needs_text_changes_the_vectors_and_is_recorded(tiny_llama_dir,
     ev = embench.evaluate(tiny_llama_dir, tasks=["STSBenchmark"], prompt=prompt, data=data_root,
                           results_dir=tmp_path, use_cache=False, stsb_split="dev")
     assert ev.records[0].encoder["prompt"] == prompt
+
+
+def test_a_checkpoint_trained_with_a_prompt_is_encoded_with_it(tiny_llama_dir, data_root, tmp_path):
+    import gzip
+
+    from embench.train import make_config, train
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(gzip.open(data_root / "corpora" / "wiki1m-prefix.txt.gz", "rt").read().splitlines()[:64]))
+    prompt = 'The representative word for {text} is:"'  # BeLLM §3
+    r = train(make_config(method="unsup-simcse", model=str(tiny_llama_dir), data=[str(corpus)], out=str(tmp_path / "run"),
+                          data_root=str(data_root), prompt=prompt, mlp="none", max_steps=2, batch_size=8, max_length=32,
+                          eval_steps=0, progress=False))
+    enc = embench.load_model(r.best_dir)
+    assert (enc.settings.prompt, enc.pooling) == (prompt, "last_token")

@@ -29,6 +29,7 @@ from ..core.registry import Registry
 
 DECODER_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "phi", "phi3", "gemma", "gemma2", "gemma3_text",
                  "opt", "falcon", "smollm3", "olmo", "olmo2"}
+FIRST_TOKEN_POOLERS = ("cls", "cls_before_pooler")
 Patch = Callable[[Any], Any]  # (loaded model) -> the model to use (usually the same object, changed in place)
 
 
@@ -44,6 +45,12 @@ class Family:
     gpu_dtype: str = "fp32"  # default inference dtype on a GPU (CPU inference is fp32)
     attn_implementation: str | None = None  # passed to from_pretrained when set
     patch: Patch | str | None = None  # hook on the loaded model, or a lazy "module:attr" path
+    causal: bool = False  # causal attention: the first token sees nothing of the text
+
+    def training_pooling(self, asked: str) -> str:
+        """The pooler to train with: first-token poolers (a method's default for encoders, e.g.
+        SimCSE's [CLS]) see nothing of the text in a causal model, which then takes its family's."""
+        return self.pooling if self.causal and self.pooling and asked in FIRST_TOKEN_POOLERS else asked
 
     def default_dtype(self, device: str) -> str:
         return self.gpu_dtype if device.startswith("cuda") else "fp32"
@@ -73,10 +80,11 @@ FAMILIES.add("encoder", Family("encoder", "BERT-like bidirectional encoders (BER
 FAMILIES.add("sentence-transformers", Family("sentence-transformers",
                                              "sentence-transformers folders: their own pooling, Dense, Normalize"))
 FAMILIES.add("causal-lm", Family("causal-lm", "decoder LLMs (Llama, Mistral, Qwen, ...): last token, left padding, bf16 on GPUs",
-                                 pooling="last_token", padding_side="left", gpu_dtype="bf16", attn_implementation="sdpa"),
+                                 pooling="last_token", padding_side="left", gpu_dtype="bf16", attn_implementation="sdpa",
+                                 causal=True),
              "llm", "decoder")
 FAMILIES.add("gguf", Family("gguf", "GGUF files of decoder LLMs (dequantised by transformers on load)",
-                            pooling="last_token", padding_side="left", gpu_dtype="bf16"))
+                            pooling="last_token", padding_side="left", gpu_dtype="bf16", causal=True))
 
 
 def is_decoder(config: Any) -> bool:

@@ -253,6 +253,7 @@ def load_model(
     st_cfg: dict[str, Any] = {}
     revision = None
     gguf: str | None = None
+    trained_folder: Path | None = None  # where embench_training.json may be
 
     if isinstance(name_or_path, torch.nn.Module):
         if tokenizer is None:
@@ -280,7 +281,7 @@ def load_model(
                 f"{folder}: sentence-transformers modules {st_cfg['unsupported']} are not supported "
                 "(embench reads Transformer, Pooling and Normalize)"
             )
-        hf_folder = st_cfg.get("transformer_path", folder)
+        hf_folder = trained_folder = st_cfg.get("transformer_path", folder)
         gguf = gguf_file_of(raw_name)
         extra = {"gguf_file": gguf} if gguf else {}
         has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
@@ -312,8 +313,8 @@ def load_model(
 
     if pooling is None:
         pooling = st_cfg.get("pooling") or fam.pooling or "cls"
-    if prompt is None:
-        prompt = fam.prompt
+    if prompt is None:  # a checkpoint embench trained keeps the prompt it was trained with
+        prompt = _trained_prompt(trained_folder) or fam.prompt
     if dtype is None:
         dtype = fam.default_dtype(device)
     if max_length is None:
@@ -345,6 +346,13 @@ def load_model(
         folders = list(st_cfg["dense"])
         encoder.set_dense(lambda: [load_dense(d) for d in folders], [d.name for d in folders])
     return encoder
+
+
+def _trained_prompt(folder: Path | None) -> str:
+    meta = folder / "embench_training.json" if folder is not None else None
+    if meta is None or not meta.is_file():
+        return ""
+    return str(_read_json(meta).get("prompt") or "")
 
 
 def _model_max_length(config: Any, tokenizer: Any) -> int:

@@ -134,7 +134,8 @@ class Trainer:
             self.metrics_path.unlink(missing_ok=True)
             checkpoints.write_json(self.out / "train_config.json", {
                 **cfg.to_dict(), "resolved_total_steps": self.total, "warmup_steps": self.warmup, "examples": n,
-                "world_size": dist.world_size, "device": self.device, "precision": self.precision})
+                "world_size": dist.world_size, "device": self.device, "precision": self.precision,
+                "pooling": getattr(self.method.encoder_for_eval(self.model), "pooling", cfg.pooling)})
 
     def _resume(self) -> None:
         state = checkpoints.load_resume(self.out / checkpoints.RESUME_DIR)

@@ -89,10 +89,15 @@ class Method(ABC):
 
     # -- model -----------------------------------------------------------------------------------
     def build(self, device: str) -> nn.Module:
+        return self.sentence_model(device)
+
+    def sentence_model(self, device: str, mlm: bool = False) -> SentenceModel:
+        """The backbone with the run's pooler, maximum length and prompt (and its MLM head when ``mlm``)."""
         cfg = self.config
-        bb = load_backbone(cfg, device)
-        return SentenceModel(bb.encoder, bb.tokenizer, pooling=cfg.pooling, max_length=cfg.max_length,
-                             prompt=cfg.prompt or bb.family.prompt).to(device)
+        bb = load_backbone(cfg, device, mlm=mlm)
+        return SentenceModel(bb.encoder, bb.tokenizer, pooling=bb.family.training_pooling(cfg.pooling),
+                             max_length=cfg.max_length, prompt=cfg.prompt or bb.family.prompt,
+                             mlm_head=bb.mlm_head).to(device)
 
     def forward(self, module: nn.Module, batch: Batch) -> Outputs:
         """Every view through ``module`` in ONE call (distinct dropout masks per view, as SimCSE does)."""

@@ -14,9 +14,7 @@ import torch
 from torch import nn
 
 from .. import distributed, losses
-from ..backbone import load_backbone
 from ..distributed import DistInfo
-from ..module import SentenceModel
 from .base import Batch, Method, Outputs
 
 
@@ -42,12 +40,7 @@ class ContrastiveMethod(Method):
     hard_negative_weight: float = 1.0
 
     def build(self, device: str) -> nn.Module:
-        if not self.options.mlm_weight:
-            return super().build(device)
-        cfg = self.config
-        bb = load_backbone(cfg, device, mlm=True)
-        return SentenceModel(bb.encoder, bb.tokenizer, pooling=cfg.pooling, max_length=cfg.max_length,
-                             prompt=cfg.prompt or bb.family.prompt, mlm_head=bb.mlm_head).to(device)
+        return self.sentence_model(device, mlm=self.options.mlm_weight > 0)
 
     def forward(self, module: nn.Module, batch: Batch) -> Outputs:
         if not self.options.mlm_weight:
