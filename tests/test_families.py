@@ -61,6 +61,7 @@ def test_a_family_hook_changes_the_model_before_any_text_is_encoded(tiny_bert_di
     assert embench.load_model(tiny_bert_dir).cache_key() != patched.cache_key()
 
 
+@pytest.mark.slow
 def test_a_prompt_needs_text_changes_the_vectors_and_is_recorded(tiny_llama_dir, data_root, tmp_path):
     with pytest.raises(EmbenchError, match=r"--prompt 'Summarise:' has no \{text\}"):
         embench.load_model(tiny_llama_dir, prompt="Summarise:")
@@ -75,6 +76,7 @@ def test_a_prompt_needs_text_changes_the_vectors_and_is_recorded(tiny_llama_dir,
     assert ev.records[0].encoder["prompt"] == prompt
 
 
+@pytest.mark.slow
 def test_a_checkpoint_trained_with_a_prompt_is_encoded_with_it(tiny_llama_dir, data_root, tmp_path):
     import gzip
 

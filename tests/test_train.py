@@ -167,6 +167,7 @@ def _ddp_worker(rank: int, world: int, port: int, out: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_with_two_processes_matches_one_process_on_the_concatenated_batch(tmp_path):
     import socket
 
@@ -204,6 +205,7 @@ def trained(tiny_bert_dir, data_root, tmp_path_factory):
     return train(cfg)
 
 
+@pytest.mark.slow
 def test_tiny_random_model_loss_falls_over_50_steps(trained):
     losses = [h["loss"] for h in trained.history if "loss" in h]
     assert len(losses) == 50
@@ -220,6 +222,7 @@ def ours_dim(enc) -> int:
     return enc.encode_batch(["x"]).shape[1]
 
 
+@pytest.mark.slow
 def test_saved_checkpoint_loads_in_embench_and_sentence_transformers_with_the_same_vectors(trained):
     from sentence_transformers import SentenceTransformer
 
@@ -245,6 +248,7 @@ def _small_crop_config(tiny_bert_dir, data_root, out, **kw):
                        eval_steps=0, progress=False, **kw)
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(tiny_bert_dir, data_root, tmp_path, monkeypatch):
     full = train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "full", max_steps=6, save_steps=3))
     with _failing_loss(monkeypatch, at_call=5, kind="interrupt"), pytest.raises(KeyboardInterrupt):

@@ -133,6 +133,7 @@ def _series_config(tiny_bert_dir, data_root, out, **kw):
                        max_steps=6, save_every=2, save_steps=1, **kw)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_series_resumes_exactly(tiny_bert_dir, data_root, tmp_path, monkeypatch):
     full = train(_series_config(tiny_bert_dir, data_root, tmp_path / "full"))
     assert [p.name for p in full.series] == ["step-000002", "step-000004", "step-000006"]
@@ -209,6 +210,7 @@ def test_lora_trains_only_the_adapters_and_exports_a_merged_model(tiny_bert_dir,
     assert embench.load_model(result.best_dir).encode_batch(["x"]).shape == (1, 32)
 
 
+@pytest.mark.slow
 def test_evaluation_callbacks_score_tasks_and_analyses_and_select_on_one(tiny_bert_dir, corpus, data_root, tmp_path):
     cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(corpus)], data_root=str(data_root),
                       out=str(tmp_path / "ev"), max_steps=2, eval_steps=2, progress=False, pooling="mean", lr=1e-3,
