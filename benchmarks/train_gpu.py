@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-VARIANTS = {
+LLM_PROMPT = 'This sentence : "{text}" means in one word:"'  # PromptEOL (Jiang et al., 2023), as BeLLM builds on
+VARIANTS = {  # the encoder's own mean pooling
     "fp32": {"precision": "fp32"},
     "bf16-mixed": {"precision": "bf16-mixed"},
     "bf16-weights": {"precision": "bf16"},
@@ -30,13 +31,14 @@ VARIANTS = {
 }
 
 
-def throughput(args, name: str, extra: dict, tmp: Path) -> dict:
+def throughput(args, name: str, extra: dict, tmp: Path, model: str | None = None, batch_size: int | None = None,
+               max_length: int | None = None) -> dict:
     from embench.train import make_config, train
 
     torch.cuda.reset_peak_memory_stats()
-    cfg = make_config(method="unsup-simcse", model=args.model, data=["corpora"], data_root=args.data_root,
-                      out=str(tmp / name), pooling="mean", mlp="none", batch_size=args.batch_size,
-                      max_length=args.max_length, lr=extra.pop("lr", 3e-5), max_steps=args.warmup + args.steps,
+    cfg = make_config(method="unsup-simcse", model=model or args.model, data=["corpora"], data_root=args.data_root,
+                      out=str(tmp / name), mlp="none", pooling=None if model else "mean", batch_size=batch_size or args.batch_size,
+                      max_length=max_length or args.max_length, lr=extra.pop("lr", 3e-5), max_steps=args.warmup + args.steps,
                       log_steps=1, eval_steps=0, save_steps=10**9, progress=False, device="cuda", **extra)
     start = time.perf_counter()
     result = train(cfg)
@@ -46,6 +48,29 @@ def throughput(args, name: str, extra: dict, tmp: Path) -> dict:
             "tokens_per_s": statistics.median(h["tokens_per_s"] for h in hist), "model_tflops_per_s": tflops,
             "mfu": tflops / args.peak_tflops, "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
             "last_loss": result.last_loss, "wall_s": time.perf_counter() - start}
+
+
+LLM_VARIANTS = {
+    "bf16-mixed": {"precision": "bf16-mixed"},
+    "bf16-weights": {"precision": "bf16"},
+    "bf16-weights+checkpointing": {"precision": "bf16", "gradient_checkpointing": True},
+    "bf16-mixed+lora-r16": {"precision": "bf16-mixed", "lora_r": 16, "lora_alpha": 32, "lr": 1e-4},
+}
+
+
+def random_llm(args, tmp: Path) -> str:
+    """A randomly initialised Llama of ``--llm-layers`` x ``--llm-hidden`` with the model's tokenizer:
+    the decoder-LLM path (causal-lm family, last token, left padding, prompt) at a size where the GPU works."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaModel
+
+    tok = AutoTokenizer.from_pretrained(args.model)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=args.llm_hidden, num_hidden_layers=args.llm_layers,
+                      num_attention_heads=args.llm_hidden // 128, num_key_value_heads=args.llm_hidden // 128,
+                      intermediate_size=int(args.llm_hidden * 8 / 3) // 64 * 64, max_position_embeddings=512)
+    folder = tmp / "random-llama"
+    LlamaModel(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
 
 
 def recipe_run(args, tmp: Path) -> dict:
@@ -72,6 +97,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--eval-steps", type=int, default=50)
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak (H100 SXM: 989)")
+    ap.add_argument("--llm-layers", type=int, default=0, help="> 0: also a random Llama of this depth")
+    ap.add_argument("--llm-hidden", type=int, default=2048)
+    ap.add_argument("--llm-batch-size", type=int, default=64)
+    ap.add_argument("--llm-max-length", type=int, default=128)
+    ap.add_argument("--only-llm", action="store_true")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     out = Path(args.out)
@@ -79,13 +109,23 @@ def main() -> None:
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "batch_size": args.batch_size,
               "max_length": args.max_length, "variants": []}
     with tempfile.TemporaryDirectory() as d:
-        for name, extra in VARIANTS.items():
+        for name, extra in ({} if args.only_llm else VARIANTS).items():
             row = throughput(args, name, dict(extra), Path(d))
             report["variants"].append(row)
             print(json.dumps(row), flush=True)
-        report["recipe_run"] = recipe_run(args, Path(d))
-        print(json.dumps(report["recipe_run"]), flush=True)
-    (out / "train_gpu.json").write_text(json.dumps(report, indent=2) + "\n")
+        if not args.only_llm:
+            report["recipe_run"] = recipe_run(args, Path(d))
+            print(json.dumps(report["recipe_run"]), flush=True)
+        if args.llm_layers:
+            llm = random_llm(args, Path(d))
+            report["llm"] = {"layers": args.llm_layers, "hidden": args.llm_hidden, "batch_size": args.llm_batch_size,
+                             "max_length": args.llm_max_length, "prompt": LLM_PROMPT, "variants": []}
+            for name, extra in LLM_VARIANTS.items():
+                row = throughput(args, "llm-" + name, {**extra, "prompt": LLM_PROMPT}, Path(d), llm,
+                                 args.llm_batch_size, args.llm_max_length)
+                report["llm"]["variants"].append(row)
+                print(json.dumps(row), flush=True)
+    (out / ("train_gpu_llm.json" if args.only_llm else "train_gpu.json")).write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
