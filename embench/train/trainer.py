@@ -4,7 +4,7 @@ Per step: this process's share of the global batch, cut into ``grad_accumulation
 (accumulated without changing a batch-level loss: ``accumulation.py``); the method's loss; a NaN/inf
 check before any update; clipping; Adam(W) and a linear schedule (``schedule.py``). Precision:
 fp32, bf16 autocast over fp32 weights, or bf16 weights. Every ``eval_steps`` (and before the first
-step) the evaluation callbacks run (``evaluation.py``) and the best checkpoint is kept; every
+step) the evaluation callbacks run (``callbacks.py``) and the best checkpoint is kept; every
 ``save_every`` steps a checkpoint joins the series ``OUT/checkpoints/step-NNNNNN`` (SimCSE Fig. 2,
 the cropping paper's Figs. 1 and 3 are drawn from one); every ``save_steps`` the resume state is
 written. A stopped run continues with ``--resume`` and takes the same batches it would have.
@@ -31,7 +31,7 @@ from ..report.progress import RateProgress
 from . import checkpoints, distributed
 from .accumulation import cached_step
 from .config import TrainConfig
-from .evaluation import Evaluator
+from .callbacks import Evaluator
 from .methods import METHODS
 from .resolve import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps
