@@ -12,17 +12,17 @@ from typing import Any
 
 import pandas as pd
 
-from .cache import default_cache_dir
-from .data.root import DataRoot
-from .engine import Engine
 from .core.errors import EmbenchError
+from .data.root import DataRoot
+from .encoding.cache import default_cache_dir
+from .encoding.engine import Engine
+from .evaluation.protocols import EvalProtocol
+from .evaluation.provenance import data_checksums, software
+from .evaluation.results import Record, ResultStore, record_key
+from .evaluation.suites import SUITES
 from .models.encoder import Encoder
 from .models.loader import load_model
-from .protocols import Protocol
-from .provenance import data_checksums, software
 from .report.tables import breakdown_frame, render, summary_frame
-from .results import Record, ResultStore, record_key
-from .suites import SUITES
 from .tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def evaluate(
         suite = "sts-all"
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
-    protocol = Protocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
+    protocol = EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
     encoder = _as_encoder(model, model_opts)
     root = DataRoot.resolve(data)
     store = ResultStore(results_dir)

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 import embench
-from embench.audit import KNOBS, audit, check_table, parse_reported, read_reported_file
+from embench.audit.knobs import KNOBS
+from embench.audit.protocol import audit
+from embench.audit.published_table import check_table
+from embench.audit.reported import parse_reported, read_reported_file
 from embench.core.errors import EmbenchError, UnknownNameError
 
 TASKS = ["STS13", "STSBenchmark"]
@@ -81,7 +84,7 @@ def test_text_reads_other_files(tiny_audit):
 def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
     result, base = tiny_audit
     recs = embench.results(base / "results", task="STS13")
-    baseline = [r for r in recs if r.protocol == embench.Protocol().to_dict()]
+    baseline = [r for r in recs if r.protocol == embench.EvalProtocol().to_dict()]
     enc = {(r.encoder["pooling"], r.encoder["dtype"], r.encoder["max_length"]) for r in baseline}
     assert enc == {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("cls", "bf16", 512), ("cls", "fp32", 32)}
     assert (_delta(result, "pooling=mean") > 1e-4).all()

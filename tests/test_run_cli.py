@@ -48,7 +48,7 @@ def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
 
 def test_tasks_given_with_a_suite_are_added_after_the_suites_own(env, tiny_bert_dir):
     from embench.api import resolve_tasks
-    from embench.suites import SUITES
+    from embench.evaluation.suites import SUITES
 
     assert resolve_tasks("transfer", ["SST5", "MR"])[0] == [*SUITES.get("transfer").tasks, "SST5"]
     assert resolve_tasks(None, ["STS12"]) == (["STS12"], "summary")
@@ -78,7 +78,7 @@ def test_protocol_options_reach_the_records(env, tiny_bert_dir):
     recs = embench.results(env / "results")
     assert {x.task for x in recs} == {"SICKRelatedness", "STS12"}
     sts12 = next(x for x in recs if x.task == "STS12")
-    assert sts12.protocol | {} == {**embench.Protocol().to_dict(), "aggregation": "wmean", "correlation": "pearson", "text": "raw", "sick_split": "full", "similarity": "dot"}
+    assert sts12.protocol | {} == {**embench.EvalProtocol().to_dict(), "aggregation": "wmean", "correlation": "pearson", "text": "raw", "sick_split": "full", "similarity": "dot"}
     assert sts12.main_score == pytest.approx(sts12.scores["wmean"]["pearson"])
     assert (sts12.encoder["pooling"], sts12.encoder["layer"], sts12.encoder["max_length"]) == ("mean", 1, 64)
     assert sts12.provenance["batch_size"] == 32

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import embench
-from embench.engine import Engine
+from embench.encoding.engine import Engine
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_record_carries_provenance(minilm_run):
     }
     assert all(len(v) == 64 for v in p["data_files"].values())
     assert p["batch_size"] == 128 and p["dtype"] == "fp32" and p["device"] == "cpu" and p["wall_seconds"] > 0
-    assert r.protocol == embench.Protocol().to_dict()
+    assert r.protocol == embench.EvalProtocol().to_dict()
     assert r.encoder["pooling"] == "mean" and r.encoder["normalize"] is True and r.encoder["max_length"] == 256
     assert r.scores["n"] == 3108
 
@@ -76,7 +76,7 @@ def test_vectors_equal_sentence_transformers(minilm_path, data_root):
 
     from embench.tasks import TASKS
 
-    prepared = TASKS.get("STSBenchmark").prepare(embench.data.DataRoot(data_root), embench.Protocol())
+    prepared = TASKS.get("STSBenchmark").prepare(embench.data.DataRoot(data_root), embench.EvalProtocol())
     texts = sorted(set(prepared.texts))[:400] + ["", "a " * 400]  # an empty and an over-long text too
     st = SentenceTransformer(str(minilm_path), device="cpu")
     ref = st.encode(texts, batch_size=32, convert_to_numpy=True)

@@ -19,9 +19,9 @@ import io
 import logging
 from pathlib import Path
 
+from ..core.errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
 from ..data.readers import iter_jsonl, open_text, read_lines
 from ..data.root import DataRoot
-from ..core.errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
 
 log = logging.getLogger(__name__)
 TRIPLET_HEADER = ("sent0", "sent1", "hard_neg")

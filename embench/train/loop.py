@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..data.root import DataRoot
 from ..core.errors import EmbenchError
+from ..data.root import DataRoot
 from ..models.loader import pick_device, resolve_model_path, sentence_transformers_config
 from ..report.progress import RateProgress
 from . import checkpoints, data, distributed, losses

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from ..core.errors import EmbenchError
-from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from ..core.registry import Registry
+from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .crops import CropCorpus
 
 
