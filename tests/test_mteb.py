@@ -43,6 +43,7 @@ def test_mteb_lite_registers_twelve_mteb_tasks_beside_the_sts_tasks():
     assert TASKS.get("MTEB:SICK-R").kind == "mteb"
 
 
+@pytest.mark.slow
 def test_import_embench_does_not_import_mteb():
     code = "import sys, embench, embench.tasks, embench.api; print('mteb' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -52,7 +53,7 @@ def test_import_embench_does_not_import_mteb():
 @pytest.mark.parametrize(
     ("name", "limit", "main_name"),
     [
-        ("EmotionClassification", 120, "accuracy"),
+        pytest.param("EmotionClassification", 120, "accuracy", marks=pytest.mark.slow),
         ("TwentyNewsgroupsClustering", 240, "v_measure"),
         ("SciFact", 12, "ndcg_at_10"),
         ("TwitterURLCorpus", 240, "max_ap"),
@@ -73,6 +74,7 @@ def test_each_task_kind_runs_through_mteb_on_a_slice(name, limit, main_name, tin
     assert out.meta["texts_requested_by_mteb"] > 0
 
 
+@pytest.mark.slow
 def test_mteb_sts_slice_equals_a_direct_spearman_of_cosines(minilm_path, data_root):
     """MiniLM on 100 STS-B test pairs: mteb's cosine_spearman equals scipy on the same vectors."""
     from embench.tasks.sts.scoring import similarity
@@ -189,6 +191,7 @@ def test_a_field_mteb_needs_missing_from_the_local_file_is_named(tmp_path):
     assert "'text'" in str(e.value) and "train.jsonl.gz:1" in str(e.value)
 
 
+@pytest.mark.slow
 def test_full_local_copies_are_compared_with_mtebs_own_statistics(data_root):
     """mteb computes its descriptive statistics on the local copy; what differs from the shipped ones is named."""
     import mteb

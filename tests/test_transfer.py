@@ -100,6 +100,7 @@ def test_classifier_reaches_the_accuracy_of_a_known_separating_direction():
     assert res["test_acc"] >= 0.95  # the learnt direction is within ~9 degrees of the true one
 
 
+@pytest.mark.slow
 def test_batched_fits_equal_one_at_a_time_fits():
     X, y, _ = _separable(900, 16, noise=0.2, seed=4)
     fits = [
@@ -135,6 +136,7 @@ def test_nested_cv_chooses_the_penalty_a_direct_grid_search_chooses():
         assert fold["dev_acc"] == pytest.approx(max(grid) / 100)
 
 
+@pytest.mark.slow
 def test_pytorch_classifier_agrees_with_sklearn_on_a_fixed_split_of_subj(data_root, minilm_path):
     """Same penalty, same split: SentEval's early-stopped Adam vs scikit-learn's exact optimum.
 

@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 ALIASES: Registry[Callable[[], Path]] = Registry("model alias")
 HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 DECODER_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "phi", "phi3", "gemma", "gemma2", "opt", "falcon"}
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 @ALIASES.register("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
