@@ -29,8 +29,8 @@ import numpy as np
 
 import embench
 from embench.data import DataRoot
-from embench.engine import Engine
-from embench.suites import SUITES
+from embench.encoding.engine import Engine
+from embench.evaluation.suites import SUITES
 from embench.tasks import TASKS
 
 
@@ -38,7 +38,7 @@ def naive_loop(st, root: DataRoot, batch_size: int) -> dict[str, float]:
     """sentence-transformers encode per subset and side; returns the main scores."""
     out = {}
     for name in SUITES.get("sts-all").tasks:
-        prepared = TASKS.get(name).prepare(root, embench.Protocol())
+        prepared = TASKS.get(name).prepare(root, embench.EvalProtocol())
         # Re-read the groups through the task's own scorer, but encode with a fresh ST call each time.
         def embed(texts, st=st):
             return st.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)
@@ -83,7 +83,7 @@ def main() -> None:
     )
     figures["embench_warm_s"] = time.perf_counter() - t
 
-    texts = sorted({t for name in SUITES.get("sts-all").tasks for t in TASKS.get(name).prepare(root, embench.Protocol()).texts})
+    texts = sorted({t for name in SUITES.get("sts-all").tasks for t in TASKS.get(name).prepare(root, embench.EvalProtocol()).texts})
     engine = Engine(embench.load_model(args.model, device="cpu"), batch_size=args.batch_size)
     t = time.perf_counter()
     ours = engine.embed(texts)

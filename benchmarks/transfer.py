@@ -22,14 +22,14 @@ from pathlib import Path
 
 import torch
 
-from embench.classifier import default_device, get_config
 from embench.data.root import DataRoot
-from embench.engine import Engine
+from embench.encoding.engine import Engine
+from embench.evaluation.protocols import EvalProtocol
+from embench.evaluation.suites import SUITES
 from embench.models.loader import load_model
-from embench.protocols import Protocol
-from embench.suites import SUITES
 from embench.tasks import TASKS
-from embench.tasks.transfer import score_transfer
+from embench.tasks.senteval.classifier import default_device, get_config
+from embench.tasks.senteval.transfer import score_transfer
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
 
     root = DataRoot.resolve(args.data)
-    protocol = Protocol(classifier=args.classifier)
+    protocol = EvalProtocol(classifier=args.classifier)
     config = get_config(args.classifier)
     encoder = load_model(args.model)
     engine = Engine(encoder, batch_size=args.batch_size, cache_dir=args.cache_dir)

@@ -5,24 +5,24 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .cache import default_cache_dir
-from .data.root import DataRoot
-from .engine import Engine
 from .core.errors import EmbenchError
+from .data.root import DataRoot
+from .encoding.cache import default_cache_dir
+from .encoding.engine import Engine
+from .evaluation.protocols import EvalProtocol
+from .evaluation.provenance import data_checksums, software
+from .evaluation.results import Record, ResultStore, record_key
+from .evaluation.suites import SUITES
 from .models.encoder import Encoder
 from .models.loader import load_model
-from .protocols import Protocol
-from .provenance import data_checksums, software
 from .report.tables import breakdown_frame, render, summary_frame
-from .results import Record, ResultStore, record_key
-from .suites import SUITES
 from .tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -91,22 +91,24 @@ def evaluate(
     Finished tasks are kept in ``results_dir`` as they finish; a re-run reuses them unless
     ``overwrite``.
     """
-    model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options and options[k] is not None}
-    for k in MODEL_OPTIONS:
-        options.pop(k, None)
+    # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
+    model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
     if suite is None and not tasks:
         suite = "sts-all"
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
-    protocol = Protocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
-    encoder = _as_encoder(model, model_opts)
-    root = DataRoot.resolve(data)
-    store = ResultStore(results_dir)
-    if use_cache:
-        cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache_dir if use_cache else None, progress=progress)
-    enc_desc = encoder.describe()
+    protocol = EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
+    encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
+    root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
+    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
     result = Evaluation(records=[], view=view)
+
+    def done(name: str, status: str, record: Record) -> None:
+        result.records.append(record)
+        result.status[name] = status
+        if on_task:
+            on_task(name, status, record)
 
     # Read every task first (a missing file stops the run before any encoding), then encode the texts
     # of all of them in one pass sorted by length, then score and store each task in turn.
@@ -114,63 +116,62 @@ def evaluate(
     for name in task_names:
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
-        if save and not overwrite:
-            stored = store.find(encoder.name, name, key)
-            if stored is not None:
-                result.records.append(stored)
-                result.status[name] = "stored"
-                if on_task:
-                    on_task(name, "stored", stored)
-                continue
-        pending.append((name, task, key, task.prepare(root, protocol)))
+        stored = store.find(encoder.name, name, key) if save and not overwrite else None
+        if stored is not None:
+            done(name, "stored", stored)
+        else:
+            pending.append((name, task, key, task.prepare(root, protocol)))
+    for record in _scored(pending, engine, protocol, root, batch_size):
+        if save:
+            store.save(record)
+        done(record.task, "computed", record)
+    result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
+    result.encode_stats = dict(engine.stats)
+    return result
+
+
+def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: EvalProtocol, root: DataRoot,
+            batch_size: int) -> Iterator[Record]:
+    """Encode the texts of every pending task in one pass, then score each; yields each record as it is done."""
     start = time.perf_counter()
     shares = engine.prefetch([prepared.texts for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
     weights = [s["encoded"] for s in shares] if sum(s["encoded"] for s in shares) else [len(p.texts) for *_, p in pending]
-
+    enc_desc = engine.encoder.describe()
     for (name, task, key, prepared), share, weight in zip(pending, shares, weights, strict=True):
         before = dict(engine.stats)
         start = time.perf_counter()
         outcome = prepared.score(engine.embed)
         # this task's scoring, plus its part of the shared encoding pass (by the texts it brought)
         wall = time.perf_counter() - start + prefetch_seconds * weight / max(sum(weights), 1)
-        record = Record(
-            task=name,
-            display=task.display,
-            kind=task.kind,
-            model=encoder.name,
-            main_score=float(outcome.main),
-            scores=outcome.scores,
-            protocol=protocol.to_dict(),
-            encoder=enc_desc,
-            provenance={
-                **software(),
-                "model_source": enc_desc.get("source"),
-                "model_revision": enc_desc.get("revision"),
-                "model_fingerprint": enc_desc.get("fingerprint"),
-                "data_root": str(root.path),
-                "data_files": data_checksums(root, prepared.files),
-                "task_meta": {**prepared.meta, **outcome.meta},
-                "batch_size": batch_size,
-                "dtype": enc_desc.get("dtype"),
-                "device": enc_desc.get("device"),
-                "seed": protocol.seed,
-                "wall_seconds": round(wall, 3),
-                "texts_encoded": share["encoded"] + engine.stats["encoded"] - before["encoded"],
-                "texts_from_cache": share["from_cache"] + engine.stats["from_cache"] - before["from_cache"],
-                "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            },
-            key=key,
+        counts = {c: share[c] + engine.stats[c] - before[c] for c in ("encoded", "from_cache")}
+        yield Record(
+            task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
+            scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
+            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, wall, counts), key=key,
         )
-        if save:
-            store.save(record)
-        result.records.append(record)
-        result.status[name] = "computed"
-        if on_task:
-            on_task(name, "computed", record)
-    result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
-    result.encode_stats = dict(engine.stats)
-    return result
+
+
+def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,
+                batch_size: int, wall: float, counts: dict[str, int]) -> dict[str, Any]:
+    """Where a record came from: software, model, data files and their checksums, settings, time."""
+    return {
+        **software(),
+        "model_source": enc_desc.get("source"),
+        "model_revision": enc_desc.get("revision"),
+        "model_fingerprint": enc_desc.get("fingerprint"),
+        "data_root": str(root.path),
+        "data_files": data_checksums(root, prepared.files),
+        "task_meta": {**prepared.meta, **outcome.meta},
+        "batch_size": batch_size,
+        "dtype": enc_desc.get("dtype"),
+        "device": enc_desc.get("device"),
+        "seed": protocol.seed,
+        "wall_seconds": round(wall, 3),
+        "texts_encoded": counts["encoded"],
+        "texts_from_cache": counts["from_cache"],
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
 
 
 def _as_encoder(model: str | Path | Encoder, model_opts: dict[str, Any]) -> Encoder:

@@ -254,14 +254,14 @@ def shared_cache(tmp_path_factory):
 @pytest.mark.parametrize(
     "name, extra, png, csv",
     [
-        ("spectrum", [], "spectrum", "spectrum_summary"),
+        pytest.param("spectrum", [], "spectrum", "spectrum_summary", marks=pytest.mark.slow),
         ("cosine-density", [], "cosine_density", "cosine_density"),
         ("knn", ["--dataset", "trec", "--limit", "400", "--metric", "euclidean", "--metric", "cosine"], "knn", "knn"),
         ("cls-energy", ["--limit", "40"], "cls_energy", "cls_energy"),
-        ("attention", ["--limit", "40"], "attention_maps", "attention_sinks"),
-        ("layers", ["--dataset", "trec", "--limit", "300", "--layers", "0,2"], "layers", "layers"),
+        pytest.param("attention", ["--limit", "40"], "attention_maps", "attention_sinks", marks=pytest.mark.slow),
+        pytest.param("layers", ["--dataset", "trec", "--limit", "300", "--layers", "0,2"], "layers", "layers", marks=pytest.mark.slow),
         ("token-dependency", ["--limit", "50"], "token_dependency", "token_dependency_summary"),
-        ("tsne", ["--dataset", "trec", "--limit", "300"], "tsne", "tsne_knn"),
+        pytest.param("tsne", ["--dataset", "trec", "--limit", "300"], "tsne", "tsne_knn", marks=pytest.mark.slow),
     ],
 )
 def test_cli_writes_png_pdf_and_csv(tmp_path, tiny_bert_dir, data_root, shared_cache, name, extra, png, csv):
@@ -284,6 +284,7 @@ def test_cli_writes_png_pdf_and_csv(tmp_path, tiny_bert_dir, data_root, shared_c
         assert list(frame["layer"]) == [0, 2, 0, 2]
 
 
+@pytest.mark.slow
 def test_layers_scores_each_layer_on_mteb_tasks_with_the_block_average(tmp_path, tiny_bert_dir, data_root, shared_cache):
     import json
 

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 import embench
-from embench.audit import KNOBS, audit, check_table, parse_reported, read_reported_file
+from embench.audit.knobs import KNOBS
+from embench.audit.protocol import audit
+from embench.audit.published_table import check_table
+from embench.audit.reported import parse_reported, read_reported_file
 from embench.core.errors import EmbenchError, UnknownNameError
 
 TASKS = ["STS13", "STSBenchmark"]
@@ -29,6 +32,7 @@ def _delta(result, label):
     return (result.rows.loc[label] - result.rows.loc["baseline"]).drop("Avg.").abs()
 
 
+@pytest.mark.slow
 def test_audit_table_has_every_variant_in_table_b2_shape(tiny_audit):
     result, _ = tiny_audit
     assert list(result.rows.columns) == ["STS13", "STS-B", "Avg."]
@@ -42,17 +46,20 @@ def test_audit_table_has_every_variant_in_table_b2_shape(tiny_audit):
     assert set(eff["knob"]) >= {"text", "scoring", "pooling", "dtype", "max_length"}
 
 
+@pytest.mark.slow
 def test_aggregation_moves_only_multi_subset_tasks(tiny_audit):
     result, _ = tiny_audit
     d = _delta(result, "aggregation=mean")
     assert d["STS13"] > 1e-4 and d["STS-B"] == 0
 
 
+@pytest.mark.slow
 def test_correlation_moves_every_task(tiny_audit):
     d = _delta(tiny_audit[0], "correlation=pearson")
     assert (d > 1e-5).all()
 
 
+@pytest.mark.slow
 def test_sick_split_moves_only_sick(tiny_bert_dir, data_root, tmp_path):
     result = audit(str(tiny_bert_dir), knobs=["sick_split"], tasks=["STS16", "SICK-R"], data=data_root,
                    results_dir=tmp_path / "results", cache_dir=tmp_path / "c", device="cpu")
@@ -62,6 +69,7 @@ def test_sick_split_moves_only_sick(tiny_bert_dir, data_root, tmp_path):
     assert {r.scores["n"] for r in recs} >= {4927, 9927}
 
 
+@pytest.mark.slow
 def test_scoring_moves_only_sts_b_and_sick(tiny_audit):
     result, base = tiny_audit
     d = _delta(result, "scoring=regressor")
@@ -71,6 +79,7 @@ def test_scoring_moves_only_sts_b_and_sick(tiny_audit):
     assert set(reg[0].provenance["data_files"]) == {f"senteval/downstream/STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")}
 
 
+@pytest.mark.slow
 def test_text_reads_other_files(tiny_audit):
     result, base = tiny_audit
     assert (_delta(result, "text=raw") > 1e-5).all()  # (SICK's two versions differ too little to show)
@@ -78,10 +87,11 @@ def test_text_reads_other_files(tiny_audit):
     assert raw and all(f.startswith("raw/sts/STS13/") for f in raw[0].provenance["data_files"])
 
 
+@pytest.mark.slow
 def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
     result, base = tiny_audit
     recs = embench.results(base / "results", task="STS13")
-    baseline = [r for r in recs if r.protocol == embench.Protocol().to_dict()]
+    baseline = [r for r in recs if r.protocol == embench.EvalProtocol().to_dict()]
     enc = {(r.encoder["pooling"], r.encoder["dtype"], r.encoder["max_length"]) for r in baseline}
     assert enc == {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("cls", "bf16", 512), ("cls", "fp32", 32)}
     assert (_delta(result, "pooling=mean") > 1e-4).all()
@@ -92,6 +102,7 @@ def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
     assert d["STS13"] > d["STS-B"] > 0
 
 
+@pytest.mark.slow
 def test_batch_size_changes_nothing_beyond_float_noise(tiny_bert_dir, data_root, tmp_path):
     result = audit(str(tiny_bert_dir), knobs=["batch_size"], tasks=["STS13"], data=data_root,
                    results_dir=tmp_path / "r", cache_dir=tmp_path / "c", device="cpu")
@@ -101,10 +112,12 @@ def test_batch_size_changes_nothing_beyond_float_noise(tiny_bert_dir, data_root,
     assert result.knob_effects.iloc[0]["knob"] == "batch_size"
 
 
+@pytest.mark.slow
 def test_similarity_dot_equals_cosine_for_normalised_models_only(tiny_audit):
     assert (_delta(tiny_audit[0], "similarity=dot") > 1e-5).any()  # the tiny model is not normalised
 
 
+@pytest.mark.slow
 def test_reported_numbers_name_the_protocol(data_root, tmp_path, minilm_cache):
     """MTEB's published numbers for all-MiniLM-L6-v2: 'all', Spearman, cosine, SICK-R on 9,927 pairs."""
     mteb = "STS12=72.37 STS13=80.60 STS14=75.59 STS15=85.39 STS16=78.99 STSBenchmark=82.03 SICK-R=77.58"
@@ -174,6 +187,7 @@ def test_table_check_reads_latex_and_names_unreadable_cells(tmp_path):
         check_table(bad)
 
 
+@pytest.mark.slow
 def test_cli_prints_the_tables_and_the_verdict_in_markdown(tiny_audit):
     from typer.testing import CliRunner
 

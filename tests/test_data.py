@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import embench
-from embench.data import DataRoot, resolve_data_root
-from embench.data.manifest import check, download
 from embench.core.errors import ChecksumError, MalformedDataError, MissingDataError
+from embench.data import DataRoot, resolve_data_root
+from embench.data.manifest import download
 from embench.tasks import TASKS
+from embench.tasks.data_check import check
 
 
 def test_data_root_resolution_order(tmp_path, monkeypatch):
@@ -34,23 +35,23 @@ def test_a_plain_senteval_downstream_folder_is_accepted(data_root, tmp_path):
     for name in ("STS", "SICK"):
         (downstream / name).symlink_to(data_root / "senteval" / "downstream" / name)
     for root in (downstream, downstream.parent):
-        prepared = TASKS.get("STS13").prepare(DataRoot(root), embench.Protocol())
+        prepared = TASKS.get("STS13").prepare(DataRoot(root), embench.EvalProtocol())
         assert prepared.meta["pairs"] == 1500
 
 
 def test_pair_counts_match_the_data_readme(data_root):
     root = DataRoot(data_root)
-    counts = {t: TASKS.get(t).prepare(root, embench.Protocol()).meta["pairs"] for t in TASKS.names() if TASKS.get(t).kind == "sts"}
+    counts = {t: TASKS.get(t).prepare(root, embench.EvalProtocol()).meta["pairs"] for t in TASKS.names() if TASKS.get(t).kind == "sts"}
     assert counts == {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186, "STSBenchmark": 1379, "SICKRelatedness": 4927}
-    assert TASKS.get("SICK-R").prepare(root, embench.Protocol(sick_split="full")).meta["pairs"] == 9927
-    assert TASKS.get("STS-B").prepare(root, embench.Protocol(stsb_split="dev")).meta["pairs"] == 1500
-    raw = TASKS.get("STS12").prepare(root, embench.Protocol(text="raw"))
+    assert TASKS.get("SICK-R").prepare(root, embench.EvalProtocol(sick_split="full")).meta["pairs"] == 9927
+    assert TASKS.get("STS-B").prepare(root, embench.EvalProtocol(stsb_split="dev")).meta["pairs"] == 1500
+    raw = TASKS.get("STS12").prepare(root, embench.EvalProtocol(text="raw"))
     assert raw.meta["pairs"] == 3108 and any("'" in t and " ' " not in t for t in raw.texts)
 
 
 def test_missing_file_names_the_file_and_the_command(tmp_path):
     with pytest.raises(MissingDataError) as e:
-        TASKS.get("STS14").prepare(DataRoot(tmp_path), embench.Protocol())
+        TASKS.get("STS14").prepare(DataRoot(tmp_path), embench.EvalProtocol())
     msg = str(e.value)
     assert "STS.input.deft-forum.txt" in msg and "embench data download --task STS14" in msg
 
@@ -71,11 +72,11 @@ def test_malformed_line_names_file_and_line(data_root, tmp_path):
     (dest / "sts-test.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     root = DataRoot(tmp_path / "root")
     with pytest.raises(MalformedDataError, match=r"sts-test\.csv:42: score 'four-ish' is not a number"):
-        TASKS.get("STSBenchmark").prepare(root, embench.Protocol())
+        TASKS.get("STSBenchmark").prepare(root, embench.EvalProtocol())
     lines[41] = lines[40]
     (dest / "sts-test.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(MalformedDataError, match=r"sts-test\.csv:100: expected at least 7 tab-separated fields, found 2"):
-        TASKS.get("STSBenchmark").prepare(root, embench.Protocol())
+        TASKS.get("STSBenchmark").prepare(root, embench.EvalProtocol())
 
 
 def test_sts_input_and_gold_of_different_lengths(data_root, tmp_path):
@@ -87,10 +88,10 @@ def test_sts_input_and_gold_of_different_lengths(data_root, tmp_path):
     gold = (dest / "STS.gs.FNWN.txt").read_text().splitlines()
     (dest / "STS.gs.FNWN.txt").write_text("\n".join(gold[:-3]) + "\n")
     with pytest.raises(MalformedDataError, match=r"STS\.gs\.FNWN\.txt:187: STS\.input\.FNWN\.txt has 189 lines but STS\.gs\.FNWN\.txt has 186"):
-        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.Protocol())
+        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.EvalProtocol())
     (dest / "STS.gs.FNWN.txt").write_text("\n".join(gold[:5] + ["3.x"] + gold[6:]) + "\n")
     with pytest.raises(MalformedDataError, match=r"STS\.gs\.FNWN\.txt:6: gold score '3\.x'"):
-        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.Protocol())
+        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.EvalProtocol())
 
 
 def test_data_check_lists_every_task_with_files_rows_and_checksums(data_root, tmp_path):
@@ -141,7 +142,7 @@ def test_download_fetches_verifies_and_lays_out(data_root, tmp_path, http_root):
     done = download(root, ["STS13"], manifest)
     assert [s for _, s in done] == ["downloaded"] * len(entries)
     assert gzip.decompress((root.path / "raw/sts/STS13/STS.gs.FNWN.txt.gz").read_bytes()) == plain
-    assert TASKS.get("STS13").prepare(root, embench.Protocol()).meta["pairs"] == 1500
+    assert TASKS.get("STS13").prepare(root, embench.EvalProtocol()).meta["pairs"] == 1500
     assert {s for _, s in download(root, ["STS13"], manifest)} == {"present"}
     # A corrupted mirror: a clear error, and nothing written.
     (served / "STS.gs.OnWN.txt").write_text("tampered\n")
@@ -172,6 +173,6 @@ def test_truncated_gzip_names_the_file_in_tasks_and_in_data_check(data_root, tmp
     (dest / "sts-test.csv.gz").write_bytes(payload[: len(payload) // 2])  # a download cut half-way
     root = DataRoot(tmp_path / "root")
     with pytest.raises(CorruptFileError, match=r"sts-test\.csv\.gz: cannot decompress it .*fetch it again"):
-        TASKS.get("STSBenchmark").prepare(root, embench.Protocol())
+        TASKS.get("STSBenchmark").prepare(root, embench.EvalProtocol())
     row = {r["task"]: r for r in check(root)}["STSBenchmark"]
     assert row["differ"] == ["senteval/downstream/STS/STSBenchmark/sts-test.csv.gz (corrupt)"]

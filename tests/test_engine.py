@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import embench
-from embench.engine import Engine
 from embench.core.errors import EmbeddingError
+from embench.encoding.engine import Engine
 
 TEXTS = [
     "A man is playing a guitar.", "A woman slices an onion.", "x", "Two dogs run through a field of tall grass.",
@@ -95,7 +95,7 @@ def test_disk_cache_makes_a_second_engine_encode_nothing(tiny_bert_dir, cache_di
 
 
 def test_interrupted_encoding_keeps_finished_batches(tiny_bert_dir, cache_dir, monkeypatch):
-    import embench.engine as engine_mod
+    import embench.encoding.engine as engine_mod
 
     monkeypatch.setattr(engine_mod, "FLUSH_EVERY", 2)
     inner = embench.load_model(tiny_bert_dir, device="cpu")

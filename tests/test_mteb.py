@@ -12,16 +12,17 @@ import pytest
 from scipy.stats import spearmanr
 
 from embench.api import evaluate, results
-from embench.data.root import DataRoot
-from embench.engine import Engine
 from embench.core.errors import MissingDataError, UnknownNameError
+from embench.data.root import DataRoot
+from embench.encoding.engine import Engine
+from embench.evaluation.protocols import EvalProtocol
+from embench.evaluation.results import Record
+from embench.evaluation.suites import MTEB_LITE, SUITES
 from embench.models import load_model
-from embench.mteb_local import SchemaError, spread
-from embench.protocols import Protocol
-from embench.results import Record
-from embench.suites import SUITES
 from embench.tasks import TASKS
-from embench.tasks.mteb_tasks import MTEB_LITE, MTEBTask, block_averages
+from embench.tasks.mteb.blocks import block_averages
+from embench.tasks.mteb.local_data import SchemaError, spread
+from embench.tasks.mteb.tasks import MTEBTask
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def tiny(tiny_bert_dir):
 
 
 def _score(task: MTEBTask, encoder, data_root, **protocol):
-    prepared = task.prepare(DataRoot(data_root), Protocol(**protocol))
+    prepared = task.prepare(DataRoot(data_root), EvalProtocol(**protocol))
     return prepared, prepared.score(Engine(encoder, batch_size=64).embed)
 
 
@@ -42,6 +43,7 @@ def test_mteb_lite_registers_twelve_mteb_tasks_beside_the_sts_tasks():
     assert TASKS.get("MTEB:SICK-R").kind == "mteb"
 
 
+@pytest.mark.slow
 def test_import_embench_does_not_import_mteb():
     code = "import sys, embench, embench.tasks, embench.api; print('mteb' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -51,7 +53,7 @@ def test_import_embench_does_not_import_mteb():
 @pytest.mark.parametrize(
     ("name", "limit", "main_name"),
     [
-        ("EmotionClassification", 120, "accuracy"),
+        pytest.param("EmotionClassification", 120, "accuracy", marks=pytest.mark.slow),
         ("TwentyNewsgroupsClustering", 240, "v_measure"),
         ("SciFact", 12, "ndcg_at_10"),
         ("TwitterURLCorpus", 240, "max_ap"),
@@ -72,14 +74,15 @@ def test_each_task_kind_runs_through_mteb_on_a_slice(name, limit, main_name, tin
     assert out.meta["texts_requested_by_mteb"] > 0
 
 
+@pytest.mark.slow
 def test_mteb_sts_slice_equals_a_direct_spearman_of_cosines(minilm_path, data_root):
     """MiniLM on 100 STS-B test pairs: mteb's cosine_spearman equals scipy on the same vectors."""
-    from embench.tasks.sts import STSBenchmark, similarity
+    from embench.tasks.sts.scoring import similarity
 
     enc = load_model(minilm_path, device="cpu")
     task = MTEBTask("STSBenchmark", limit=100)
     _, out = _score(task, enc, data_root)
-    g, _ = STSBenchmark().read_split(DataRoot(data_root), "test", "raw")
+    g, _ = TASKS.get("STSBenchmark").read(DataRoot(data_root), "test", "raw")
     left, right, gold = spread(g.left, 100), spread(g.right, 100), spread(list(g.gold), 100)
     engine = Engine(enc, batch_size=64)
     direct = spearmanr(similarity(engine.embed(left), engine.embed(right)), gold)[0]
@@ -107,7 +110,7 @@ def test_mteb_task_reuses_the_embeddings_of_sts_all_and_scores_the_same(tiny_ber
 def test_results_are_written_in_mteb_format_and_read_back_by_mteb(tiny_bert_dir, data_root, tmp_path):
     import mteb
 
-    from embench.mteb_adapter import export_records, mteb_model_name
+    from embench.tasks.mteb.adapter import export_records, mteb_model_name
 
     opts = dict(data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache", pooling="mean", device="cpu")
     if "MTEB:STS13[slice]" not in TASKS:  # a small slice, registered for this test only
@@ -163,7 +166,7 @@ def test_other_mteb_task_without_local_copy_offline_says_where_to_put_it(tmp_pat
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(MissingDataError) as e:
-        TASKS.get("MTEB:BIOSSES").prepare(DataRoot(tmp_path), Protocol())
+        TASKS.get("MTEB:BIOSSES").prepare(DataRoot(tmp_path), EvalProtocol())
     assert str(tmp_path / "mteb" / "BIOSSES") in str(e.value)
 
 
@@ -176,7 +179,7 @@ def _write_jsonl(path, rows):
 def test_missing_local_files_are_listed(tmp_path):
     _write_jsonl(tmp_path / "tasks" / "banking77" / "train.jsonl.gz", [{"text": "a", "label": "x"}])
     with pytest.raises(MissingDataError) as e:
-        MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), Protocol())
+        MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), EvalProtocol())
     assert "tasks/banking77/test.jsonl.gz" in str(e.value) and "train.jsonl" not in str(e.value)
 
 
@@ -184,15 +187,16 @@ def test_a_field_mteb_needs_missing_from_the_local_file_is_named(tmp_path):
     _write_jsonl(tmp_path / "tasks" / "banking77" / "train.jsonl.gz", [{"sentence": "a", "label": "x"}])
     _write_jsonl(tmp_path / "tasks" / "banking77" / "test.jsonl.gz", [{"text": "b", "label": "x"}])
     with pytest.raises(SchemaError) as e:
-        MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), Protocol())
+        MTEBTask("Banking77Classification").prepare(DataRoot(tmp_path), EvalProtocol())
     assert "'text'" in str(e.value) and "train.jsonl.gz:1" in str(e.value)
 
 
+@pytest.mark.slow
 def test_full_local_copies_are_compared_with_mtebs_own_statistics(data_root):
     """mteb computes its descriptive statistics on the local copy; what differs from the shipped ones is named."""
     import mteb
 
-    from embench.mteb_local import load_into
+    from embench.tasks.mteb.load import load_into
 
     def differences(name):
         return load_into(mteb.get_task(name), DataRoot(data_root))[1]["data_differences"]

@@ -29,6 +29,7 @@ def _run(*args):
     return result
 
 
+@pytest.mark.slow
 def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
@@ -46,9 +47,10 @@ def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
     assert "SICK-R" in table.stdout and "Avg." in table.stdout
 
 
+@pytest.mark.slow
 def test_tasks_given_with_a_suite_are_added_after_the_suites_own(env, tiny_bert_dir):
     from embench.api import resolve_tasks
-    from embench.suites import SUITES
+    from embench.evaluation.suites import SUITES
 
     assert resolve_tasks("transfer", ["SST5", "MR"])[0] == [*SUITES.get("transfer").tasks, "SST5"]
     assert resolve_tasks(None, ["STS12"]) == (["STS12"], "summary")
@@ -61,6 +63,7 @@ def test_tasks_given_with_a_suite_are_added_after_the_suites_own(env, tiny_bert_
     assert list(json.loads(only.stdout)[0]) == ["model", "STS12", "Avg."]
 
 
+@pytest.mark.slow
 def test_sts_suite_shows_every_subset_and_aggregation(env, tiny_bert_dir):
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts", "--format", "csv", "-q")
     assert r.exit_code == 0, r.output
@@ -70,6 +73,7 @@ def test_sts_suite_shows_every_subset_and_aggregation(env, tiny_bert_dir):
     assert list(frame.columns) == ["model", "task", "subset", "n", "pearson", "spearman"]
 
 
+@pytest.mark.slow
 def test_protocol_options_reach_the_records(env, tiny_bert_dir):
     r = _run("run", "--model", str(tiny_bert_dir), "--task", "SICK-R", "--task", "STS12", "--aggregation", "wmean",
              "--correlation", "pearson", "--text", "raw", "--sick-split", "full", "--similarity", "dot", "--pooling", "mean",
@@ -78,13 +82,14 @@ def test_protocol_options_reach_the_records(env, tiny_bert_dir):
     recs = embench.results(env / "results")
     assert {x.task for x in recs} == {"SICKRelatedness", "STS12"}
     sts12 = next(x for x in recs if x.task == "STS12")
-    assert sts12.protocol | {} == {**embench.Protocol().to_dict(), "aggregation": "wmean", "correlation": "pearson", "text": "raw", "sick_split": "full", "similarity": "dot"}
+    assert sts12.protocol | {} == {**embench.EvalProtocol().to_dict(), "aggregation": "wmean", "correlation": "pearson", "text": "raw", "sick_split": "full", "similarity": "dot"}
     assert sts12.main_score == pytest.approx(sts12.scores["wmean"]["pearson"])
     assert (sts12.encoder["pooling"], sts12.encoder["layer"], sts12.encoder["max_length"]) == ("mean", 1, 64)
     assert sts12.provenance["batch_size"] == 32
     assert next(x for x in recs if x.task == "SICKRelatedness").scores["n"] == 9927
 
 
+@pytest.mark.slow
 def test_interrupted_run_keeps_finished_tasks_and_resumes(env, tiny_bert_dir, monkeypatch):
     sts14 = TASKS.get("STS14")
     real = type(sts14).prepare

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import embench
-from embench.engine import Engine
+from embench.encoding.engine import Engine
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +19,7 @@ def minilm_run(data_root, tmp_path_factory, minilm_cache):
     return ev, base
 
 
+@pytest.mark.slow
 def test_minilm_sts_all_matches_published_scores(minilm_run, reference_sts_all):
     ev, _ = minilm_run
     got = {r.task: round(100 * r.main_score, 2) for r in ev.records}
@@ -28,6 +29,7 @@ def test_minilm_sts_all_matches_published_scores(minilm_run, reference_sts_all):
     assert ev.frame["Avg."].iloc[0] == pytest.approx(np.mean([r.main_score for r in ev.records]))
 
 
+@pytest.mark.slow
 def test_texts_are_encoded_once_across_tasks(minilm_run):
     ev, _ = minilm_run
     stats = ev.encode_stats
@@ -36,6 +38,7 @@ def test_texts_are_encoded_once_across_tasks(minilm_run):
     assert stats["encoded"] + stats["from_cache"] == stats["unique"] < stats["requested"]
 
 
+@pytest.mark.slow
 def test_second_run_encodes_nothing_and_reuses_records(minilm_run, data_root):
     ev, base = minilm_run
     again = embench.evaluate("all-MiniLM-L6-v2", "sts-all", data=data_root, results_dir=base / "results", cache_dir=base / "cache")
@@ -53,6 +56,7 @@ def test_second_run_encodes_nothing_and_reuses_records(minilm_run, data_root):
     assert {r.protocol["aggregation"] for r in stored} == {"all", "wmean"}
 
 
+@pytest.mark.slow
 def test_record_carries_provenance(minilm_run):
     ev, _ = minilm_run
     r = next(r for r in ev.records if r.task == "STS12")
@@ -66,17 +70,18 @@ def test_record_carries_provenance(minilm_run):
     }
     assert all(len(v) == 64 for v in p["data_files"].values())
     assert p["batch_size"] == 128 and p["dtype"] == "fp32" and p["device"] == "cpu" and p["wall_seconds"] > 0
-    assert r.protocol == embench.Protocol().to_dict()
+    assert r.protocol == embench.EvalProtocol().to_dict()
     assert r.encoder["pooling"] == "mean" and r.encoder["normalize"] is True and r.encoder["max_length"] == 256
     assert r.scores["n"] == 3108
 
 
+@pytest.mark.slow
 def test_vectors_equal_sentence_transformers(minilm_path, data_root):
     from sentence_transformers import SentenceTransformer
 
     from embench.tasks import TASKS
 
-    prepared = TASKS.get("STSBenchmark").prepare(embench.data.DataRoot(data_root), embench.Protocol())
+    prepared = TASKS.get("STSBenchmark").prepare(embench.data.DataRoot(data_root), embench.EvalProtocol())
     texts = sorted(set(prepared.texts))[:400] + ["", "a " * 400]  # an empty and an over-long text too
     st = SentenceTransformer(str(minilm_path), device="cpu")
     ref = st.encode(texts, batch_size=32, convert_to_numpy=True)

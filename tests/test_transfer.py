@@ -10,14 +10,21 @@ import numpy as np
 import pytest
 import torch
 
-from embench import classifier as clf
-from embench.classifier import CONFIGS, PENALTIES, Fit, train_fits, train_many
-from embench.data.root import DataRoot
 from embench.core.errors import EmbenchError, MalformedDataError, MissingDataError
-from embench.protocols import Protocol
-from embench.suites import SUITES
+from embench.data.root import DataRoot
+from embench.evaluation.protocols import EvalProtocol
+from embench.evaluation.suites import SUITES
 from embench.tasks import TASKS
-from embench.tasks.transfer import pair_features
+from embench.tasks.senteval import validation as clf
+from embench.tasks.senteval.classifier import (
+    CONFIGS,
+    PENALTIES,
+    ClassifierConfig,
+    Fit,
+    train_fits,
+    train_many,
+)
+from embench.tasks.senteval.transfer import pair_features
 
 
 def _separable(n: int, d: int, noise: float, seed: int = 0, nclasses: int = 2):
@@ -93,6 +100,7 @@ def test_classifier_reaches_the_accuracy_of_a_known_separating_direction():
     assert res["test_acc"] >= 0.95  # the learnt direction is within ~9 degrees of the true one
 
 
+@pytest.mark.slow
 def test_batched_fits_equal_one_at_a_time_fits():
     X, y, _ = _separable(900, 16, noise=0.2, seed=4)
     fits = [
@@ -115,7 +123,7 @@ def test_nested_cv_chooses_the_penalty_a_direct_grid_search_chooses():
 
     # Few examples in many dimensions, so the L2 penalty matters.
     X, y, _ = _separable(300, 60, noise=0.1, seed=5)
-    cfg = clf.ClassifierConfig("small", kfold=3, optim="rmsprop", batch_size=32, tenacity=2, epoch_size=1, max_epoch=30)
+    cfg = ClassifierConfig("small", kfold=3, optim="rmsprop", batch_size=32, tenacity=2, epoch_size=1, max_epoch=30)
     res = clf.nested_cv(X, y, 2, cfg, device="cpu")
     outer = StratifiedKFold(3, shuffle=True, random_state=1111).split(X, y)
     for fold, (tr, _) in zip(res["folds"], outer, strict=True):
@@ -128,6 +136,7 @@ def test_nested_cv_chooses_the_penalty_a_direct_grid_search_chooses():
         assert fold["dev_acc"] == pytest.approx(max(grid) / 100)
 
 
+@pytest.mark.slow
 def test_pytorch_classifier_agrees_with_sklearn_on_a_fixed_split_of_subj(data_root, minilm_path):
     """Same penalty, same split: SentEval's early-stopped Adam vs scikit-learn's exact optimum.
 
@@ -137,7 +146,7 @@ def test_pytorch_classifier_agrees_with_sklearn_on_a_fixed_split_of_subj(data_ro
     """
     from sklearn.linear_model import LogisticRegression
 
-    from embench.engine import Engine
+    from embench.encoding.engine import Engine
     from embench.models.loader import load_model
 
     data, _ = TASKS.get("SUBJ").read(DataRoot(data_root))
@@ -203,20 +212,20 @@ def test_malformed_lines_name_file_and_line(tmp_path):
     _write(base / "TREC" / "train_5500.label", ["DESC:manner How did it go ?", "WHAT:x Who is it ?"])
     _write(base / "TREC" / "TREC_10.label", ["NUM:date When ?"])
     with pytest.raises(MalformedDataError, match=r"train_5500\.label:2: unknown label 'WHAT'"):
-        TASKS.get("TREC").prepare(root, Protocol())
+        TASKS.get("TREC").prepare(root, EvalProtocol())
     _write(base / "MRPC" / "msr_paraphrase_train.txt", ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String", "1\t1\t2\tonly one sentence"])
     _write(base / "MRPC" / "msr_paraphrase_test.txt", ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String", "1\t1\t2\ta\tb"])
     with pytest.raises(MalformedDataError, match=r"msr_paraphrase_train\.txt:2: expected 5 tab-separated columns, found 4"):
-        TASKS.get("MRPC").prepare(root, Protocol())
+        TASKS.get("MRPC").prepare(root, EvalProtocol())
     for split, lines in {"train": ["good film\t1"], "dev": ["bad\t0"], "test": ["fine\t1", "meh\t7"]}.items():
         _write(base / "SST" / "binary" / f"sentiment-{split}", lines)
     with pytest.raises(MalformedDataError, match=r"sentiment-test:2: unknown label '7'"):
-        TASKS.get("SST2").prepare(root, Protocol())
+        TASKS.get("SST2").prepare(root, EvalProtocol())
 
 
 def test_missing_files_are_named_with_how_to_get_them(tmp_path):
     with pytest.raises(MissingDataError, match=r"rt-polarity\.pos.*embench data download --task MR"):
-        TASKS.get("MR").prepare(DataRoot(tmp_path), Protocol())
+        TASKS.get("MR").prepare(DataRoot(tmp_path), EvalProtocol())
 
 
 def _slice_root(data_root: Path, dest: Path) -> Path:
@@ -249,12 +258,13 @@ def test_pair_features_follow_the_protocol_option():
     assert pair_features(u, v, "uv").tolist() == [[1.0, -2.0, 3.0, 5.0, 2.0, 7.0, 3.0, -10.0]]
     assert pair_features(u, v, "senteval-code").tolist() == [[2.0, 7.0, 3.0, -10.0]]
     with pytest.raises(EmbenchError, match="--pair-features"):
-        Protocol(pair_features="concat")
+        EvalProtocol(pair_features="concat")
 
 
 def test_pair_features_reach_the_classifier():
     """A label carried by the sign of u alone: [u, v, ...] sees it, SentEval code's [|u-v|, u*v] (v = 0) cannot."""
-    from embench.tasks.transfer import Samples, score_transfer
+    from embench.tasks.senteval.reading import Samples
+    from embench.tasks.senteval.transfer import score_transfer
 
     rng = np.random.default_rng(0)
     vecs = {"zero": np.zeros(4, dtype=np.float32)}

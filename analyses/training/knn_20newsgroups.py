@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from embench.analysis.knn import knn_accuracy
-from embench.engine import Engine
+from embench.encoding.engine import Engine
 from embench.models import load_model
 
 

@@ -29,8 +29,8 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..report import style
+from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv, write_json
-from .registry import AnalysisResult, analysis
 
 EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
 VALUE_NAMES = ("value", "v_proj", "v", "v_lin", "value_proj")

@@ -14,8 +14,8 @@ import pandas as pd
 
 from ..core.errors import EmbenchError
 from ..report import style
+from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
-from .registry import AnalysisResult, analysis
 
 DEFAULT_EDGES = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
 

@@ -23,8 +23,8 @@ import pandas as pd
 
 from ..core.errors import EmbenchError
 from ..report import style
+from .base import AnalysisResult, analysis
 from .inputs import checkpoint_series, stsb, unique, write_csv
-from .registry import AnalysisResult, analysis
 
 MAX_BLOCK_ELEMENTS = 1 << 26
 

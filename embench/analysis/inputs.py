@@ -1,6 +1,6 @@
 """What every analysis reads: models (as encoders and engines), STS-B, and where results go.
 
-Vectors always come through :class:`~embench.engine.Engine`, so analyses share the embedding
+Vectors always come through :class:`~embench.encoding.engine.Engine`, so analyses share the embedding
 cache with ``embench run``; hidden states and attentions come from the encoder itself.
 """
 
@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import default_cache_dir
-from ..data.root import DataRoot
-from ..engine import Engine
 from ..core.errors import EmbenchError
+from ..data.root import DataRoot
+from ..encoding.cache import default_cache_dir
+from ..encoding.engine import Engine
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
-MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer")
+MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt")
 
 
 @dataclass
@@ -113,7 +113,7 @@ def stsb(root: DataRoot, split: str = "test", text: str = "senteval"):
         raise EmbenchError(f"invalid STS-B split {split!r}; choose train, dev or test")
     if text not in ("senteval", "raw"):
         raise EmbenchError(f"invalid text {text!r}; choose senteval or raw")
-    group, _ = TASKS.get("STSBenchmark").read_split(root, split, text)
+    group, _ = TASKS.get("STSBenchmark").read(root, split, text)
     return group
 
 

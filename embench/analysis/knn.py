@@ -24,8 +24,12 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..core.errors import EmbenchError
+from ..report import style
+from .base import AnalysisResult, analysis
+from .inputs import write_csv
 from .labelled import LABELLED, LabelledSet, labelled_files, load_labelled
 
 METRICS = ("euclidean", "cosine")
@@ -133,61 +137,49 @@ def knn_accuracy(
 
 
 # -- the ``knn`` analysis: several models x labelled sets of the data root ---------------------
-def _knn_analysis():
-    import pandas as pd
+@analysis("knn")
+def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emotion", "agnews", "trec"), k: int = 10,
+        metric: tuple = ("euclidean",), transform: tuple = ("raw",), test_size: float = 0.1, seed: int = 42,
+        stratify: bool = True, limit: int | None = None, splits: tuple | None = None) -> AnalysisResult:
+    """kNN accuracy (cropping paper Table 2 / S3) of every model on every labelled set, with binomial error bars.
 
-    from ..report import style
-    from .inputs import write_csv
-    from .registry import AnalysisResult, analysis
-
-    @analysis("knn")
-    def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emotion", "agnews", "trec"), k: int = 10,
-            metric: tuple = ("euclidean",), transform: tuple = ("raw",), test_size: float = 0.1, seed: int = 42,
-            stratify: bool = True, limit: int | None = None, splits: tuple | None = None) -> AnalysisResult:
-        """kNN accuracy (cropping paper Table 2 / S3) of every model on every labelled set, with binomial error bars.
-
-        ``limit`` keeps a seeded random subset of each set (quick runs); ``splits`` restricts which
-        splits are pooled (default: all the set has)."""
-        metrics = [metric] if isinstance(metric, str) else list(metric)
-        transforms = [transform] if isinstance(transform, str) else list(transform)
-        names = [datasets] if isinstance(datasets, str) else list(datasets)
-        sets = [load_labelled(d, ctx.root, splits=list(splits) if splits else None, limit=limit, seed=seed) for d in names]
-        rows = []
-        for ref in refs:
-            enc = ref.encoder()
-            for s in sets:
-                x = ctx.embed(enc, s.texts)
-                for m in metrics:
-                    for t in transforms:
-                        r = knn_accuracy(x, s.labels, k=k, metric=m, transform=t, test_size=test_size, seed=seed, stratify=stratify)
-                        rows.append({"model": ref.label, "dataset": s.name, **r})
-        frame = pd.DataFrame(rows)
-        files = [write_csv(frame, out, "knn")]
-        with style.paper_style():
-            # metrics as rows, transforms as columns (Table S3's layout)
-            fig, axes = style.figure(ncols=len(transforms), nrows=len(metrics), sharey=True,
-                                     width=max(3.4, min(7.0, (0.35 * len(sets) * len(refs) + 0.6) * len(transforms))))
-            colours = style.palette(len(refs))
-            width = 0.8 / len(refs)
-            for (r, m), (c, t) in ((rm, ct) for rm in enumerate(metrics) for ct in enumerate(transforms)):
-                ax = axes[r, c]
-                sub = frame[(frame["metric"] == m) & (frame["transform"] == t)]
-                for j, ref in enumerate(refs):
-                    g = sub[sub["model"] == ref.label].set_index("dataset").loc[[s.name for s in sets]]
-                    xs = [i + (j - (len(refs) - 1) / 2) * width for i in range(len(sets))]
-                    ax.bar(xs, 100 * g["accuracy"], width, yerr=100 * g["stderr"], color=colours[j], label=ref.label,
-                           error_kw={"lw": 0.8, "capsize": 1.5})
-                ax.set_xticks(range(len(sets)), [s.name for s in sets] if r == len(metrics) - 1 else [], rotation=30, ha="right")
-                ax.set_title(f"k={k}, {m}, {t}")
-                if c == 0:
-                    ax.set_ylabel("kNN accuracy (%)")
-            handles, names_ = axes[0, 0].get_legend_handles_labels()
-            fig.legend(handles, names_, loc="upper center", ncol=len(refs), bbox_to_anchor=(0.5, 1.04))
-            fig.tight_layout()
-            files += style.save(fig, out, "knn")
-        return AnalysisResult("knn", {"knn": frame}, files)
-
-    return knn
-
-
-knn = _knn_analysis()
+    ``limit`` keeps a seeded random subset of each set (quick runs); ``splits`` restricts which
+    splits are pooled (default: all the set has)."""
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    transforms = [transform] if isinstance(transform, str) else list(transform)
+    names = [datasets] if isinstance(datasets, str) else list(datasets)
+    sets = [load_labelled(d, ctx.root, splits=list(splits) if splits else None, limit=limit, seed=seed) for d in names]
+    rows = []
+    for ref in refs:
+        enc = ref.encoder()
+        for s in sets:
+            x = ctx.embed(enc, s.texts)
+            for m in metrics:
+                for t in transforms:
+                    r = knn_accuracy(x, s.labels, k=k, metric=m, transform=t, test_size=test_size, seed=seed, stratify=stratify)
+                    rows.append({"model": ref.label, "dataset": s.name, **r})
+    frame = pd.DataFrame(rows)
+    files = [write_csv(frame, out, "knn")]
+    with style.paper_style():
+        # metrics as rows, transforms as columns (Table S3's layout)
+        fig, axes = style.figure(ncols=len(transforms), nrows=len(metrics), sharey=True,
+                                 width=max(3.4, min(7.0, (0.35 * len(sets) * len(refs) + 0.6) * len(transforms))))
+        colours = style.palette(len(refs))
+        width = 0.8 / len(refs)
+        for (r, m), (c, t) in ((rm, ct) for rm in enumerate(metrics) for ct in enumerate(transforms)):
+            ax = axes[r, c]
+            sub = frame[(frame["metric"] == m) & (frame["transform"] == t)]
+            for j, ref in enumerate(refs):
+                g = sub[sub["model"] == ref.label].set_index("dataset").loc[[s.name for s in sets]]
+                xs = [i + (j - (len(refs) - 1) / 2) * width for i in range(len(sets))]
+                ax.bar(xs, 100 * g["accuracy"], width, yerr=100 * g["stderr"], color=colours[j], label=ref.label,
+                       error_kw={"lw": 0.8, "capsize": 1.5})
+            ax.set_xticks(range(len(sets)), [s.name for s in sets] if r == len(metrics) - 1 else [], rotation=30, ha="right")
+            ax.set_title(f"k={k}, {m}, {t}")
+            if c == 0:
+                ax.set_ylabel("kNN accuracy (%)")
+        handles, names_ = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, names_, loc="upper center", ncol=len(refs), bbox_to_anchor=(0.5, 1.04))
+        fig.tight_layout()
+        files += style.save(fig, out, "knn")
+    return AnalysisResult("knn", {"knn": frame}, files)

@@ -11,10 +11,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.readers import iter_jsonl, read_bytes
-from ..data.root import DataRoot
 from ..core.errors import EmbenchError, MalformedDataError, MissingDataError
 from ..core.registry import Registry
+from ..data.readers import iter_jsonl, read_bytes
+from ..data.root import DataRoot
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ vectors go through the engine and its cache. Measures per layer:
 * kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
 * optionally a suite's score per layer (``suite``, e.g. ``mteb-lite``) through
   :func:`embench.api.evaluate`: for MTEB tasks the cropping paper's block average (the mean of
-  the task-type means, :func:`embench.tasks.mteb_tasks.block_averages`), for other suites the
+  the task-type means, :func:`embench.tasks.mteb.blocks.block_averages`), for other suites the
   plain mean of the main scores. Figure 4c of the cropping paper uses non-normalised embeddings,
   which is what the layer encoders give unless ``--normalize``.
 """
@@ -22,10 +22,10 @@ from scipy.stats import spearmanr
 
 from ..core.errors import EmbenchError
 from ..report import style
+from .base import AnalysisResult, analysis
 from .cosine_density import cosines
 from .inputs import stsb, unique, write_csv
 from .knn import knn_accuracy, load_labelled
-from .registry import AnalysisResult, analysis
 
 
 def parse_layers(layers, num_layers: int) -> list[int]:
@@ -118,7 +118,7 @@ def _suite_average(encoder, suite: str, ctx, out) -> float:
     ev = evaluate(encoder, suite_name, tasks=tasks, data=ctx.root.path, results_dir=out / "results", cache_dir=ctx.cache_dir,
                   use_cache=ctx.cache_dir is not None, batch_size=ctx.batch_size)
     if ev.records and all((r.scores or {}).get("mteb_type") for r in ev.records):
-        from ..tasks.mteb_tasks import block_averages
+        from ..tasks.mteb.blocks import block_averages
 
         return float(block_averages(ev.records)["Block avg."].iloc[0])
     scores = [r.main_score for r in ev.records]

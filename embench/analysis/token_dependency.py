@@ -19,8 +19,8 @@ from scipy.stats import rankdata
 from ..core.errors import EmbenchError
 from ..models.loader import default_pooling
 from ..report import style
+from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
-from .registry import AnalysisResult, analysis
 
 
 def spearman_rows(pivot: np.ndarray, others: np.ndarray) -> np.ndarray:

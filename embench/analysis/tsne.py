@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ..report import style
+from .base import AnalysisResult, analysis
 from .inputs import write_csv
 from .knn import knn_accuracy, load_labelled
-from .registry import AnalysisResult, analysis
 
 
 def tsne_map(x: np.ndarray, seed: int = 42, n_jobs: int = 1, **params) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from .errors import UnknownNameError
@@ -32,11 +32,15 @@ def nearest(name: str, known: list[str], n: int = 3) -> list[str]:
 
 
 def import_path(path: str) -> Any:
-    """The object a ``"package.module:attr"`` string names."""
+    """The object a ``"package.module:attr"`` string names.
+
+    The attribute path may step into a mapping by key (``"module:TABLE.name"``), so a table of
+    declarations (one row per task) needs no module attribute per row.
+    """
     module, _, attr = path.partition(":")
     obj: Any = importlib.import_module(module)
     for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
+        obj = obj[part] if isinstance(obj, Mapping) else getattr(obj, part)
     return obj
 
 

@@ -1,4 +1,4 @@
-"""The download manifest (URL + sha256 per file) and ``embench data download``/``check``.
+"""The download manifest (URL + sha256 per file): downloads, and the checks behind ``embench data check``.
 
 Checksums are of each file's content as it is read (the decompressed bytes for ``.gz`` files), so
 a file compressed or decompressed by a user still verifies.
@@ -65,15 +65,6 @@ def _matches(task: str | None, wanted: set[str]) -> bool:
     return not wanted or (task or "").lower() in wanted
 
 
-def _canonical_tasks(tasks: list[str] | None) -> set[str]:
-    from ..tasks import TASKS
-
-    out = set()
-    for t in tasks or []:
-        out.add((TASKS.canonical(t) if t in TASKS else t).lower())
-    return out
-
-
 def download(
     root: DataRoot,
     tasks: list[str] | None = None,
@@ -83,12 +74,14 @@ def download(
 ) -> list[tuple[str, str]]:
     """Fetch the manifest's files into ``root``; returns (path, status) per file.
 
+    ``tasks`` are the manifest's task names (case-insensitive); the caller resolves aliases.
+
     A present file whose checksum matches is kept ("present"); others are downloaded, verified and
     renamed into place ("downloaded"). A checksum mismatch raises and leaves nothing behind.
     ``base_url`` replaces every entry's URL by ``base_url/<path>`` (mirrors, tests).
     """
     entries = load_manifest(manifest)
-    wanted = _canonical_tasks(tasks)
+    wanted = {t.lower() for t in tasks or []}
     known = {(e.task or "").lower() for e in entries}
     missing = sorted(t for t in wanted if t not in known)
     if missing:
@@ -118,49 +111,41 @@ def download(
     return done
 
 
-def check(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, Any]]:
-    """One row per registered task: files present, rows, checksum status against the manifest."""
-    from ..tasks import TASKS
+def manifest_sums(manifest: str | Path | None = None) -> dict[str, str]:
+    """Path (relative to the data root) -> sha256, for every file of the manifest."""
+    return {e.path: e.sha256 for e in load_manifest(manifest)}
 
-    sums = {e.path: e.sha256 for e in load_manifest(manifest)}
-    rows = []
-    kinds = {"sts": 0, "transfer": 1, "mteb": 2}
-    ordered = sorted(TASKS.items(), key=lambda kv: kinds.get(kv[1].kind, len(kinds)))  # stable: registration order within a kind
-    for name, task in ordered:
-        files = task.data_files(root)
-        present, lines, ok, bad, unknown, absent = 0, 0, 0, [], 0, []
-        for f in files:
-            try:
-                real = root.find(f, task=name)
-            except FileNotFoundError:
-                absent.append(root.relative(f))
-                continue
-            present += 1
-            rel = root.relative(real)
-            try:
-                digest = content_sha256(real)
-                opener = gzip.open if real.suffix == ".gz" else open
-                with opener(real, "rb") as fh:
-                    lines += sum(1 for _ in fh)
-            except CorruptFileError:
-                bad.append(f"{rel} (corrupt)")
-                continue
-            ref = sums.get(rel) or sums.get(rel + ".gz") or sums.get(rel.removesuffix(".gz"))
-            if ref is None:
-                unknown += 1
-            elif digest == ref:
-                ok += 1
-            else:
-                bad.append(rel)
-        rows.append(
-            {
-                "task": name,
-                "kind": task.kind,
-                "files": f"{present}/{len(files)}",
-                "rows": lines,
-                "checksums": f"{ok} ok" + (f", {len(bad)} differ" if bad else "") + (f", {unknown} unlisted" if unknown else ""),
-                "missing": absent,
-                "differ": bad,
-            }
-        )
-    return rows
+
+def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: str | None = None) -> dict[str, Any]:
+    """Which of ``files`` the data root has, their lines, and their checksums against ``sums``."""
+    present, lines, ok, bad, unknown, absent = 0, 0, 0, [], 0, []
+    for f in files:
+        try:
+            real = root.find(f, task=task)
+        except FileNotFoundError:
+            absent.append(root.relative(f))
+            continue
+        present += 1
+        rel = root.relative(real)
+        try:
+            digest = content_sha256(real)
+            opener = gzip.open if real.suffix == ".gz" else open
+            with opener(real, "rb") as fh:
+                lines += sum(1 for _ in fh)
+        except CorruptFileError:
+            bad.append(f"{rel} (corrupt)")
+            continue
+        ref = sums.get(rel) or sums.get(rel + ".gz") or sums.get(rel.removesuffix(".gz"))
+        if ref is None:
+            unknown += 1
+        elif digest == ref:
+            ok += 1
+        else:
+            bad.append(rel)
+    return {
+        "files": f"{present}/{len(files)}",
+        "rows": lines,
+        "checksums": f"{ok} ok" + (f", {len(bad)} differ" if bad else "") + (f", {unknown} unlisted" if unknown else ""),
+        "missing": absent,
+        "differ": bad,
+    }

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
-import json
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..results import Record
+if TYPE_CHECKING:  # records are read by their fields only: report imports nothing of the layers above it
+    from ..evaluation.results import Record
 
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 
@@ -149,7 +150,3 @@ def latex_tabular(header: list[str], body: list[list[str]], right: set[str], raw
     lines += [" & ".join(cell(h, c) for h, c in zip(header, row, strict=True)) + r" \\" for row in body]
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
-
-
-def records_json(records: Sequence[Record]) -> str:
-    return json.dumps([r.to_dict() for r in records], indent=2, default=str)

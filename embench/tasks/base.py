@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from typing import Protocol as TypingProtocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..data.root import DataRoot
-from ..protocols import Protocol
 from ..core.registry import Registry
+from ..data.root import DataRoot
+from ..evaluation.protocols import EvalProtocol
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -36,12 +35,12 @@ class Prepared:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(TypingProtocol):
+class Task(Protocol):
     name: str  # canonical name, used in result files
     display: str  # column header in tables
-    kind: str  # "sts", "transfer", ...
+    kind: str  # "sts", "transfer", "mteb"
 
-    def prepare(self, root: DataRoot, protocol: Protocol) -> Prepared: ...
+    def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared: ...
 
     def data_files(self, root: DataRoot) -> list[Path]:
         """Every file the task can read, under any protocol (for ``embench data check``)."""

@@ -8,7 +8,8 @@
 Heavy imports (torch, transformers) happen inside the modules, which the CLI imports lazily.
 """
 
-from .config import TrainConfig, make_config
+from .config import TrainConfig
+from .configure import make_config
 from .methods import METHODS, Batch, Method, Outputs
 from .recipes import RECIPES, Recipe
 from .resolve import resolve

@@ -47,13 +47,13 @@ def task_specs(names: list[str]) -> list[EvalSpec]:
 
 
 def _suites() -> list[str]:
-    from ..suites import SUITES
+    from ..evaluation.suites import SUITES
 
     return SUITES.names()
 
 
 def analysis_specs(items: list[str]) -> list[EvalSpec]:
-    from ..analysis import get
+    from ..analysis.registry import get
 
     specs = []
     for item in items:

@@ -1,10 +1,8 @@
 """Training configuration: one typed object, built in layers and printed whole by ``--show``.
 
-Layers, later ones winning: the dataclass defaults, the method's defaults (``methods/``: the
-papers' numbers), a recipe (``recipes.py``), a YAML/TOML file, then the command line. Options a
-method owns (temperature, crop sizes, ...) live in its own dataclass, nested here as
-``method_options``; they may be given flat (``--set temperature=0.1``) or nested
-(``method_options: {temperature: 0.1}``).
+The fields and the file reader; ``configure.py`` builds a config from its layers (method
+defaults, recipe, file, command line). Options a method owns (temperature, crop sizes, ...) live in
+its own dataclass, nested here as ``method_options``.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
-from ..core.registry import nearest
 
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
 
@@ -115,76 +112,6 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if set(raw) == {"train"} and isinstance(raw["train"], dict):
         raw = raw["train"]
     return raw
-
-
-def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig:
-    """A config from the method's defaults, an optional recipe, an optional file, then ``overrides``
-    (``None`` values are ignored).
-
-    >>> make_config(recipe="crop", model="all-MiniLM-L6-v2", data=["20newsgroups"], max_steps=100)  # doctest: +SKIP
-    """
-    from .methods import METHODS
-    from .recipes import RECIPES
-
-    layers: list[tuple[str, dict[str, Any]]] = []
-    if file is not None:
-        layers.append((f"--config {file}", _normalised(read_config_file(file))))
-    layers.append(("option", _normalised({k: v for k, v in overrides.items() if v is not None})))
-    recipe_name = next((vals["recipe"] for _, vals in reversed(layers) if vals.get("recipe")), None)
-    if recipe_name:
-        recipe = RECIPES.get(recipe_name)
-        layers.insert(0, (f"recipe {recipe.name}", {**_normalised(recipe.values), "recipe": recipe.name}))
-    method_name = next((vals["method"] for _, vals in reversed(layers) if vals.get("method")), TrainConfig.method)
-    key = METHODS.canonical(method_name)
-    method = METHODS.get(key)
-    layers.insert(0, (f"method {key}", _normalised(method.defaults)))
-    values: dict[str, Any] = {}
-    options: dict[str, Any] = {}
-    for where, layer in layers:
-        general, own = _split(layer, method, key, where)
-        values.update(general)
-        options.update(own)
-    values["method"] = key
-    if isinstance(values.get("data"), (str, Path)):
-        values["data"] = [values["data"]]
-    if "data" in values:
-        values["data"] = [str(d) for d in values["data"]]
-    values["method_options"] = options
-    return TrainConfig(**values)
-
-
-def _normalised(raw: dict[str, Any]) -> dict[str, Any]:
-    return {k.replace("-", "_"): v for k, v in raw.items()}
-
-
-def _split(raw: dict[str, Any], method: Any, key: str, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(general options, the method's own options) of one layer; an unknown name is an error."""
-    own_fields = {f.name for f in dataclasses.fields(method.Options)}
-    general, own = {}, {}
-    for name, value in raw.items():
-        if name == "method_options":
-            if not isinstance(value, dict):
-                raise EmbenchError(f"{where}: method_options must be a mapping")
-            nested = _normalised(value)
-            for opt in nested:
-                if opt not in own_fields:
-                    _unknown({opt: None}, own_fields, key, where)
-            own.update(nested)
-        elif name in own_fields:
-            own[name] = value
-        elif name in FIELDS:
-            general[name] = value
-        else:
-            _unknown({name: value}, own_fields, key, where)
-    return general, own
-
-
-def _unknown(raw: dict[str, Any], own_fields: set[str], method: str, where: str) -> None:
-    bad = next(iter(raw))
-    known = sorted(own_fields) + [f for f in FIELDS if f != "method_options"]
-    hint = nearest(bad, known)
-    did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
-    raise EmbenchError(f"{where}: unknown training option {bad!r}.{did} (the options of method {method} included)")
 
 
 def parse_override(item: str) -> tuple[str, Any]:

@@ -30,8 +30,8 @@ from ..models.loader import pick_device
 from ..report.progress import RateProgress
 from . import checkpoints, distributed
 from .accumulation import cached_step
-from .config import TrainConfig
 from .callbacks import Evaluator
+from .config import TrainConfig
 from .methods import METHODS
 from .resolve import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps

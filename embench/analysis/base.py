@@ -1,0 +1,57 @@
+"""What every analysis shares: its result type, and the decorator that gives it a public signature.
+
+An analysis module defines ``impl(refs, ctx, out, **options) -> AnalysisResult``; ``@analysis(name)``
+turns it into ``fn(models, out, *, labels, data, ..., **options)`` taking model names, which loads
+the models, the data root and the embedding cache and checks the options. The registry
+(:mod:`embench.analysis.registry`) names the decorated functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import EmbenchError
+from .inputs import make_context, model_refs
+
+
+@dataclass
+class AnalysisResult:
+    """The numbers an analysis computed (one frame per table) and every file it wrote."""
+
+    name: str
+    tables: dict[str, Any] = field(default_factory=dict)  # stem -> pandas DataFrame
+    files: list[Path] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def analysis(name: str):
+    """Give ``impl(refs, ctx, out, **options)`` the public signature of analysis ``name``."""
+
+    def deco(impl: Callable[..., AnalysisResult]) -> Callable[..., AnalysisResult]:
+        params = {n: p.default for n, p in inspect.signature(impl).parameters.items() if n not in ("refs", "ctx", "out")}
+        option_names = list(params)
+
+        @functools.wraps(impl)
+        def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
+                   batch_size: int = 64, progress: bool = False, pooling: str | None = None,
+                   max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
+                   normalize: bool | None = None, prompt: str | None = None, **options: Any) -> AnalysisResult:
+            unknown = sorted(set(options) - set(option_names))
+            if unknown:
+                raise EmbenchError(f"analysis {name!r} has no option(s) {unknown}; its options are: {', '.join(option_names)}")
+            refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
+                              normalize=normalize, prompt=prompt)
+            ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
+            out = Path(out)
+            out.mkdir(parents=True, exist_ok=True)
+            return impl(refs, ctx, out, **options)
+
+        public.options = params  # type: ignore[attr-defined]  # option -> default (the CLI coerces by it)
+        return public
+
+    return deco

@@ -1,0 +1,62 @@
+"""The audit's knobs: the protocol axes it varies (values from the one list of protocol choices,
+:data:`embench.evaluation.protocols.CHOICES`) and the encoder settings, and the variants it runs.
+
+The knobs are those of ``docs/PROTOCOLS.md``. Each knob's first value is the baseline (SimCSE's
+protocol: ``all``, Spearman, SentEval text, SICK-R test, cosine, the model's own pooling, fp32,
+batch 128, the model's maximum length).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import UnknownNameError
+from ..core.registry import nearest
+from ..evaluation.protocols import CHOICES
+
+BASELINE_BATCH = 128
+PROTOCOL_KNOBS = ("aggregation", "correlation", "text", "sick_split", "scoring", "similarity")
+MODEL_KNOB_VALUES: dict[str, list[Any]] = {  # None: the model's own setting
+    "pooling": [None, "cls", "mean", "first_last_avg"],
+    "dtype": ["fp32", "bf16"],
+    "batch_size": [BASELINE_BATCH, 1, 64, 512],
+    "max_length": [None, 32],
+}
+KNOBS: dict[str, list[Any]] = {**{k: list(CHOICES[k].values) for k in PROTOCOL_KNOBS}, **MODEL_KNOB_VALUES}
+MODEL_KNOBS = ("pooling", "dtype", "max_length")
+MATCH_GRID = ("aggregation", "correlation", "text", "sick_split", "similarity", "scoring")
+
+
+@dataclass
+class Variant:
+    label: str
+    knobs: dict[str, Any]  # the knob values that differ from the baseline
+
+    def protocol(self) -> dict[str, Any]:
+        return {k: v for k, v in self.knobs.items() if k in PROTOCOL_KNOBS}
+
+    def model_options(self) -> dict[str, Any]:
+        return {k: v for k, v in self.knobs.items() if k in MODEL_KNOBS and v is not None}
+
+
+def variants(knobs: list[str]) -> list[Variant]:
+    """The baseline, the aggregation x correlation grid, then one knob at a time."""
+    out = [Variant("baseline", {})]
+    if "aggregation" in knobs or "correlation" in knobs:
+        aggs = KNOBS["aggregation"] if "aggregation" in knobs else ["all"]
+        corrs = KNOBS["correlation"] if "correlation" in knobs else ["spearman"]
+        for agg, corr in itertools.product(aggs, corrs):
+            if (agg, corr) == ("all", "spearman"):
+                continue
+            diff = {k: v for k, v in (("aggregation", agg), ("correlation", corr)) if v != KNOBS[k][0]}
+            out.append(Variant(", ".join(f"{k}={v}" for k, v in diff.items()), diff))
+    for knob in knobs:
+        if knob in ("aggregation", "correlation"):
+            continue
+        if knob not in KNOBS:
+            raise UnknownNameError("audit knob", knob, list(KNOBS), nearest(knob, list(KNOBS)))
+        for value in KNOBS[knob][1:]:
+            out.append(Variant(f"{knob}={value}", {knob: value}))
+    return out

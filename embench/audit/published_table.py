@@ -1,0 +1,135 @@
+"""Checking published tables: recompute every printed average, flag values duplicated in a row."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import EmbenchError
+
+# cell markup that is not part of the number: bold, underline, footnote marks
+_MARKS = re.compile(r"\\textbf\{|\\underline\{|\\emph\{|[{}$*♣♥♠♦†‡§¶⋆★∗]|\\(dagger|ddagger|star|diamond|clubsuit|heartsuit|spadesuit)|\\")
+
+
+@dataclass
+class TableIssue:
+    table: int
+    row: int  # 1-based line in the file
+    name: str
+    kind: str  # "average" or "duplicate"
+    message: str
+
+
+def _number(cell: str) -> float | None:
+    s = _MARKS.sub("", cell).strip().rstrip("%")
+    s = re.split(r"±|\\pm|\+-", s)[0].strip()  # "79.39±0.30": the mean of several seeds
+    if not any(ch.isdigit() for ch in s):
+        return None  # "-", "n/a", "(missing in text)": no number printed
+
+    return float(s)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        return _number(cell) is not None
+    except ValueError:
+        return False
+
+
+def _tables(path: Path) -> list[list[tuple[int, list[str]]]]:
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    tables: list[list[tuple[int, list[str]]]] = []
+    if path.suffix == ".csv":
+        import csv
+
+        return [[(i, row) for i, row in enumerate(csv.reader(lines), start=1) if row]]
+    if path.suffix == ".tex" or "\\begin{tabular" in text:
+        current: list[tuple[int, list[str]]] = []
+        for i, line in enumerate(lines, start=1):
+            if "\\begin{tabular" in line:
+                current = []
+            elif "\\end{tabular" in line:
+                tables.append(current)
+            elif "&" in line:
+                cells = [c.strip() for c in line.split("\\\\")[0].split("&")]
+                current.append((i, cells))
+        return tables
+    current = []
+    for i, line in enumerate(lines, start=1):
+        if line.lstrip().startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if all(re.fullmatch(r":?-{2,}:?", c) for c in cells if c):
+                continue
+            current.append((i, cells))
+        elif current:
+            tables.append(current)
+            current = []
+    if current:
+        tables.append(current)
+    return tables
+
+
+def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
+    """Recompute every printed average of every table in ``path``; flag values duplicated in a row.
+
+    A column whose header contains "avg" averages the numeric columns since the previous average
+    column (or the first data column): JTCSE's tables print a "7 Avg." and a "3 Avg.". The first column
+    names the row unless every row holds a number there (a table of scores only, as in BeLLM's README). A printed
+    average is flagged when it differs from the mean of its cells by more than ``tolerance`` (two
+    roundings of 0.005 each).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise EmbenchError(f"table file {p} does not exist")
+    issues: list[TableIssue] = []
+    for t_index, table in enumerate(_tables(p), start=1):
+        if len(table) < 2:
+            continue
+        header = [h.lower() for h in table[0][1]]
+        avg_cols = [j for j, h in enumerate(header) if "avg" in h]
+        if not avg_cols:
+            continue
+        rows = [cells for _, cells in table[1:] if len(cells) >= len(header) and any(c.strip() for c in cells)]
+        labelled = not rows or not all(_is_number(cells[0]) for cells in rows)  # a table of numbers only has no name column
+        groups, start = [], 1 if labelled else 0
+        for j in avg_cols:
+            groups.append((j, list(range(start, j))))
+            start = j + 1
+        for line_no, cells in table[1:]:
+            if len(cells) < len(header) or not any(c.strip() for c in cells[1:]):
+                continue  # section headings
+            name = _MARKS.sub("", cells[0]).strip() if labelled else "unlabelled row"
+            values: dict[int, float | None] = {}
+            unreadable: list[int] = []
+            for j in sorted({c for _, cols in groups for c in cols} | set(avg_cols)):
+                try:
+                    values[j] = _number(cells[j])
+                except ValueError:
+                    values[j] = None
+                    unreadable.append(j)
+            if unreadable:
+                if all(v is None for v in values.values()):
+                    continue  # a section heading spread over the columns
+                j = unreadable[0]
+                raise EmbenchError(f"{p}:{line_no}: column {j + 1} ({table[0][1][j]!r}) of row {name!r}: cannot read {cells[j]!r} as a number")
+            for avg_j, cols in groups:
+                printed = values.get(avg_j)
+                cells_v = [values[c] for c in cols]
+                if printed is None or len(cols) < 2 or any(v is None for v in cells_v):
+                    continue
+                mean = float(np.mean(cells_v))
+                if abs(mean - printed) > tolerance + 1e-9:
+                    issues.append(TableIssue(t_index, line_no, name, "average", f"printed {table[0][1][avg_j]} {printed:.2f}, mean of its {len(cols)} cells {mean:.2f}"))
+            seen: dict[float, int] = {}
+            for j in (c for _, cols in groups for c in cols):
+                v = values.get(j)
+                if v is None:
+                    continue
+                if v in seen:
+                    issues.append(TableIssue(t_index, line_no, name, "duplicate", f"{v:.2f} appears under both {table[0][1][seen[v]]!r} and {table[0][1][j]!r}"))
+                seen.setdefault(v, j)
+    return issues

@@ -1,0 +1,134 @@
+"""Which protocol published numbers used: parse them, then rank every protocol combination by its
+distance to them.
+
+Matching searches the grid aggregation x correlation x text x SICK-R split x similarity x STS-B/SICK-R
+scoring, which needs only re-scoring of cached vectors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..api import evaluate
+from ..core.errors import EmbenchError, UnknownNameError
+from ..core.registry import nearest
+from ..evaluation.protocols import EvalProtocol
+from ..evaluation.suites import SUITES
+from ..tasks import TASKS
+from .knobs import KNOBS, MATCH_GRID
+
+
+def parse_reported(text: str) -> dict[str, float]:
+    """``"STS12=70.97 STS13=76.53 ..."`` or seven bare numbers in sts-all order (an eighth, Avg., is ignored)."""
+    tokens = [t for t in re.split(r"[\s,;]+", text.strip()) if t]
+    if not tokens:
+        raise EmbenchError("--reported is empty")
+    out: dict[str, float] = {}
+    if all("=" not in t for t in tokens):
+        order = SUITES.get("sts-all").tasks
+        if len(tokens) not in (len(order), len(order) + 1):
+            raise EmbenchError(f"--reported without task names needs {len(order)} numbers in sts-all order ({', '.join(order)}), got {len(tokens)}")
+        pairs = list(zip(order, tokens[: len(order)], strict=True))
+    else:
+        pairs = []
+        for t in tokens:
+            if "=" not in t:
+                raise EmbenchError(f"--reported: token {t!r} is not TASK=NUMBER")
+            name, value = t.split("=", 1)
+            if name.lower() in ("avg", "avg."):
+                continue
+            if name not in TASKS:
+                raise UnknownNameError("task in --reported", name, TASKS.names(), nearest(name, TASKS.names()))
+            pairs.append((TASKS.canonical(name), value))
+    for name, value in pairs:
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise EmbenchError(f"--reported: {value!r} (for {name}) is not a number") from None
+    return out
+
+
+def read_reported_file(path: str | Path) -> dict[str, float]:
+    """A CSV of reported numbers: either rows ``task,value`` or a header of task names and one row."""
+    p = Path(path)
+    try:
+        lines = [line for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError as e:
+        raise EmbenchError(f"cannot read --reported-file {p}: {e.strerror}") from None
+    rows = [[c.strip() for c in line.split(",")] for line in lines]
+    if all(len(r) == 2 for r in rows):
+        text = " ".join(f"{a}={b}" for a, b in rows if a.lower() not in ("task", "avg", "avg."))
+    elif len(rows) >= 2:
+        header, values = rows[0], rows[1]
+        if len(values) != len(header):
+            raise EmbenchError(f"{p}:2: {len(values)} values for {len(header)} columns")
+        text = " ".join(f"{a}={b}" for a, b in zip(header, values, strict=True) if a and a.lower() not in ("model", "avg", "avg."))
+    else:
+        raise EmbenchError(f"{p}: expected rows 'task,value' or a header of task names and one row of values")
+    return parse_reported(text)
+
+
+def match_reported(model: str, reported: dict[str, float], tolerance: float, common: dict[str, Any], knobs: list[str]) -> pd.DataFrame:
+    """Every protocol combination of the match grid, ranked by its distance to ``reported`` (x100)."""
+    tasks = list(reported)
+    grid_knobs = [k for k in MATCH_GRID if k in knobs]
+    base = EvalProtocol()
+    encode_axes = [k for k in grid_knobs if k not in ("aggregation", "correlation")]
+    rows = []
+    for combo in itertools.product(*(KNOBS[k] for k in encode_axes)):
+        proto = dict(zip(encode_axes, combo, strict=True))
+        if proto.get("scoring") == "regressor" and proto.get("sick_split") == "full":
+            continue  # the regressor trains on SICK's train split: no full-split variant exists
+        ev = evaluate(model, None, tasks=tasks, **common, **proto)
+        by_task = {r.task: r for r in ev.records}
+        aggs = KNOBS["aggregation"] if "aggregation" in grid_knobs else [base.aggregation]
+        corrs = KNOBS["correlation"] if "correlation" in grid_knobs else [base.correlation]
+        for agg, corr in itertools.product(aggs, corrs):
+            scores = {}
+            for t in tasks:
+                s = by_task[t].scores
+                scores[t] = 100 * s[agg][corr]
+            res = {t: round(scores[t], 2) - reported[t] for t in tasks}
+            full = {"aggregation": agg, "correlation": corr, **proto}
+            changed = sum(1 for k, v in full.items() if v != getattr(base, k))
+            rows.append({
+                **{k: full.get(k, getattr(base, k)) for k in MATCH_GRID},
+                "n_within": sum(1 for x in res.values() if abs(x) <= tolerance + 1e-9),
+                "mean_abs": float(np.mean([abs(x) for x in res.values()])),
+                "max_abs": float(max(abs(x) for x in res.values())),
+                "changed": changed,
+                **{f"res:{TASKS.get(t).display}": r for t, r in res.items()},
+            })
+    # Most cells reproduced first: a protocol that gives six of seven numbers exactly (and one typo) is a
+    # better explanation than one that is off by a little everywhere.
+    frame = pd.DataFrame(rows)
+    frame["_neg_within"] = -frame["n_within"]
+    frame = frame.sort_values(["_neg_within", "max_abs", "mean_abs", "changed"], kind="stable")
+    frame = frame.drop(columns="_neg_within").reset_index(drop=True)
+    frame["match"] = frame["max_abs"] <= tolerance + 1e-9
+    return frame
+
+
+def verdict(matches: pd.DataFrame, tolerance: float) -> str:
+    best = matches.iloc[0]
+    desc = _describe(best)
+    if best["match"]:
+        others = int(matches["match"].sum()) - 1
+        tail = f" ({others} other combination(s) also match within {tolerance:g})" if others else ""
+        return f"matches {desc} (largest residual {best['max_abs']:.2f}){tail}"
+    res_cols = [c for c in matches.columns if c.startswith("res:")]
+    off = [f"{c[4:]} {best[c]:+.2f}" for c in res_cols if abs(best[c]) > tolerance + 1e-9]
+    return (f"no protocol matches within {tolerance:g}; closest: {desc} (reproduces {int(best['n_within'])} of "
+            f"{len(res_cols)} numbers; off: {', '.join(off)}; largest residual {best['max_abs']:.2f}, mean {best['mean_abs']:.2f})")
+
+
+def _describe(row: pd.Series) -> str:
+    sick = "SICK-R over all 9,927 pairs" if row["sick_split"] == "full" else "SICK-R test split (4,927 pairs)"
+    return (f"aggregation={row['aggregation']}, {row['correlation']}, {row['similarity']}, {sick}, "
+            f"text={row['text']}, STS-B/SICK-R scoring={row['scoring']}")

@@ -1,0 +1,46 @@
+"""The typer app: every registered command, and ``main()``, which prints user errors without a traceback."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+import typer
+
+from ..core.errors import EmbenchError
+from .commands import COMMANDS
+from .output import err
+
+app = typer.Typer(
+    help="Benchmark and analyse sentence embeddings under every evaluation protocol.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+for _name in COMMANDS:
+    _command = COMMANDS.get(_name)
+    if isinstance(_command, typer.Typer):
+        app.add_typer(_command, name=_name, help=COMMANDS.description(_name))
+    else:
+        app.command(_name)(_command)
+
+
+def main() -> None:
+    """Entry point: user errors are printed as one clear message, without a traceback."""
+    logging.basicConfig(level=os.environ.get("EMBENCH_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    warnings.filterwarnings("default", module="embench")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:
+        pass
+    try:
+        app()
+    except EmbenchError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True)
+        sys.exit(2)

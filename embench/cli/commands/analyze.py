@@ -1,0 +1,138 @@
+"""``embench analyze NAME --model X [--model Y ...] --out DIR``: one analysis, several models, one figure.
+
+Options common to several analyses have their own flags (``--dataset``, ``--limit``, ``--seed``,
+...); any other option of an analysis is given as ``--set KEY=VALUE`` (repeatable; a comma makes a
+list). ``embench analyze list`` shows every analysis with its options and defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ...core.errors import EmbenchError
+from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
+from ..output import emit
+
+
+def parse_value(raw: str, default: Any) -> Any:
+    """A ``--set`` value, typed after the option's default (tuple defaults take comma lists)."""
+    if isinstance(default, tuple) or (default is None and "," in raw):
+        return [parse_value(x.strip(), None) for x in raw.split(",") if x.strip()]
+    if isinstance(default, bool) or raw.lower() in ("true", "false"):
+        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise EmbenchError(f"--set value {raw!r} must be true or false")
+        return raw.lower() in ("true", "1", "yes")
+    if raw.lower() == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] | str | int | None], sets: list[str]) -> dict[str, Any]:
+    """Map CLI flags and ``--set`` pairs onto the analysis' own option names and types."""
+    opts: dict[str, Any] = {}
+    renames = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
+    for flag, value in flags.items():
+        if value is None or value == []:
+            continue
+        target = next((t for t in renames.get(flag, (flag,)) if t in known), None)
+        if target is None:
+            raise EmbenchError(f"analysis {name!r} has no --{flag} option; its options are: {', '.join(known)}")
+        values = value if isinstance(value, list) else [value]
+        if isinstance(known[target], tuple):
+            opts[target] = [parse_value(str(v), None) if not isinstance(v, str) else v for v in values]
+        elif len(values) > 1:
+            raise EmbenchError(f"analysis {name!r} takes a single --{flag}")
+        else:
+            v = values[0]
+            opts[target] = parse_value(v, known[target]) if isinstance(v, str) and target not in ("heads",) else v
+    for pair in sets:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in known:
+            raise EmbenchError(f"--set {pair!r}: expected KEY=VALUE with KEY one of: {', '.join(known)}")
+        opts[key] = parse_value(raw.strip(), known[key])
+    return opts
+
+
+def analyze(
+    name: Annotated[str, typer.Argument(help="Analysis name, or 'list' to show every analysis and its options.")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to overlay several.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the CSV/JSON numbers and PNG/PDF figures.")] = None,
+    label: Annotated[list[str] | None, typer.Option("--label", help="Figure label per --model, in the same order.")] = None,
+    dataset: Annotated[list[str] | None, typer.Option("--dataset", help="Labelled set(s): twentynewsgroups, banking77, emotion, agnews, trec.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Use a seeded random subset of this many examples/sentences.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for splits, subsets and t-SNE.")] = None,
+    layers: Annotated[str | None, typer.Option(help="layers: which hidden layers, e.g. '0,3,6' (default all).")] = None,
+    sentence: Annotated[list[str] | None, typer.Option("--sentence", help="attention: sentence(s) whose maps are drawn.")] = None,
+    heads: Annotated[str | None, typer.Option(help="attention: mean or a head number; cls-energy: concat or mean.")] = None,
+    metric: Annotated[list[str] | None, typer.Option("--metric", help="kNN distance: euclidean, cosine (repeatable for knn).")] = None,
+    transform: Annotated[list[str] | None, typer.Option("--transform", help="kNN embeddings: raw, centred, whitened (repeatable for knn).")] = None,
+    k: Annotated[int | None, typer.Option("--k", help="Neighbours for kNN (default 10).")] = None,
+    split: Annotated[str | None, typer.Option(help="STS-B split for STS-B based analyses (default test).")] = None,
+    text: Annotated[str | None, typer.Option(help="STS-B text: senteval (tokenised, lower-cased) or raw.")] = None,
+    suite: Annotated[str | None, typer.Option(help="layers: also score every layer on a suite (mteb-lite: block average) or comma-separated tasks.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Any other option of the analysis, KEY=VALUE (see 'embench analyze list').")] = None,
+    pooling: Annotated[str | None, typer.Option(help="Pooler for every model (default: each model's own; layers: mean).")] = None,
+    max_length: MaxLengthOpt = None,
+    prompt: PromptOpt = None,
+    device: DeviceOpt = None,
+    batch_size: BatchSizeOpt = 64,
+    data: DataOpt = None,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table or progress output.")] = False,
+) -> None:
+    """Run one analysis (geometry, kNN, layers, attention, t-SNE, token dependency) and draw its figure."""
+    from rich.console import Console
+
+    from ...analysis.registry import get
+
+    if name == "list":
+        _list_analyses()
+        return
+    fn = get(name)
+    if not model:
+        raise EmbenchError("give at least one --model")
+    if out is None:
+        raise EmbenchError("give --out DIR: the folder the numbers and figures go to")
+    flags = {"dataset": dataset, "limit": limit, "seed": seed, "layers": layers, "sentence": sentence, "heads": heads,
+             "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
+             "suite": suite}
+    options = build_options(name, fn.options, flags, set_ or [])
+    result = fn(list(model), out, labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache,
+                batch_size=batch_size, progress=not quiet and Console(stderr=True).is_terminal, pooling=pooling,
+                max_length=max_length, device=device, prompt=prompt, **options)
+    if not quiet:
+        _print_result(result)
+
+
+def _list_analyses() -> None:
+    """Every analysis with its options and their defaults."""
+    from rich.console import Console
+
+    from ...analysis.registry import ANALYSES
+
+    for n in ANALYSES.names():
+        opts = ", ".join(f"{k}={v!r}" for k, v in ANALYSES.get(n).options.items())
+        Console().print(f"[bold]{n}[/]  {opts}", highlight=False)
+
+
+def _print_result(result) -> None:
+    """The analysis' small tables on stdout, then the files it wrote."""
+    from rich.console import Console
+
+    from ...report.tables import render
+
+    for stem, frame in result.tables.items():
+        if len(frame) <= 60:
+            emit(render(frame.round(4), "table", scaled=[], title=stem))
+    for f in result.files:
+        Console().print(f"wrote {f}", highlight=False)

@@ -1,0 +1,99 @@
+"""``embench audit``: one model under every protocol; which protocol published numbers used;
+``embench audit table FILE``: recompute the averages of published tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ...audit.knobs import KNOBS
+from ..options import CacheDirOpt, DataOpt, DeviceOpt, Fmt, FmtOpt, PromptOpt, ResultsOpt, value
+from ..output import emit, err
+
+audit_app = typer.Typer(invoke_without_command=True)
+MATCH_COLUMNS = ["aggregation", "correlation", "text", "sick_split", "similarity", "scoring", "n_within", "max_abs", "mean_abs"]
+
+
+@audit_app.callback()
+def audit(
+    ctx: typer.Context,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name, alias or folder.")] = None,
+    knobs: Annotated[str | None, typer.Option(help=f"Comma-separated knobs (default: all): {', '.join(KNOBS)}.")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Tasks (default: the seven of sts-all).")] = None,
+    reported: Annotated[str | None, typer.Option(help='Published numbers: "STS12=70.97 STS13=76.53 ..." or seven numbers in sts-all order.')] = None,
+    reported_file: Annotated[Path | None, typer.Option(help="CSV of published numbers (rows task,value or a header of tasks and one row).")] = None,
+    tolerance: Annotated[float, typer.Option(help="Largest residual (x100) that still counts as a match.")] = 0.01,
+    prompt: PromptOpt = None,
+    device: DeviceOpt = None,
+    data: DataOpt = None,
+    results_dir: ResultsOpt = None,
+    cache_dir: CacheDirOpt = None,
+    fmt: FmtOpt = Fmt.table,
+) -> None:
+    """Protocol audit: one model under every protocol variant, and which protocol published numbers match."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ...audit.protocol import audit as run_audit
+    from ...audit.protocol import audit_to_json
+    from ...audit.reported import parse_reported, read_reported_file
+    from ...core.errors import EmbenchError
+
+    if model is None:
+        raise EmbenchError("embench audit needs --model (or the subcommand: embench audit table FILE)")
+    if reported and reported_file:
+        raise EmbenchError("give --reported or --reported-file, not both")
+    rep = parse_reported(reported) if reported else read_reported_file(reported_file) if reported_file else None
+    knob_list = [k.strip() for k in knobs.split(",")] if knobs else None
+    result = run_audit(model, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
+                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt)
+    if value(fmt) == "json":
+        emit(audit_to_json(result))
+        return
+    _print_tables(result, model, value(fmt))
+
+
+def _print_tables(result, model: str, f: str) -> None:
+    """The variants, the knobs ranked by effect, and (with reported numbers) the closest protocols and the verdict."""
+    from ...report.tables import render
+
+    emit(render(result.rows, f, title=f"{model}: protocol variants"))
+    eff = result.knob_effects.copy()
+    if not eff.empty:
+        eff = eff.set_index("knob")
+        emit(render(eff, f, scaled=["delta_avg", "delta_task"], title="knobs ranked by how far they move Avg. (x100)"))
+    if result.matches is None:
+        return
+    m = result.matches.head(10).copy()
+    m = m[MATCH_COLUMNS + [c for c in m.columns if c.startswith("res:")]]
+    m.columns = [c.removeprefix("res:") for c in m.columns]
+    m.index.name = "rank"
+    m.index = m.index + 1
+    for c in m.columns:
+        if m[c].dtype.kind == "f":
+            m[c] = m[c].map(lambda x: f"{x:+.2f}")
+    emit(render(m, f, scaled=[], title="closest protocol combinations (residual = ours - reported, x100)"))
+    v = result.verdict
+    emit({"markdown": f"\n**Verdict:** {v}", "latex": f"% verdict: {v}", "csv": f"# verdict: {v}"}.get(f, f"verdict: {v}"))
+
+
+@audit_app.command("table")
+def table(
+    file: Annotated[Path, typer.Argument(help="CSV, markdown (one or more tables) or LaTeX tabular of published numbers.")],
+    tolerance: Annotated[float, typer.Option(help="Largest |printed - recomputed| average that is only rounding.")] = 0.01,
+) -> None:
+    """Recompute each row's average and flag rows whose printed Avg. is off, and values duplicated across columns."""
+    from ...audit.published_table import check_table
+
+    issues = check_table(file, tolerance)
+    averages = [i for i in issues if i.kind == "average"]
+    for i in issues:
+        if err.is_terminal:
+            style = "red" if i.kind == "average" else "yellow"
+            err.print(f"[{style}]{file}:{i.row}[/]: [{i.kind}] {i.name}: {i.message}")
+        else:
+            typer.echo(f"{file}:{i.row}: [{i.kind}] {i.name}: {i.message}")
+    typer.echo(f"{len(averages)} average(s) off, {len(issues) - len(averages)} duplicated value(s) in {file}")
+    if averages:
+        raise typer.Exit(1)

@@ -1,0 +1,38 @@
+"""``embench list WHAT``: the entries of one registry, with a description each.
+
+``CATALOGUE`` is the one mapping of list name -> registry (a lazy ``"module:REGISTRY"`` path, so a
+list imports only its own registry). A new registry is listed by adding one line here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ...core.registry import Registry
+from ..output import emit
+
+CATALOGUE = {
+    "tasks": "embench.tasks:TASKS",
+    "suites": "embench.evaluation.suites:SUITES",
+    "poolers": "embench.models.pooling:POOLERS",
+    "models": "embench.models.loader:ALIASES",
+    "analyses": "embench.analysis.registry:ANALYSES",
+    "datasets": "embench.analysis.labelled:LABELLED",
+    "families": "embench.models.families:FAMILIES",
+    "methods": "embench.train.methods:METHODS",
+    "recipes": "embench.train.recipes:RECIPES",
+    "commands": "embench.cli.commands:COMMANDS",
+}
+LISTS: Registry[Registry] = Registry("list")
+for _name, _path in CATALOGUE.items():
+    LISTS.add(_name, _path)
+
+
+def list_(what: Annotated[str, typer.Argument(help=f"What to list: {', '.join(CATALOGUE)}.")] = "suites") -> None:
+    """List what is registered: tasks, suites, poolers, model aliases and families, analyses, labelled datasets, training methods and recipes, commands."""
+    registry = LISTS.get(what)
+    names = registry.names()
+    width = max((len(n) for n in names), default=0) + 2
+    emit("\n".join(f"{n:<{width}}{registry.description(n)}".rstrip() for n in names))

@@ -1,0 +1,127 @@
+"""``embench mteb run | export | blocks``: MTEB tasks on local data, mteb's result format, block averages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..options import (
+    BatchSizeOpt,
+    CacheDirOpt,
+    DataOpt,
+    Fmt,
+    FmtOpt,
+    LayerOpt,
+    ModelsOpt,
+    NormalizeOpt,
+    OverwriteOpt,
+    PoolingOpt,
+    PromptOpt,
+    ResultsOpt,
+    protocol_options,
+    value,
+)
+from ..output import emit
+
+mteb_app = typer.Typer(no_args_is_help=True)
+OutputOpt = Annotated[Path | None, typer.Option("--mteb-output", help="Also write the results in mteb's format here (mteb.ResultCache layout).")]
+ModelFilterOpt = Annotated[str | None, typer.Option("--model", "-m", help="Only models whose name contains this.")]
+
+
+def _blocks_table(records, fmt: str) -> str:
+    from ...report.tables import render
+    from ...tasks.mteb.blocks import block_averages
+
+    frame = block_averages(records)
+    return render(frame, fmt, title="MTEB block averages (mean of task-type means; cropping paper, Table 1)")
+
+
+def _notes(records) -> str:
+    lines = []
+    for r in records:
+        diffs = (r.scores or {}).get("data_differences") or []
+        if diffs:
+            lines.append(f"{r.display}: " + "; ".join(diffs))
+    return ("* local data differs from MTEB's copy:\n  " + "\n  ".join(lines)) if lines else ""
+
+
+@mteb_app.command("run")
+@protocol_options("similarity")
+def run(
+    model: ModelsOpt,
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite (default mteb-lite).")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="MTEB:<name> task(s), after the suite's when --suite is given too.")] = None,
+    normalize: NormalizeOpt = None,
+    pooling: PoolingOpt = None,
+    layer: LayerOpt = None,
+    prompt: PromptOpt = None,
+    protocol: dict[str, str] | None = None,
+    seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
+    batch_size: BatchSizeOpt = 128,
+    data: DataOpt = None,
+    results_dir: ResultsOpt = None,
+    cache_dir: CacheDirOpt = None,
+    overwrite: OverwriteOpt = False,
+    mteb_output: OutputOpt = None,
+    fmt: FmtOpt = Fmt.table,
+) -> None:
+    """Run MTEB tasks with mteb's evaluators on local data; print scores and block averages."""
+    from ...api import Evaluation, evaluate
+    from ...tasks.mteb.adapter import export_records
+
+    if suite is None and not task:
+        suite = "mteb-lite"
+    records = []
+    for name in model:
+        def on_task(t: str, status: str, record: Any, name: str = name) -> None:
+            how = "stored" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
+            typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
+
+        ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
+                      overwrite=overwrite, batch_size=batch_size, on_task=on_task, **(protocol or {}),
+                      seed=seed, normalize=normalize, pooling=pooling, layer=layer, prompt=prompt)
+        records += ev.records
+    emit(Evaluation(records=records).render(value(fmt)))
+    emit(_blocks_table(records, value(fmt)))
+    notes = _notes(records)
+    if notes:
+        emit(notes)
+    if mteb_output is not None:
+        written = export_records(records, mteb_output)
+        typer.echo(f"{len(written)} mteb result file(s) under {mteb_output}", err=True)
+
+
+@mteb_app.command("export")
+def export(
+    output: Annotated[Path, typer.Option("--mteb-output", "-o", help="Folder for mteb's result layout.")],
+    results_dir: ResultsOpt = None,
+    model: ModelFilterOpt = None,
+) -> None:
+    """Write stored MTEB records in mteb's result format (readable by mteb.ResultCache)."""
+    from ...api import results
+    from ...tasks.mteb.adapter import export_records
+
+    written = export_records(results(results_dir, model=model), output)
+    for p in written:
+        typer.echo(str(p))
+    if not written:
+        typer.echo("no stored MTEB records" + (f" in {results_dir}" if results_dir else ""), err=True)
+        raise typer.Exit(1)
+
+
+@mteb_app.command("blocks")
+def blocks(
+    results_dir: ResultsOpt = None,
+    model: ModelFilterOpt = None,
+    fmt: FmtOpt = Fmt.table,
+) -> None:
+    """Block averages of stored MTEB records: mean within each task type, then across types."""
+    from ...api import results
+
+    recs = [r for r in results(results_dir, model=model) if (r.scores or {}).get("mteb_type")]
+    if not recs:
+        typer.echo("no stored MTEB records", err=True)
+        raise typer.Exit(1)
+    emit(_blocks_table(recs, value(fmt)))

@@ -1,0 +1,81 @@
+"""``embench run``: evaluate models on a suite or tasks, print the table, store one record per task."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..options import (
+    BatchSizeOpt,
+    CacheDirOpt,
+    DataOpt,
+    DeviceOpt,
+    DType,
+    DTypeOpt,
+    Fmt,
+    FmtOpt,
+    LayerOpt,
+    MaxLengthOpt,
+    ModelsOpt,
+    NoCacheOpt,
+    NormalizeOpt,
+    OverwriteOpt,
+    PoolingOpt,
+    PromptOpt,
+    QuietOpt,
+    ResultsOpt,
+    protocol_options,
+    value,
+)
+from ..output import emit, err
+
+
+@protocol_options()
+def run(
+    model: ModelsOpt,
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
+    protocol: dict[str, str] | None = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).")] = None,
+    normalize: NormalizeOpt = None,
+    pooling: PoolingOpt = None,
+    layer: LayerOpt = None,
+    max_length: MaxLengthOpt = None,
+    prompt: PromptOpt = None,
+    dtype: DTypeOpt = DType.fp32,
+    device: DeviceOpt = None,
+    batch_size: BatchSizeOpt = 128,
+    data: DataOpt = None,
+    results_dir: ResultsOpt = None,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    overwrite: OverwriteOpt = False,
+    fmt: FmtOpt = Fmt.table,
+    quiet: QuietOpt = False,
+) -> None:
+    """Evaluate model(s) on a suite or tasks; print the table and store one record per task."""
+    from ...api import Evaluation, evaluate, resolve_tasks
+
+    if suite is None and not task:
+        suite = "sts-all"
+    _, view = resolve_tasks(suite, task)
+    records = []
+    for name in model:
+        def on_task(t: str, status: str, record: Any, name: str = name) -> None:
+            if not quiet:
+                how = "stored record reused" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
+                err.print(f"[dim]{name}[/] {record.display}: {100 * record.main_score:.2f} ({how})")
+
+        try:
+            ev = evaluate(
+                name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
+                use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
+                on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
+                max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+            )
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
+            raise typer.Exit(130) from None
+        records += ev.records
+    emit(Evaluation(records=records, view=view).render(value(fmt)))

@@ -1,0 +1,109 @@
+"""``embench train``: any registered method, from a recipe, a config file and options.
+
+Options come in layers: the method's defaults, ``--recipe NAME`` (the papers' presets; ``embench list
+recipes``), ``--config FILE`` (YAML or TOML), then the command line (``--set key=value`` reaches every
+option of :class:`embench.train.TrainConfig` and of the method). ``--show`` prints the resolved
+configuration and exits. Multi-GPU: ``torchrun --nproc-per-node N -m embench.cli train ...``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Opt = typer.Option
+
+
+# One parameter per option, as typer wants them: the signature is long, the body short.
+def train(
+    method: Annotated[str | None, Opt("--method", help="Training method (embench list methods).")] = None,
+    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch.")] = None,
+    show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
+    model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
+    data: Annotated[list[str] | None, Opt("--data", help="Training data: a path, or corpora | snli | 20newsgroups (data root); repeatable.")] = None,
+    config: Annotated[Path | None, Opt("--config", help="YAML or TOML file of training options.")] = None,
+    out: Annotated[str | None, Opt("--out", "-o", help="Output folder (best/, checkpoints/, checkpoint-last/, metrics.jsonl).")] = None,
+    data_root: Annotated[str | None, Opt("--data-root", help="Data root for the keywords and evaluation (default $EMBENCH_DATA).")] = None,
+    family: Annotated[str | None, Opt("--family", help="Model family (embench list families; default: detected).")] = None,
+    prompt: Annotated[str | None, Opt("--prompt", help="Template with {text} applied to every training text.")] = None,
+    from_scratch: Annotated[bool | None, Opt("--from-scratch/--pretrained", help="Random initialisation of the model's config.")] = None,
+    pooling: Annotated[str | None, Opt(help="Pooler used in training and at test (default: the method's).")] = None,
+    mlp: Annotated[str | None, Opt(help="SimCSE's MLP head: none | train (training only) | keep.")] = None,
+    temperature: Annotated[float | None, Opt(help="InfoNCE temperature (default 0.05).")] = None,
+    hard_negative_weight: Annotated[float | None, Opt(help="alpha: weight of each anchor's own hard negative (sup-simcse).")] = None,
+    mlm_weight: Annotated[float | None, Opt(help="lambda of the auxiliary MLM loss (0 = off).")] = None,
+    freeze_embeddings: Annotated[bool | None, Opt("--freeze-embeddings/--train-embeddings", help="Freeze the embedding layer.")] = None,
+    freeze_layers: Annotated[int | None, Opt(help="Freeze the first n transformer layers.")] = None,
+    lora_r: Annotated[int | None, Opt(help="Train LoRA adapters of this rank (peft) instead of the weights.")] = None,
+    batch_size: Annotated[int | None, Opt(help="GLOBAL batch size (over processes and accumulation steps).")] = None,
+    grad_accumulation: Annotated[int | None, Opt(help="Micro-batches per step (the loss still sees the whole batch).")] = None,
+    lr: Annotated[float | None, Opt(help="Peak learning rate.")] = None,
+    epochs: Annotated[float | None, Opt(help="Epochs (ignored when --max-steps is given).")] = None,
+    max_steps: Annotated[int | None, Opt(help="Training steps.")] = None,
+    max_length: Annotated[int | None, Opt(help="Maximum tokens per training text.")] = None,
+    max_examples: Annotated[int | None, Opt(help="Use only the first n training examples.")] = None,
+    eval_steps: Annotated[int | None, Opt(help="Evaluate every n steps (0 = never; keep the last step).")] = None,
+    eval_task: Annotated[list[str] | None, Opt("--eval-task", help="Task or suite scored at each evaluation (default STSBenchmark-dev); repeatable.")] = None,
+    eval_analysis: Annotated[list[str] | None, Opt("--eval-analysis", help="Analysis run at each evaluation, NAME[:VALUE], e.g. knn:20newsgroups; repeatable.")] = None,
+    select_on: Annotated[str | None, Opt(help="Metric that picks the best checkpoint (default: the first).")] = None,
+    save_every: Annotated[int | None, Opt(help="Keep a checkpoint series OUT/checkpoints/step-N every n steps.")] = None,
+    save_steps: Annotated[int | None, Opt(help="Write the resume checkpoint every n steps.")] = None,
+    seed: Annotated[int | None, Opt(help="Random seed.")] = None,
+    device: Annotated[str | None, Opt(help="cpu, cuda, cuda:1 (default: CUDA when present).")] = None,
+    precision: Annotated[str | None, Opt(help="auto | fp32 | bf16-mixed (autocast) | bf16 (weights in bf16).")] = None,
+    gradient_checkpointing: Annotated[bool | None, Opt("--gradient-checkpointing/--no-gradient-checkpointing", help="Recompute activations in backward.")] = None,
+    compile_: Annotated[bool | None, Opt("--compile/--no-compile", help="torch.compile the encoder.")] = None,
+    resume: Annotated[bool | None, Opt("--resume", help="Continue from OUT/checkpoint-last.")] = None,
+    tensorboard: Annotated[bool | None, Opt("--tensorboard", help="Also log to OUT/tensorboard.")] = None,
+    set_: Annotated[list[str] | None, Opt("--set", help="Any training or method option as key=value (JSON values); repeatable.")] = None,
+    quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
+    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet")}
+    from rich.console import Console
+
+    from ...train import Trainer, make_config, resolve
+    from ...train.config import parse_override
+
+    overrides.update(compile=overrides.pop("compile_"), data=data or None, eval_tasks=overrides.pop("eval_task") or None,
+                     eval_analyses=overrides.pop("eval_analysis") or None)
+    for item in set_ or []:
+        key, value = parse_override(item)
+        overrides[key] = value
+    if quiet:
+        overrides["progress"] = False
+    cfg = make_config(config, **overrides)
+    if show:
+        _show(resolve(cfg))
+        return
+    err = Console(stderr=True)
+    try:
+        result = Trainer(cfg).fit()
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/]: run the same command with --resume to continue from {cfg.out}/checkpoint-last")
+        raise typer.Exit(130) from None
+    if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
+        return
+    score = (f"{100 * result.best_score:.2f} at step {result.best_step}" if result.best_score is not None
+             else f"step {result.best_step}")
+    before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
+    series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
+    Console().print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
+
+
+def _show(cfg) -> None:
+    """The resolved configuration as YAML (a valid --config file), headed by the recipe's citation."""
+    import sys
+
+    import yaml
+
+    from ...train import RECIPES
+
+    if cfg.recipe:
+        r = RECIPES.get(cfg.recipe)
+        sys.stdout.write(f"# recipe {r.name}: {r.description}\n# follows: {r.cites}\n")
+    sys.stdout.write("# batch_size is the GLOBAL batch (all processes x accumulation steps)\n")
+    sys.stdout.write(yaml.safe_dump(cfg.to_dict(), sort_keys=False, width=120))

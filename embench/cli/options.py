@@ -1,0 +1,91 @@
+"""Options shared by several commands, and the protocol options generated from the one list of choices.
+
+Every protocol axis of :data:`embench.evaluation.protocols.CHOICES` becomes a ``--axis`` option with
+its values as choices and its help text; :func:`protocol_options` adds them to a command, which
+receives the values given as one ``protocol`` dict. Nothing here holds a list of protocol values.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..evaluation.protocols import CHOICES
+from ..report.tables import FORMATS
+
+# models.encoder.DTYPES holds these names with their torch types; importing it here would import torch
+# with every command (tests/test_cli_options.py checks that the two agree).
+DTYPE_NAMES = ("fp32", "bf16", "fp16")
+
+
+def choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A ``str`` Enum of ``values``, the type typer needs to offer and check choices."""
+    return Enum(name, [(v, v) for v in values], type=str)  # type: ignore[return-value]
+
+
+def value(x: Any) -> Any:
+    """The plain value of an Enum choice (None and other values pass through)."""
+    return x.value if isinstance(x, Enum) else x
+
+
+Fmt = choice_enum("Fmt", FORMATS)
+DType = choice_enum("DType", DTYPE_NAMES)
+
+ModelsOpt = Annotated[list[str], typer.Option("--model", "-m", help="Model name, alias or folder; repeat for several.")]
+DataOpt = Annotated[Path | None, typer.Option("--data", help="Data root (default: $EMBENCH_DATA, then ~/.cache/embench/data).")]
+ResultsOpt = Annotated[Path | None, typer.Option("--results-dir", help="Where result records go (default: $EMBENCH_RESULTS, then ./results).")]
+CacheDirOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Embedding cache (default: $EMBENCH_CACHE, then ~/.cache/embench/embeddings).")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")]
+FmtOpt = Annotated[Fmt, typer.Option("--format", "-f", help="Output format on stdout.")]
+DTypeOpt = Annotated[DType, typer.Option(help="Inference precision (bf16/fp16 via autocast).")]
+DeviceOpt = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default: CUDA when present).")]
+BatchSizeOpt = Annotated[int, typer.Option(help="Texts per batch.")]
+NormalizeOpt = Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")]
+PoolingOpt = Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own.")]
+LayerOpt = Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = embedding output; default last).")]
+MaxLengthOpt = Annotated[int | None, typer.Option(help="Maximum tokens per text (default: the model's).")]
+OverwriteOpt = Annotated[bool, typer.Option(help="Recompute tasks that already have a stored record.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output on stderr.")]
+PromptOpt = Annotated[str | None, typer.Option(
+    "--prompt",
+    help='Template wrapped around every text before encoding, with {text} where the text goes, e.g. '
+         '\'This sentence: "{text}" means in one word:"\' (part of the cache key and the record).',
+)]
+
+PROTOCOL_ENUMS = {axis: choice_enum(axis.title().replace("_", ""), choice.values) for axis, choice in CHOICES.items()}
+
+
+def protocol_options(*axes: str):
+    """Add a ``--axis`` option for each protocol axis (default: every axis of ``CHOICES``) to a command.
+
+    The command declares a ``protocol`` parameter, where the options appear in ``--help``; it
+    receives ``{axis: value}`` for the options given (unset ones are left to the suite's or the
+    protocol's default).
+    """
+    names = axes or tuple(CHOICES)
+    generated = [
+        inspect.Parameter(axis, inspect.Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Annotated[PROTOCOL_ENUMS[axis] | None, typer.Option(help=CHOICES[axis].help)])
+        for axis in names
+    ]
+
+    def decorate(command):
+        own = list(inspect.signature(command, eval_str=True).parameters.values())
+        at = next(i for i, p in enumerate(own) if p.name == "protocol")
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[:at] + generated + own[at + 1 :]]
+
+        @functools.wraps(command)
+        def with_protocol(**kwargs: Any) -> Any:
+            chosen = {axis: value(kwargs.pop(axis)) for axis in names}
+            return command(protocol={k: v for k, v in chosen.items() if v is not None}, **kwargs)
+
+        with_protocol.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # what typer reads
+        with_protocol.__annotations__ = {p.name: p.annotation for p in params}
+        return with_protocol
+
+    return decorate

@@ -1,0 +1,165 @@
+"""MTEB tasks through the installed ``mteb`` package: its task objects, evaluators, metrics and main scores.
+
+Each task is registered as ``MTEB:<mteb name>`` (``MTEB:STS12``, ``MTEB:SICK-R``, ...), so it never
+collides with embench's own STS tasks. ``prepare`` builds mteb's task object, fills its data from
+the data root (:mod:`embench.tasks.mteb.load`) instead of the hub, and ``score`` runs ``mteb.evaluate``
+with an encoder that asks embench's engine for vectors (:mod:`embench.tasks.mteb.adapter`). Nothing of
+mteb's scoring is re-implemented; the record keeps mteb's own result (``scores["mteb_result"]``) so
+it can be written in mteb's result format (``embench mteb export``).
+
+Any other mteb task works by name (``--task MTEB:ArguAna``): from a local copy of its hub dataset
+in ``<data root>/mteb/<name>/`` or from the hub where it is reachable. An unknown name lists the
+nearest mteb task names.
+
+mteb is imported inside functions only, so ``import embench`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import EmbenchError, UnknownNameError
+from ...core.registry import nearest
+from ...data.root import DataRoot
+from ...evaluation.protocols import EvalProtocol
+from ...evaluation.suites import MTEB_LITE
+from ...evaluation.suites import MTEB_PREFIX as PREFIX
+from ..base import TASKS, Embed, Prepared, TaskScore
+from .adapter import EngineEncoder
+from .load import load_into, local_copy, task_kind
+from .local_data import LOCAL
+
+log = logging.getLogger(__name__)
+MTEB_SEED = 42  # mteb's default task seed (classification undersampling); published numbers use it
+
+
+@dataclass
+class MTEBTask:
+    """One mteb task, run with mteb's evaluator on the data root's copy of its data.
+
+    ``limit`` keeps only the first items of the data (tests, quick looks); the record says so.
+    """
+
+    mteb_name: str
+    limit: int | None = None
+    kind: str = "mteb"
+    name: str = ""
+    _differs: bool | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or PREFIX + self.mteb_name
+
+    @property
+    def display(self) -> str:
+        """The mteb name, with ``*`` when the local data differs from MTEB's copy (the record says how)."""
+        differs = self._differs
+        if differs is None:
+            spec = LOCAL.get(self.mteb_name)
+            differs = bool(spec and spec.notes) or self.limit is not None
+        return self.mteb_name + ("*" if differs else "")
+
+    def data_files(self, root: DataRoot) -> list[Path]:
+        if self.mteb_name in LOCAL:
+            return [root.path / rel for rel in LOCAL[self.mteb_name].files]
+        copy = local_copy(root, self.mteb_name)
+        return sorted(p for p in copy.rglob("*") if p.is_file()) if copy else []
+
+    def mteb_task(self, seed: int = MTEB_SEED) -> Any:
+        """A fresh mteb task object (its data is filled per run)."""
+        import mteb
+
+        task = mteb.get_task(self.mteb_name)
+        return task if seed == task.seed else type(task)(seed=seed)
+
+    def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared:
+        seed = mteb_seed(protocol)
+        task = self.mteb_task(seed)
+        files, meta, texts = load_into(task, root, self.limit)
+        self._differs = bool(meta["data_differences"])
+        meta.update({
+            "mteb_task": task.metadata.name,
+            "mteb_type": task.metadata.type,
+            "mteb_kind": task_kind(task),
+            "mteb_main_score": task.metadata.main_score,
+            "mteb_dataset": dict(task.metadata.dataset),
+            "eval_splits": list(task.eval_splits),
+            "seed": seed,
+            "limit": self.limit,
+        })
+
+        def score(embed: Embed) -> TaskScore:
+            return run_mteb(task, embed, protocol, meta)
+
+        return Prepared(texts=texts, files=files, score=score, meta=meta)
+
+
+def mteb_seed(protocol: EvalProtocol) -> int:
+    """mteb's own seed (42) unless the user chose one: the protocol default (1111) is SentEval's."""
+    return MTEB_SEED if protocol.seed == EvalProtocol().seed else protocol.seed
+
+
+def run_mteb(task: Any, embed: Embed, protocol: EvalProtocol, meta: dict[str, Any]) -> TaskScore:
+    """Run ``mteb.evaluate`` on a loaded task with the engine-backed encoder; mteb's scores, as a TaskScore."""
+    import mteb
+
+    encoder = EngineEncoder(embed, similarity=protocol.similarity)
+    with warnings.catch_warnings():
+        # embench runs the task versions the leaderboard published; mteb's "superseded by .v2" note is noise here
+        warnings.filterwarnings("ignore", message=".*is superseded by.*")
+        result = mteb.evaluate(
+            encoder, task, cache=None, overwrite_strategy="always", show_progress_bar=False,
+            co2_tracker=False, encode_kwargs={"batch_size": 4096, "show_progress_bar": False},
+        )
+    if result.exceptions:
+        raise EmbenchError(f"mteb could not evaluate {task.metadata.name}: {result.exceptions[0].exception}")
+    task_result = result.task_results[0]
+    main = float(task_result.get_score())
+    split = task.eval_splits[0]
+    first = task_result.scores[split][0]
+    flat = {k: v for k, v in first.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    scores = {
+        **flat,
+        "main_score_name": task.metadata.main_score,
+        "mteb_type": task.metadata.type,
+        "split": split,
+        "data_differences": list(meta["data_differences"]),
+        # mteb's own result, JSON-safe (its date is a datetime); TaskResult.from_dict reads it back
+        "mteb_result": json.loads(json.dumps(task_result.to_dict(), default=str)),
+    }
+    return TaskScore(main=main, scores=scores, meta={"texts_requested_by_mteb": encoder.texts_requested})
+
+
+def resolve(name: str) -> str | None:
+    """Register ``MTEB:<any mteb task>`` on first use; an unknown mteb name lists the nearest ones."""
+    if not name.upper().startswith(PREFIX.upper()):
+        return None
+    bare = name[len(PREFIX):]
+    known = mteb_task_names()
+    lowered = {n.lower(): n for n in known}
+    if bare.lower() not in lowered:
+        raise UnknownNameError("mteb task", name, [PREFIX + n for n in MTEB_LITE],
+                               [PREFIX + n for n in nearest(bare, known, n=5)])
+    canonical = PREFIX + lowered[bare.lower()]
+    if canonical not in TASKS:
+        TASKS.add(canonical, MTEBTask(lowered[bare.lower()]))
+    return canonical
+
+
+_NAMES: list[str] = []
+
+
+def mteb_task_names() -> list[str]:
+    """Every task name the installed mteb knows (read once)."""
+    if not _NAMES:
+        from mteb.get_tasks import _TASKS_REGISTRY  # name -> task class; instantiating every task is slow
+
+        _NAMES.extend(sorted(_TASKS_REGISTRY))
+    return _NAMES
+
+
+MTEB_TASKS = {name: MTEBTask(name) for name in MTEB_LITE}  # the registry's lazy entries point here

@@ -1,0 +1,1 @@
+"""STS tasks: datasets as rows of data (``datasets``), one reader (``reader``), one scorer (``scoring``)."""

@@ -1,0 +1,82 @@
+"""The STS datasets as rows of data: where each one's files are and how its parts are scored.
+
+One generic reader (:mod:`embench.tasks.sts.reader`) reads every row, and the MTEB bridge reads the
+same rows for MTEB's copies of these tasks. A part is a SemEval subset (STS12-16: each scored on its
+own, then aggregated) or a split (STS-B, SICK-R: a protocol option chooses which one is scored).
+Adding an STS set is one row here (and, for a new file layout, one entry in ``FORMATS``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class PairFormat:
+    """How the files of one part hold sentence pairs and gold scores."""
+
+    files: tuple[str, ...]  # file name(s) of a part, {part} filled in; a second name is a separate gold file
+    columns: tuple[int, int, int]  # first sentence, second sentence, gold score (in the gold file when separate)
+    min_fields: int
+    header: bool = False
+    score_name: str = "score"
+    file_parts: dict[str, str] = field(default_factory=dict)  # part -> the name its files use, where they differ
+    split_option: str | None = None  # the protocol axis choosing the scored part ("full": all parts as one)
+
+
+FORMATS = {
+    # SemEval releases: STS.input.<subset>.txt (two tab-separated sentences) + STS.gs.<subset>.txt (a score a line)
+    "semeval": PairFormat(("STS.input.{part}.txt", "STS.gs.{part}.txt"), (0, 1, 0), 2, score_name="gold score"),
+    # STS-B: genre, file, year, id, score, sentence1, sentence2 (tab-separated, no header)
+    "stsb": PairFormat(("sts-{part}.csv",), (5, 6, 4), 7, split_option="stsb_split"),
+    # SICK: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment (header line)
+    "sick": PairFormat(("SICK_{part}.txt",), (1, 2, 3), 4, header=True, score_name="relatedness score",
+                       file_parts={"test": "test_annotated"}, split_option="sick_split"),
+}
+
+
+@dataclass(frozen=True)
+class STSData:
+    """One STS dataset: its folders in SentEval's layout and in the original releases, and its parts.
+
+    For split formats the parts are train, dev, test in that order (SentEval's regressor trains on the
+    first, selects on the second and scores the third).
+    """
+
+    name: str
+    format: str  # a key of FORMATS
+    senteval: str  # folder under SentEval's downstream/ (tokenised, lower-cased text)
+    raw: str  # folder under the data root's raw/ (the original releases, gzip-compressed)
+    parts: tuple[str, ...]
+    display: str = ""
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def pair_format(self) -> PairFormat:
+        return FORMATS[self.format]
+
+    def file_names(self, part: str) -> list[str]:
+        """The names of the files of ``part`` (SentEval layout; the raw release adds ``.gz``)."""
+        fmt = self.pair_format
+        return [f.format(part=fmt.file_parts.get(part, part)) for f in fmt.files]
+
+    @property
+    def description(self) -> str:
+        return f"sts: {self.display or self.name} ({', '.join(self.parts)})"
+
+
+STS_DATASETS = (
+    STSData("STS12", "semeval", "STS/STS12-en-test", "sts/STS12",
+            ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
+    STSData("STS13", "semeval", "STS/STS13-en-test", "sts/STS13", ("FNWN", "headlines", "OnWN")),
+    STSData("STS14", "semeval", "STS/STS14-en-test", "sts/STS14",
+            ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
+    STSData("STS15", "semeval", "STS/STS15-en-test", "sts/STS15",
+            ("answers-forums", "answers-students", "belief", "headlines", "images")),
+    STSData("STS16", "semeval", "STS/STS16-en-test", "sts/STS16",
+            ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
+    STSData("STSBenchmark", "stsb", "STS/STSBenchmark", "sts/STSBenchmark", ("train", "dev", "test"),
+            "STS-B", ("STS-B", "STSB")),
+    STSData("SICKRelatedness", "sick", "SICK", "sick2014", ("train", "trial", "test"), "SICK-R", ("SICK-R", "SICKR")),
+)
+STS_BY_NAME = {row.name: row for row in STS_DATASETS}

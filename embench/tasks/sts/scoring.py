@@ -1,0 +1,111 @@
+"""The one scorer every STS dataset shares.
+
+For every task it returns, per subset, the number of scored pairs, Pearson and Spearman, and the
+three aggregations of ``docs/PROTOCOLS.md`` for both correlations:
+
+* ``all``: one correlation over the concatenated subsets (SimCSE Table B.1; MTEB's STS12-16);
+* ``mean``: the plain average of per-subset correlations (SentEval);
+* ``wmean``: the average weighted by scored pairs (BERT-flow, BERT-whitening).
+
+``scoring=regressor`` is SentEval's original STS-B / SICK-R protocol instead: a regressor trained on
+the frozen embeddings (:mod:`embench.tasks.senteval.relatedness`). The scorer never sees a model,
+only an ``embed`` callable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+from ...evaluation.protocols import EvalProtocol
+from ..base import Embed, Prepared, TaskScore
+
+
+@dataclass
+class PairGroup:
+    """One subset or split of an STS task: aligned sentence pairs and their gold scores."""
+
+    name: str
+    left: list[str]
+    right: list[str]
+    gold: np.ndarray
+
+
+def similarity(a: np.ndarray, b: np.ndarray, kind: str = "cosine") -> np.ndarray:
+    """Row-wise similarity of two matrices, computed in float64."""
+    a = a.astype(np.float64)
+    b = b.astype(np.float64)
+    dot = np.einsum("ij,ij->i", a, b)
+    if kind == "dot":
+        return dot
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return dot / np.maximum(norms, 1e-12)
+
+
+def correlations(system: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Pearson and Spearman of system scores against gold (NaN when either side is constant)."""
+    if len(system) < 2 or np.ptp(system) == 0 or np.ptp(gold) == 0:
+        return {"pearson": float("nan"), "spearman": float("nan")}
+    return {"pearson": float(pearsonr(system, gold)[0]), "spearman": float(spearmanr(system, gold)[0])}
+
+
+def aggregate(groups: list[tuple[str, np.ndarray, np.ndarray]]) -> dict:
+    """Per-subset correlations and the ``all``, ``mean`` and ``wmean`` aggregations of both."""
+    subsets = {}
+    for name, system, gold in groups:
+        subsets[name] = {"n": int(len(gold)), **correlations(system, gold)}
+    n = np.array([s["n"] for s in subsets.values()], dtype=np.float64)
+    out: dict = {"subsets": subsets}
+    out["all"] = correlations(np.concatenate([g[1] for g in groups]), np.concatenate([g[2] for g in groups]))
+    out["mean"] = {c: float(np.mean([s[c] for s in subsets.values()])) for c in ("pearson", "spearman")}
+    out["wmean"] = {c: float(np.average([s[c] for s in subsets.values()], weights=n)) for c in ("pearson", "spearman")}
+    out["n"] = int(n.sum())
+    return out
+
+
+def score_groups(groups: list[PairGroup], embed: Embed, protocol: EvalProtocol) -> TaskScore:
+    scored = []
+    for g in groups:
+        sims = similarity(embed(g.left), embed(g.right), protocol.similarity)
+        scored.append((g.name, sims, g.gold))
+    result = aggregate(scored)
+    main = result[protocol.aggregation][protocol.correlation]
+    return TaskScore(main=main, scores=result)
+
+
+def similarity_prepared(groups: list[PairGroup], files: list[Path], protocol: EvalProtocol, **meta) -> Prepared:
+    """Score the similarity of each pair against gold, subset by subset."""
+    texts = [t for g in groups for t in (*g.left, *g.right)]
+    return Prepared(
+        texts=texts,
+        files=files,
+        score=lambda embed: score_groups(groups, embed, protocol),
+        meta={"pairs": sum(len(g.gold) for g in groups), "subsets": [g.name for g in groups], **meta},
+    )
+
+
+def regressor_prepared(splits: dict[str, PairGroup], files: list[Path], protocol: EvalProtocol, **meta) -> Prepared:
+    """SentEval's original protocol: train a regressor on train, select on dev, score test."""
+
+    def score(embed: Embed) -> TaskScore:
+        from ..senteval.relatedness import features, fit_predict, senteval_order  # torch: only when asked for
+
+        data = {}
+        for name, g in splits.items():
+            order = senteval_order(g.left, g.right, g.gold)
+            a = embed([g.left[i] for i in order])
+            b = embed([g.right[i] for i in order])
+            data[name] = (features(a, b), g.gold[order])
+        dev_pearson, yhat = fit_predict(
+            data["train"][0], data["train"][1], data["dev"][0], data["dev"][1], data["test"][0], seed=protocol.seed
+        )
+        corr = correlations(yhat, data["test"][1])
+        n = len(yhat)
+        result = {"subsets": {"test": {"n": n, **corr}}, "all": corr, "mean": corr, "wmean": corr, "n": n, "dev_pearson": dev_pearson}
+        return TaskScore(main=result[protocol.aggregation][protocol.correlation], scores=result)
+
+    texts = [t for g in splits.values() for t in (*g.left, *g.right)]
+    return Prepared(texts=texts, files=files, score=score, meta={"pairs": len(splits["test"].gold), "scoring": "regressor", **meta})

@@ -1,0 +1,105 @@
+"""The CLI: protocol options generated from the one list of choices, shared options, --prompt everywhere."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import embench
+from embench.audit.knobs import KNOBS, PROTOCOL_KNOBS
+from embench.cli import app
+from embench.evaluation.protocols import CHOICES, EvalProtocol
+
+runner = CliRunner()
+PROMPT = 'This sentence: "{text}" means in one word:"'
+
+
+def _options(*path: str) -> dict[str, object]:
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    return {opt: p for p in command.params for opt in p.opts}
+
+
+def test_every_protocol_axis_is_one_cli_option_with_its_choices():
+    from embench.cli.commands.mteb import run as mteb_run
+    from embench.cli.commands.run import run
+
+    def choices(command, axis):
+        enum_or_none, option = typing.get_args(inspect.signature(command).parameters[axis].annotation)
+        return tuple(e.value for e in typing.get_args(enum_or_none)[0]), option.help
+
+    for axis, choice in CHOICES.items():
+        assert f"--{axis.replace('_', '-')}" in _options("run")
+        assert choices(run, axis) == (choice.values, choice.help)
+    assert choices(mteb_run, "similarity") == (CHOICES["similarity"].values, CHOICES["similarity"].help)
+    assert runner.invoke(app, ["run", "-m", "M", "--aggregation", "median"]).exit_code == 2
+
+
+def test_the_audit_varies_the_same_values_from_the_protocol_default():
+    for axis in PROTOCOL_KNOBS:
+        assert KNOBS[axis] == list(CHOICES[axis].values)
+    assert {axis: choice.values[0] for axis, choice in CHOICES.items()} == {
+        axis: value for axis, value in EvalProtocol().to_dict().items() if axis in CHOICES
+    }
+
+
+def test_cli_dtype_names_are_the_encoders():
+    from embench.cli.options import DTYPE_NAMES
+    from embench.models.encoder import DTYPES
+
+    assert DTYPE_NAMES == tuple(DTYPES)
+
+
+def test_prompt_is_one_shared_option_of_run_audit_analyze_and_mteb():
+    shared = {path: _options(*path)["--prompt"] for path in (("run",), ("audit",), ("analyze",), ("mteb", "run"))}
+    assert len({option.help for option in shared.values()}) == 1
+
+
+@pytest.fixture()
+def captured(monkeypatch):
+    """The keyword arguments each command passes to the API, without running a model."""
+    calls: dict[str, dict] = {}
+
+    def evaluate(model, suite=None, **kwargs):
+        calls["evaluate"] = kwargs
+        return embench.Evaluation(records=[])
+
+    def audit(model, **kwargs):
+        calls["audit"] = kwargs
+        raise typer.Exit(0)
+
+    def analysis(models, out, **kwargs):
+        calls["analyze"] = kwargs
+        raise typer.Exit(0)
+
+    analysis.options = {}
+    monkeypatch.setattr("embench.api.evaluate", evaluate)
+    monkeypatch.setattr("embench.audit.protocol.audit", audit)
+    monkeypatch.setattr("embench.analysis.registry.get", lambda name: analysis)
+    return calls
+
+
+def test_prompt_and_protocol_options_reach_the_api(captured, tmp_path):
+    r = runner.invoke(app, ["run", "-m", "M", "-t", "STS12", "--prompt", PROMPT, "--aggregation", "mean", "-q"])
+    assert r.exit_code == 0, r.output
+    assert captured["evaluate"]["prompt"] == PROMPT and captured["evaluate"]["aggregation"] == "mean"
+    assert "correlation" not in captured["evaluate"]  # unset options are left to the suite and protocol defaults
+    assert runner.invoke(app, ["mteb", "run", "-m", "M", "--prompt", PROMPT, "--similarity", "dot"]).exit_code == 0
+    assert captured["evaluate"]["prompt"] == PROMPT and captured["evaluate"]["similarity"] == "dot"
+    assert runner.invoke(app, ["audit", "-m", "M", "--prompt", PROMPT]).exit_code == 0
+    assert captured["audit"]["prompt"] == PROMPT
+    assert runner.invoke(app, ["analyze", "spectrum", "-m", "M", "-o", str(tmp_path), "--prompt", PROMPT]).exit_code == 0
+    assert captured["analyze"]["prompt"] == PROMPT
+
+
+def test_analyses_load_their_models_with_the_prompt(tiny_bert_dir):
+    from embench.analysis.inputs import model_refs
+
+    ref = model_refs([tiny_bert_dir], prompt=PROMPT, device="cpu")[0]
+    assert ref.encoder().describe()["prompt"] == PROMPT
+    assert ref.encoder(layer=1).describe()["prompt"] == PROMPT
