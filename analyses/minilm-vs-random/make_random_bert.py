@@ -22,7 +22,8 @@ def main() -> None:
     import torch
     from transformers import AutoConfig, AutoTokenizer, BertModel
 
-    from embench.models.loader import resolve_model_path, sentence_transformers_config
+    from embench.models.loader import resolve_model_path
+    from embench.models.st_folder import sentence_transformers_config
 
     folder, tried, _ = resolve_model_path("all-MiniLM-L6-v2")
     if folder is None:

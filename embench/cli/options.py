@@ -42,7 +42,7 @@ ResultsOpt = Annotated[Path | None, typer.Option("--results-dir", help="Where re
 CacheDirOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Embedding cache (default: $EMBENCH_CACHE, then ~/.cache/embench/embeddings).")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")]
 FmtOpt = Annotated[Fmt, typer.Option("--format", "-f", help="Output format on stdout.")]
-DTypeOpt = Annotated[DType, typer.Option(help="Inference precision (bf16/fp16 via autocast).")]
+DTypeOpt = Annotated[DType | None, typer.Option(help="Inference precision (bf16/fp16 via autocast; default: the model family's, fp32 on CPUs).")]
 DeviceOpt = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default: CUDA when present).")]
 BatchSizeOpt = Annotated[int, typer.Option(help="Texts per batch.")]
 NormalizeOpt = Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")]

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from ..core.registry import Registry
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .families import FAMILIES, Family, check_prompt, detect
 from .pooling import POOLERS
+from .st_folder import load_dense, read_json, sentence_transformers_config
 
 log = logging.getLogger(__name__)
 
@@ -84,87 +86,6 @@ def _from_hub(hub_id: str, tried: list[str]) -> Path | None:
         return None
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
-    """Pooling, normalisation, max length and sub-folder of a sentence-transformers folder."""
-    modules_file = folder / "modules.json"
-    if not modules_file.is_file():
-        return None
-    modules = _read_json(modules_file)
-    out: dict[str, Any] = {"transformer_path": folder, "normalize": False, "pooling": None, "unsupported": [], "dense": []}
-    for m in modules:
-        kind = m.get("type", "").rsplit(".", 1)[-1]
-        sub = folder / m.get("path", "")
-        if kind == "Transformer":
-            out["transformer_path"] = sub
-            for cfg_name in ("sentence_bert_config.json", "sentence_xlnet_config.json"):
-                for base in (sub, folder):
-                    if (base / cfg_name).is_file():
-                        cfg = _read_json(base / cfg_name)
-                        out.setdefault("max_length", cfg.get("max_seq_length"))
-                        out.setdefault("lowercase", bool(cfg.get("do_lower_case", False)))
-        elif kind == "Pooling":
-            out["pooling"] = _st_pooling(_read_json(sub / "config.json"))
-        elif kind == "Normalize":
-            out["normalize"] = True
-        elif kind == "Dense":
-            if out["normalize"]:
-                out["unsupported"].append("Dense after Normalize")
-            out["dense"].append(sub)
-        else:
-            out["unsupported"].append(kind)
-    return out
-
-
-_ACTIVATION_PREFIX = "torch.nn.modules."
-
-
-def load_dense(folder: Path) -> torch.nn.Module:
-    """A sentence-transformers ``Dense`` module folder as ``activation(linear(x))``.
-
-    Reads ``config.json`` (in/out features, bias, activation class under ``torch.nn``) and the
-    weights (``model.safetensors`` or ``pytorch_model.bin``, keys ``linear.weight``/``linear.bias``).
-    """
-    import importlib
-
-    cfg = _read_json(folder / "config.json")
-    act_path = cfg.get("activation_function", "torch.nn.modules.activation.Tanh")
-    if not act_path.startswith(_ACTIVATION_PREFIX):
-        raise EmbenchError(f"{folder / 'config.json'}: activation_function {act_path!r} is not a torch.nn module")
-    module_name, _, cls_name = act_path.rpartition(".")
-    activation = getattr(importlib.import_module(module_name), cls_name)()
-    linear = torch.nn.Linear(int(cfg["in_features"]), int(cfg["out_features"]), bias=bool(cfg.get("bias", True)))
-    if (folder / "model.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        state = load_file(str(folder / "model.safetensors"))
-    elif (folder / "pytorch_model.bin").is_file():
-        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    else:
-        raise EmbenchError(f"{folder}: a sentence-transformers Dense module without weights (model.safetensors or pytorch_model.bin)")
-    try:
-        linear.load_state_dict({k.removeprefix("linear."): v for k, v in state.items()})
-    except RuntimeError as e:
-        raise EmbenchError(f"{folder}: Dense weights do not match its config.json ({str(e).splitlines()[0]})") from None
-    return torch.nn.Sequential(linear, activation).eval()
-
-
-def _st_pooling(cfg: dict[str, Any]) -> str:
-    mode = cfg.get("pooling_mode")
-    if isinstance(mode, str):
-        names = [mode]
-    else:
-        names = [k.removeprefix("pooling_mode_").removesuffix("_tokens") for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
-    mapping = {"mean": "mean", "cls": "cls_before_pooler", "cls_token": "cls_before_pooler", "max": "max", "lasttoken": "last_token"}
-    if len(names) != 1 or names[0] not in mapping:
-        raise EmbenchError(f"unsupported sentence-transformers pooling {names!r}; embench reads mean, cls, max and lasttoken")
-    return mapping[names[0]]
-
-
 def weights_fingerprint(folder: Path) -> str:
     """sha256 over the config and the full weight files of a checkpoint folder."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".safetensors", ".bin", ".gguf") or p.name == "config.json"))
@@ -209,6 +130,22 @@ def gguf_file_of(name: str) -> str | None:
     return p.name if p.suffix == ".gguf" and p.is_file() else None
 
 
+@dataclass
+class _Source:
+    """A checkpoint found and its config read (weights not yet): what an encoder is made from."""
+
+    config: Any
+    tokenizer: Any
+    load: Callable[[], tuple[torch.nn.Module, Any]]
+    fingerprint: str
+    source: str
+    display: str
+    family: Family
+    st_cfg: dict[str, Any] = field(default_factory=dict)
+    revision: str | None = None
+    trained_folder: Path | None = None  # where embench_training.json may be
+
+
 def load_model(
     name_or_path: str | os.PathLike | torch.nn.Module,
     *,
@@ -231,17 +168,16 @@ def load_model(
     >>> enc.encode_batch(["A man plays a guitar."]).shape  # doctest: +SKIP
     (1, 384)
 
-    ``pooling`` defaults to the checkpoint's own (sentence-transformers folders) or ``cls``
-    (``last_token`` for decoder LLMs); ``layer`` pools any hidden layer (0 = embedding output);
-    ``dtype`` is ``fp32``, ``bf16`` or ``fp16`` (``None``: the family's default on this device);
-    ``device`` defaults to CUDA when present. ``prompt`` is a template with ``{text}`` (default:
-    the family's). ``family`` forces a model family (``embench list families``; default: detected).
-    An in-memory ``torch.nn.Module`` may be passed with its ``tokenizer`` (and a ``fingerprint``
-    naming its state, else one is computed from its parameters).
-    The weights are read on first use; the config and the weights' fingerprint at once.
+    ``pooling`` defaults to the checkpoint's own (sentence-transformers folders) or its family's
+    (``cls`` for encoders, ``last_token`` for decoder LLMs); ``layer`` pools any hidden layer
+    (0 = embedding output); ``dtype`` is ``fp32``, ``bf16`` or ``fp16`` (``None``: the family's
+    default on this device); ``device`` defaults to CUDA when present. ``prompt`` is a template with
+    ``{text}`` (default: the one a checkpoint was trained with, else the family's). ``family`` forces
+    a model family (``embench list families``; default: detected). An in-memory ``torch.nn.Module``
+    may be passed with its ``tokenizer`` (and a ``fingerprint`` naming its state, else one is
+    computed from its parameters). The weights are read on first use; the config and the weights'
+    fingerprint at once.
     """
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
     if prompt is not None:
         check_prompt(prompt)
@@ -250,109 +186,98 @@ def load_model(
     if pooling is not None:
         POOLERS.canonical(pooling)  # did-you-mean on a typo, before any loading
     device = pick_device(device)
-    st_cfg: dict[str, Any] = {}
-    revision = None
-    gguf: str | None = None
-    trained_folder: Path | None = None  # where embench_training.json may be
-
     if isinstance(name_or_path, torch.nn.Module):
-        if tokenizer is None:
-            raise EmbenchError("load_model(module) needs tokenizer=...")
-        module = name_or_path
-        config = module.config
-        source = "in-memory module"
-        # hashing every parameter is costly for a large model under training: a caller may name it instead
-        fingerprint = fingerprint or module_fingerprint(module)
-        display = name or type(module).__name__
-        fam = forced or detect(config)
-
-        def load() -> tuple[torch.nn.Module, Any]:
-            return fam.apply_patch(module, display), tokenizer
+        src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)
     else:
-        raw_name = str(name_or_path)
-        folder, tried, hub_id = resolve_model_path(raw_name)
-        if folder is None:
-            folder = _from_hub(hub_id, tried)
-        if folder is None:
-            raise ModelLoadError(raw_name, tried)
-        st_cfg = sentence_transformers_config(folder) or {}
-        if st_cfg.get("unsupported"):
-            raise EmbenchError(
-                f"{folder}: sentence-transformers modules {st_cfg['unsupported']} are not supported "
-                "(embench reads Transformer, Pooling and Normalize)"
-            )
-        hf_folder = trained_folder = st_cfg.get("transformer_path", folder)
-        gguf = gguf_file_of(raw_name)
-        extra = {"gguf_file": gguf} if gguf else {}
-        has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
-        tok_folder = hf_folder if has_tok or gguf else folder
-        try:
-            config = AutoConfig.from_pretrained(hf_folder, trust_remote_code=trust_remote_code, **extra)
-            if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(tok_folder, trust_remote_code=trust_remote_code, **extra)
-        except Exception as e:
-            raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
-        fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
-        source = str(folder / gguf) if gguf else str(folder)
-        fingerprint = _fingerprint_files(_stat(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
-        dense_folders = st_cfg.get("dense", [])
-        if dense_folders:  # the Dense modules' weights are part of what gives the vectors
-            fingerprint = hashlib.sha256("+".join([fingerprint, *(weights_fingerprint(d) for d in dense_folders)]).encode()).hexdigest()[:16]
-        revision = getattr(config, "_commit_hash", None)
-        display = name or raw_name
-        loaded_tokenizer = tokenizer
-
-        def load() -> tuple[torch.nn.Module, Any]:
-            try:
-                # fp32 weights (bf16/fp16 run through autocast), whatever dtype the checkpoint was saved in
-                model = AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code,
-                                                  torch_dtype=torch.float32, **extra, **fam.load_kwargs())
-            except Exception as e:
-                raise ModelLoadError(raw_name, [*tried, f"weights from {hf_folder}: {type(e).__name__}: {e}"]) from e
-            return fam.apply_patch(model, raw_name), loaded_tokenizer
-
-    if pooling is None:
-        pooling = st_cfg.get("pooling") or fam.pooling or "cls"
-    if prompt is None:  # a checkpoint embench trained keeps the prompt it was trained with
-        prompt = _trained_prompt(trained_folder) or fam.prompt
-    if dtype is None:
-        dtype = fam.default_dtype(device)
-    if max_length is None:
-        max_length = st_cfg.get("max_length") or _model_max_length(config, tokenizer)
-    if normalize is None:
-        normalize = bool(st_cfg.get("normalize", False))
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-    tokenizer.padding_side = fam.padding_side
+        src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code)
+    fam, st_cfg, tok = src.family, src.st_cfg, src.tokenizer
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token or tok.unk_token
+    tok.padding_side = fam.padding_side
     settings = EncoderSettings(
-        pooling=pooling,
+        pooling=pooling or st_cfg.get("pooling") or fam.pooling or "cls",
         layer=layer,
-        max_length=int(max_length),
-        dtype=dtype,
-        normalize=normalize,
+        max_length=int(max_length or st_cfg.get("max_length") or _model_max_length(src.config, tok)),
+        dtype=dtype or fam.default_dtype(device),
+        normalize=bool(st_cfg.get("normalize", False)) if normalize is None else normalize,
         lowercase=bool(st_cfg.get("lowercase", False)),
-        prompt=prompt,
+        # a checkpoint embench trained keeps the prompt it was trained with
+        prompt=(_trained_prompt(src.trained_folder) or fam.prompt) if prompt is None else prompt,
     )
     # what changes the vectors beyond the settings: a patched model; left padding (absolute positions)
     if fam.patch is not None:
         settings.extra["family"] = fam.name
     if fam.padding_side != "right":
         settings.extra["padding_side"] = fam.padding_side
-    encoder = HFEncoder(
-        config, settings, name=display, fingerprint=fingerprint, source=source, device=device,
-        load=load, tokenizer=tokenizer, revision=revision,
-    )
+    encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.fingerprint, source=src.source,
+                        device=device, load=src.load, tokenizer=tok, revision=src.revision)
     if st_cfg.get("dense"):
         folders = list(st_cfg["dense"])
         encoder.set_dense(lambda: [load_dense(d) for d in folders], [d.name for d in folders])
     return encoder
 
 
+def _module_source(module: torch.nn.Module, tokenizer: Any, name: str | None, fingerprint: str | None,
+                   forced: Family | None) -> _Source:
+    if tokenizer is None:
+        raise EmbenchError("load_model(module) needs tokenizer=...")
+    display = name or type(module).__name__
+    fam = forced or detect(module.config)
+    # hashing every parameter is costly for a large model under training: a caller may name it instead
+    return _Source(module.config, tokenizer, lambda: (fam.apply_patch(module, display), tokenizer),
+                   fingerprint or module_fingerprint(module), "in-memory module", display, fam)
+
+
+def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: Family | None,
+                       trust_remote_code: bool) -> _Source:
+    """An alias, folder, ``.gguf`` file or hub id, with its config and tokenizer read."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    folder, tried, hub_id = resolve_model_path(raw_name)
+    if folder is None:
+        folder = _from_hub(hub_id, tried)
+    if folder is None:
+        raise ModelLoadError(raw_name, tried)
+    st_cfg = sentence_transformers_config(folder) or {}
+    if st_cfg.get("unsupported"):
+        raise EmbenchError(f"{folder}: sentence-transformers modules {st_cfg['unsupported']} are not supported "
+                           "(embench reads Transformer, Pooling, Dense and Normalize)")
+    hf_folder = st_cfg.get("transformer_path", folder)
+    gguf = gguf_file_of(raw_name)
+    extra = {"gguf_file": gguf} if gguf else {}
+    has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
+    try:
+        config = AutoConfig.from_pretrained(hf_folder, trust_remote_code=trust_remote_code, **extra)
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(hf_folder if has_tok or gguf else folder,
+                                                      trust_remote_code=trust_remote_code, **extra)
+    except Exception as e:
+        raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
+    fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
+    fingerprint = _fingerprint_files(_stat(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
+    if st_cfg.get("dense"):  # the Dense modules' weights are part of what gives the vectors
+        parts = [fingerprint, *(weights_fingerprint(d) for d in st_cfg["dense"])]
+        fingerprint = hashlib.sha256("+".join(parts).encode()).hexdigest()[:16]
+    loaded_tokenizer = tokenizer
+
+    def load() -> tuple[torch.nn.Module, Any]:
+        try:
+            # fp32 weights (bf16/fp16 run through autocast), whatever dtype the checkpoint was saved in
+            model = AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code,
+                                              torch_dtype=torch.float32, **extra, **fam.load_kwargs())
+        except Exception as e:
+            raise ModelLoadError(raw_name, [*tried, f"weights from {hf_folder}: {type(e).__name__}: {e}"]) from e
+        return fam.apply_patch(model, raw_name), loaded_tokenizer
+
+    return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or raw_name,
+                   fam, st_cfg, getattr(config, "_commit_hash", None), hf_folder)
+
+
 def _trained_prompt(folder: Path | None) -> str:
     meta = folder / "embench_training.json" if folder is not None else None
     if meta is None or not meta.is_file():
         return ""
-    return str(_read_json(meta).get("prompt") or "")
+    return str(read_json(meta).get("prompt") or "")
 
 
 def _model_max_length(config: Any, tokenizer: Any) -> int:

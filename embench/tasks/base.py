@@ -48,3 +48,21 @@ class Task(Protocol):
 
 
 TASKS: Registry[Task] = Registry("task")
+
+
+class RowTask:
+    """A task declared by a row of data (``self.data``): its name and column header come from the row."""
+
+    data: Any
+
+    @property
+    def name(self) -> str:
+        return self.data.name
+
+    @property
+    def display(self) -> str:
+        return self.data.display or self.data.name
+
+    @property
+    def description(self) -> str:
+        return self.data.description

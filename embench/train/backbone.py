@@ -14,7 +14,8 @@ from torch import nn
 
 from ..core.errors import EmbenchError
 from ..models.families import FAMILIES, Family, detect
-from ..models.loader import gguf_file_of, resolve_model_path, sentence_transformers_config
+from ..models.loader import gguf_file_of, resolve_model_path
+from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
 
 DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...data.root import DataRoot
 from ...evaluation.protocols import EvalProtocol
-from ..base import Embed, Prepared, TaskScore
+from ..base import Embed, Prepared, RowTask, TaskScore
 from . import classifier as clf
 from . import validation
 from .datasets import TRANSFER_DATASETS, TransferData
@@ -29,19 +29,11 @@ from .reading import Samples, read_task, task_path
 
 
 @dataclass(frozen=True)
-class TransferTask:
+class TransferTask(RowTask):
     """A transfer task row as a task: reads its files, scores them with SentEval's validation scheme."""
 
     data: TransferData
     kind: str = "transfer"
-
-    @property
-    def name(self) -> str:
-        return self.data.name
-
-    @property
-    def display(self) -> str:
-        return self.data.display
 
     @property
     def scheme(self) -> str:
@@ -50,10 +42,6 @@ class TransferTask:
     @property
     def nclasses(self) -> int:
         return self.data.nclasses
-
-    @property
-    def description(self) -> str:
-        return self.data.description
 
     def data_files(self, root: DataRoot) -> list[Path]:
         return [task_path(root, self.data, f if isinstance(f, str) else f[0]) for files in self.data.splits.values() for f in files]

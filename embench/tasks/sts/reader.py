@@ -15,7 +15,7 @@ from ...core.errors import MalformedDataError
 from ...data.readers import iter_tsv, parse_float, read_lines
 from ...data.root import DataRoot
 from ...evaluation.protocols import EvalProtocol
-from ..base import Prepared
+from ..base import Prepared, RowTask
 from .datasets import STS_DATASETS, STSData
 from .scoring import PairGroup, regressor_prepared, similarity_prepared
 
@@ -28,23 +28,11 @@ def senteval_text(s: str) -> str:
 
 
 @dataclass(frozen=True)
-class STSTask:
+class STSTask(RowTask):
     """An STS dataset as a task: reads its row's files, scores them with the shared scorer."""
 
     data: STSData
     kind: str = "sts"
-
-    @property
-    def name(self) -> str:
-        return self.data.name
-
-    @property
-    def display(self) -> str:
-        return self.data.display or self.data.name
-
-    @property
-    def description(self) -> str:
-        return self.data.description
 
     def paths(self, root: DataRoot, part: str, text: str) -> list[Path]:
         """Where the files of ``part`` are expected (input before gold for SemEval subsets)."""
