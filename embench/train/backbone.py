@@ -76,9 +76,6 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
         from .adapters import add_lora
 
         encoder = add_lora(encoder, cfg)
-    if cfg.precision == "bf16":  # weights (and so optimiser states) in bf16, not only autocast
-        encoder = encoder.to(torch.bfloat16)
-        mlm_head = mlm_head.to(torch.bfloat16) if mlm_head is not None else None
     return Backbone(encoder.to(device), tokenizer, family, mlm_head.to(device) if mlm_head is not None else None)
 
 

@@ -115,6 +115,8 @@ class Trainer:
         self.total = cfg.max_steps or max(1, math.ceil(cfg.epochs * self.per_epoch))
         self.warmup = warmup_steps(cfg, self.total, self.per_epoch)
         self.model = self.method.build(self.device)
+        if self.precision == "bf16":  # every weight (heads a method added too) and so the optimiser states
+            self.model.to(torch.bfloat16)
         if cfg.compile:
             self.model.encoder.compile()  # in place: state_dict keys stay those of the model
         self.params = [p for p in self.model.parameters() if p.requires_grad]
