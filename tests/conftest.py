@@ -66,3 +66,14 @@ def cache_dir(tmp_path) -> Path:
 def minilm_cache(tmp_path_factory) -> Path:
     """One embedding cache for every test that encodes with all-MiniLM-L6-v2 (each text once)."""
     return tmp_path_factory.mktemp("minilm-cache")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models on a crowded machine: one intra-op thread is many times faster than two spinning."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -19,13 +19,7 @@ from embench.train.distributed import DistInfo
 from embench.train.losses import info_nce, mask_tokens, mlm_loss
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models on a crowded machine: one intra-op thread is many times faster than two spinning."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 SENT = "This sentence is long enough to be kept by the crop filter, which wants one hundred characters or more"

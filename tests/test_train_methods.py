@@ -19,12 +19,7 @@ from embench.train import METHODS, Batch, Method, Trainer, make_config, train
 from embench.train.distributed import DistInfo
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- a whole method in 30 lines, registered here, trained through the Trainer and the CLI ---------
