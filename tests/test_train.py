@@ -18,7 +18,6 @@ from embench.train.data import read_sentences, read_triplets_csv, snli_triplets
 from embench.train.distributed import DistInfo
 from embench.train.losses import info_nce, mask_tokens, mlm_loss
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 

@@ -18,7 +18,6 @@ from embench.core.errors import EmbenchError
 from embench.train import METHODS, Batch, Method, Trainer, make_config, train
 from embench.train.distributed import DistInfo
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
