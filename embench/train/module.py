@@ -85,9 +85,6 @@ class SentenceModel(nn.Module):
 
 
 def unwrap(module: nn.Module) -> nn.Module:
-    """The model inside DDP / torch.compile wrappers."""
-    while True:
-        inner = getattr(module, "module", None) or getattr(module, "_orig_mod", None)
-        if not isinstance(inner, nn.Module):
-            return module
-        module = inner
+    """The model inside a DDP wrapper (``--compile`` compiles the encoder in place: no wrapper)."""
+    inner = getattr(module, "module", None)
+    return inner if isinstance(inner, nn.Module) else module

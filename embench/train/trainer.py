@@ -96,6 +96,8 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.best_score: float | None = None
         self.best_step, self.initial, self.start = 0, None, 0
+        self._log: Any = None  # metrics.jsonl and tensorboard, open while fit() runs
+        self._writer: Any = None
 
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
