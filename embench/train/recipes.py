@@ -33,7 +33,8 @@ RECIPES.add("simcse-unsup", Recipe(
     {"method": "unsup-simcse", "data": ["corpora"], "batch_size": 64, "lr": 3e-5, "epochs": 1,
      "pooling": "cls_before_pooler", "mlp": "train", **_SIMCSE_COMMON}))
 RECIPES.add("simcse-sup", Recipe(
-    "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives",
+    "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives (the paper's data is "
+                  "nli_for_simcse.csv, --data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
     "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), §4 (3 epochs, alpha = 1), run_sup_example.sh "
     "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
     {"method": "sup-simcse", "data": ["snli"], "batch_size": 512, "lr": 5e-5, "epochs": 3, "pooling": "cls",
@@ -43,7 +44,7 @@ _CROP = {"method": "crop", "data": ["20newsgroups"], "optimizer": "adam", "lr": 
          "crop_sentences": 2, "crop_min_chars": 100, "crop_max_chars": 250, "eval_steps": 0}
 RECIPES.add("crop", Recipe(
     "crop", "crop augmentation, fine-tuning a pretrained model for one epoch on one dataset",
-    "cropping paper §2.3 and Table of A.1 (Adam, lr 2e-5, batch 64, linear warm-up then decay, t = 2 sentences of "
+    "cropping paper §2.3 and A.1 (Adam, lr 2e-5, batch 64, linear warm-up then decay, t = 2 sentences of "
     "100-250 characters, tau 0.05, mean pooling, 1 epoch, the last model kept); its code (text-embed-augm: warm-up "
     "over 10% of ONE epoch's steps, max_length 512)",
     {**_CROP, "epochs": 1}))
