@@ -178,6 +178,7 @@ def load_model(
     computed from its parameters). The weights are read on first use; the config and the weights'
     fingerprint at once.
     """
+    # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
     if prompt is not None:
         check_prompt(prompt)
