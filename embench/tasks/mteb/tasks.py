@@ -17,7 +17,6 @@ mteb is imported inside functions only, so ``import embench`` stays fast.
 from __future__ import annotations
 
 import json
-import logging
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,6 @@ from .adapter import EngineEncoder
 from .load import load_into, local_copy, task_kind
 from .local_data import LOCAL
 
-log = logging.getLogger(__name__)
 MTEB_SEED = 42  # mteb's default task seed (classification undersampling); published numbers use it
 
 
