@@ -55,3 +55,22 @@ def analysis(name: str):
         return public
 
     return deco
+
+
+def parse_value(raw: str, default: Any) -> Any:
+    """An option value given as text (``--set``, ``--eval-analysis``), typed after the option's default
+    (tuple defaults take comma lists)."""
+    if isinstance(default, tuple) or (default is None and "," in raw):
+        return [parse_value(x.strip(), None) for x in raw.split(",") if x.strip()]
+    if isinstance(default, bool) or raw.lower() in ("true", "false"):
+        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise EmbenchError(f"--set value {raw!r} must be true or false")
+        return raw.lower() in ("true", "1", "yes")
+    if raw.lower() == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw

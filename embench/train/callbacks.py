@@ -11,7 +11,6 @@ another.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,23 +52,23 @@ def _suites() -> list[str]:
 
 
 def analysis_specs(items: list[str]) -> list[EvalSpec]:
+    from ..analysis.base import parse_value
     from ..analysis.registry import get
 
     specs = []
     for item in items:
         name, _, rest = item.partition(":")
-        public = get(name)  # did-you-mean on a typo
+        known = get(name).options  # did-you-mean on a typo; option -> default
+        if "=" in rest:
+            pairs = [p.partition("=")[::2] for p in rest.split(",")]
+        else:  # a bare value sets the first option (knn:20newsgroups -> datasets)
+            pairs = [(next(iter(known)), rest)] if rest else []
         options: dict[str, Any] = {}
-        if rest and "=" not in rest:
-            first = next(iter(public.options))
-            options[first] = (rest,) if isinstance(public.options[first], tuple) else rest
-        elif rest:
-            for pair in rest.split(","):
-                k, _, v = pair.partition("=")
-                try:
-                    options[k.strip()] = json.loads(v)
-                except json.JSONDecodeError:
-                    options[k.strip()] = v
+        for key, raw in pairs:  # typed as `embench analyze --set` types them
+            key = key.strip().replace("-", "_")
+            if key not in known:
+                raise EmbenchError(f"--eval-analysis {item!r}: {name} has no option {key!r}; its options are: {', '.join(known)}")
+            options[key] = parse_value(raw.strip(), known[key])
         specs.append(EvalSpec(item, name, options))
     return specs
 

@@ -178,12 +178,14 @@ class Trainer:
         if len(batches) == 1:
             with self.autocast():
                 loss, logs = self.method.loss(self.runner, batches[0], self.dist)
-            self._check_finite("loss", distributed.mean_over_processes(float(loss.detach())), step)
+            value = distributed.mean_over_processes(float(loss.detach()))  # the global loss, checked before backward
+            self._check_finite("loss", value, step)
             loss.backward()
         else:
             loss, logs = cached_step(self.method, self.runner, batches, self.dist, self.autocast,
                                      torch.device(self.device), self.no_sync)
-            self._check_finite("loss", distributed.mean_over_processes(float(loss)), step)
+            value = distributed.mean_over_processes(float(loss))
+            self._check_finite("loss", value, step)
         clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
         gnorm = float(torch.nn.utils.clip_grad_norm_(self.params, clip))
         if not math.isfinite(gnorm):
@@ -191,7 +193,7 @@ class Trainer:
             self._check_finite("gradient norm", gnorm, step)
         self.optimizer.step()
         self.scheduler.step()
-        return distributed.mean_over_processes(float(loss.detach())), gnorm, logs
+        return value, gnorm, logs
 
     def _check_finite(self, what: str, value: float, step: int) -> None:
         if math.isfinite(value):

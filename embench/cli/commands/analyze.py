@@ -12,27 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
+from ...analysis.base import parse_value
 from ...core.errors import EmbenchError
 from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
 from ..output import emit
-
-
-def parse_value(raw: str, default: Any) -> Any:
-    """A ``--set`` value, typed after the option's default (tuple defaults take comma lists)."""
-    if isinstance(default, tuple) or (default is None and "," in raw):
-        return [parse_value(x.strip(), None) for x in raw.split(",") if x.strip()]
-    if isinstance(default, bool) or raw.lower() in ("true", "false"):
-        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise EmbenchError(f"--set value {raw!r} must be true or false")
-        return raw.lower() in ("true", "1", "yes")
-    if raw.lower() == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(raw)
-        except ValueError:
-            pass
-    return raw
 
 
 def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] | str | int | None], sets: list[str]) -> dict[str, Any]:
