@@ -37,6 +37,7 @@ class Evaluation:
     status: dict[str, str] = field(default_factory=dict)  # task -> "computed" | "stored"
     view: str = "summary"
     encode_stats: dict[str, Any] = field(default_factory=dict)
+    unsaved: dict[str, str] = field(default_factory=dict)  # task -> why its record could not be saved
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -101,6 +102,8 @@ def evaluate(
     encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
     root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    if save:
+        store.check_writable()  # before any encoding: an unwritable results folder must not cost a run
     engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
     result = Evaluation(records=[], view=view)
 
@@ -123,7 +126,11 @@ def evaluate(
             pending.append((name, task, key, task.prepare(root, protocol)))
     for record in _scored(pending, engine, protocol, root, batch_size):
         if save:
-            store.save(record)
+            try:
+                store.save(record)
+            except OSError as e:  # a full disk mid-run: the scores are still returned (and printed), with why
+                result.unsaved[record.task] = f"{store.path(record)}: {e.strerror or e}"
+                log.warning("could not save the record of %s: %s", record.task, result.unsaved[record.task])
         done(record.task, "computed", record)
     result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
     result.encode_stats = dict(engine.stats)

@@ -8,6 +8,7 @@ import sys
 import warnings
 
 import typer
+from rich.markup import escape
 
 from ..core.errors import EmbenchError
 from .commands import COMMANDS
@@ -42,5 +43,6 @@ def main() -> None:
     try:
         app()
     except EmbenchError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True)
+        # the message is plain text: a '[' in a task name or path must not be read as rich markup
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True)
         sys.exit(2)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ChecksumError, CorruptFileError, EmbenchError
+from ..core.paths import within
 from .root import DataRoot
 
 
@@ -90,7 +91,7 @@ def download(
     for e in entries:
         if not _matches(e.task, wanted):
             continue
-        dest = root.path / e.path
+        dest = within(root.path, e.path, "manifest entry")  # a crafted manifest must not write outside the root
         if dest.is_file() and content_sha256(dest) == e.sha256:
             done.append((e.path, "present"))
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,8 +93,10 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
             yield i, row
 
 
-def iter_tsv(path: Path, min_fields: int, skip_header: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) for each non-blank line of a tab-separated file."""
+def iter_tsv(path: Path, min_fields: int, skip_header: bool = False,
+             counts: tuple[int, ...] = ()) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) for each non-blank line of a tab-separated file; ``counts``: the only field
+    counts allowed (a tab inside a sentence must not shift the columns)."""
     for i, line in enumerate(read_lines(path), start=1):
         if skip_header and i == 1:
             continue
@@ -104,7 +107,14 @@ def iter_tsv(path: Path, min_fields: int, skip_header: bool = False) -> Iterator
             raise MalformedDataError(
                 path, i, f"expected at least {min_fields} tab-separated fields, found {len(fields)}"
             )
+        check_field_count(path, i, len(fields), counts)
         yield i, fields
+
+
+def check_field_count(path: Path, line: int, found: int, counts: tuple[int, ...]) -> None:
+    if counts and found not in counts:
+        allowed = " or ".join(map(str, counts))
+        raise MalformedDataError(path, line, f"expected {allowed} tab-separated fields, found {found} (a tab inside a sentence?)")
 
 
 def parse_float(path: Path, line: int, value: str, what: str) -> float:
@@ -112,6 +122,14 @@ def parse_float(path: Path, line: int, value: str, what: str) -> float:
         x = float(value)
     except ValueError:
         raise MalformedDataError(path, line, f"{what} {value!r} is not a number") from None
-    if x != x:
-        raise MalformedDataError(path, line, f"{what} is NaN")
+    if not math.isfinite(x):
+        raise MalformedDataError(path, line, f"{what} {value!r} is not finite")
+    return x
+
+
+def parse_score(path: Path, line: int, value: str, what: str, low: float, high: float) -> float:
+    """A finite number in [low, high] (a gold score out of its scale is a damaged line, not data)."""
+    x = parse_float(path, line, value, what)
+    if not low <= x <= high:
+        raise MalformedDataError(path, line, f"{what} {x} is outside its scale [{low:g}, {high:g}]")
     return x

@@ -1,18 +1,38 @@
-"""The on-disk embedding cache.
+"""The on-disk embedding cache: many writers, never a wrong vector, never fatal.
 
 One folder per encoder configuration (``Encoder.cache_key()``: weights fingerprint, pooling, layer,
-maximum length, dtype, normalisation, prompt). Vectors are appended as shards: ``NNNNNN.npy``
-(float32 rows) and ``NNNNNN.keys`` (one text hash a line), each written to a temporary name and
-renamed, keys last, so a shard is either whole or absent after a crash.
+maximum length, dtype, normalisation, prompt). Each write adds one shard, a single ``.npz`` file
+holding the text keys, their float32 vectors and a blake2b checksum of both:
+
+* its name is unique (time, process, random part), so concurrent writers — processes on one machine
+  or machines sharing the folder — never pick the same shard, and no lock is needed;
+* keys and vectors are one file, written under a hidden temporary name and renamed into place, so a
+  reader sees a whole shard or none, and never one writer's keys beside another's vectors;
+* on read, the row counts of keys and vectors must agree and the checksum must match (zip's CRC
+  covers each member too). A shard that fails is named in a warning, renamed ``*.damaged`` (set
+  aside) and its texts are encoded again; a damaged cache is never fatal.
+
+A cache that cannot be written (a file in its place, read-only, a full disk) warns once and the run
+goes on without storing vectors. ``benchmarks/cache_store.py`` weighs this against SQLite.
+Shards of the earlier format (``NNNNNN.npy`` + ``NNNNNN.keys``) are not read (their keys and vectors
+could come from two writers): their texts are encoded once more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import time
+import uuid
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
+
+SUFFIX = ".npz"
+_READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
 def text_key(text: str) -> str:
@@ -23,58 +43,139 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("EMBENCH_CACHE") or "~/.cache/embench/embeddings").expanduser()
 
 
+def shard_checksum(keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """blake2b of the keys and the vectors together: binds each key to its row."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.ascontiguousarray(keys).tobytes())
+    h.update(np.ascontiguousarray(vectors).tobytes())
+    return np.frombuffer(h.digest(), dtype=np.uint8)
+
+
+class DamagedShard(Exception):
+    """A shard that is truncated, unreadable or fails its row-count or checksum check."""
+
+
+def read_shard(path: Path, with_vectors: bool = True) -> tuple[list[str], np.ndarray | None]:
+    """Keys (and vectors) of one shard, checked; a DamagedShard when it is not whole."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            keys = z["keys"]
+            if keys.ndim != 1 or keys.dtype.kind != "S":
+                raise DamagedShard("its keys are not a list of hashes")
+            if not with_vectors:
+                return [k.decode("ascii") for k in keys], None
+            vectors, checksum = z["vectors"], z["checksum"]
+    except DamagedShard:
+        raise
+    except _READ_ERRORS as e:
+        raise DamagedShard(f"{type(e).__name__}: {e}") from None
+    if vectors.ndim != 2 or vectors.shape[0] != keys.shape[0]:
+        raise DamagedShard(f"{keys.shape[0]} keys but vectors of shape {vectors.shape}")
+    if vectors.dtype != np.float32 or not np.array_equal(checksum, shard_checksum(keys, vectors)):
+        raise DamagedShard("its checksum does not match its content")
+    return [k.decode("ascii") for k in keys], vectors
+
+
 class EmbeddingCache:
     """Text-hash -> vector store for one encoder configuration."""
 
     def __init__(self, root: Path, namespace: str):
         self.folder = Path(root) / namespace
-        self._index: dict[str, tuple[int, int]] | None = None  # key -> (shard, row)
-        self._shards: dict[int, np.ndarray] = {}
+        self.writable = True  # False after a failed write: the run goes on without storing
+        self._index: dict[str, Path] | None = None  # key -> the shard holding it
+        self._vectors: dict[Path, dict[str, np.ndarray]] = {}  # shards read so far (checked)
+        self._bad: set[Path] = set()  # damaged shards that could not be renamed away
 
-    def _load_index(self) -> dict[str, tuple[int, int]]:
+    # -- reading ---------------------------------------------------------------------------------
+    def _shard_paths(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(p for p in self.folder.glob(f"*{SUFFIX}") if not p.name.startswith(".") and p not in self._bad)
+
+    def _load_index(self) -> dict[str, Path]:
         if self._index is None:
             self._index = {}
-            if self.folder.is_dir():
-                for keys_file in sorted(self.folder.glob("*.keys")):
-                    shard = int(keys_file.stem)
-                    keys = keys_file.read_text().split()
-                    npy = keys_file.with_suffix(".npy")
-                    if not npy.is_file():
-                        continue
-                    for row, k in enumerate(keys):
-                        self._index[k] = (shard, row)
+            for path in self._shard_paths():
+                try:
+                    keys, _ = read_shard(path, with_vectors=False)
+                except DamagedShard as e:
+                    self._set_aside(path, str(e))
+                    continue
+                for k in keys:
+                    self._index.setdefault(k, path)
         return self._index
 
     def __len__(self) -> int:
         return len(self._load_index())
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``keys`` (absent keys are left out): only from shards that check out."""
         index = self._load_index()
         out: dict[str, np.ndarray] = {}
         for k in keys:
-            hit = index.get(k)
-            if hit is None:
+            path = index.get(k)
+            if path is None:
                 continue
-            shard, row = hit
-            if shard not in self._shards:
-                self._shards[shard] = np.load(self.folder / f"{shard:06d}.npy", mmap_mode="r")
-            out[k] = np.asarray(self._shards[shard][row], dtype=np.float32)
+            if path not in self._vectors:
+                try:
+                    names, vectors = read_shard(path)
+                except DamagedShard as e:
+                    # set aside, then look again: another shard may hold the same keys
+                    self._set_aside(path, str(e))
+                    self._index = None
+                    return {**out, **self.get_many([k2 for k2 in keys if k2 not in out])}
+                self._vectors[path] = dict(zip(names, vectors, strict=True))
+            out[k] = self._vectors[path][k]
         return out
 
+    def _set_aside(self, path: Path, problem: str) -> None:
+        warnings.warn(f"embedding cache: damaged shard {path} ({problem}); set aside as *.damaged, "
+                      "its texts are encoded again", stacklevel=4)
+        self._bad.add(path)
+        try:
+            os.replace(path, path.with_name(path.name + ".damaged"))
+        except OSError:
+            pass  # a read-only cache or another reader moved it first: skipping it is enough
+
+    # -- writing ---------------------------------------------------------------------------------
+    def check_writable(self) -> bool:
+        """Try the folder before any encoding: a cache that cannot be written warns once, then is read-only."""
+        if not self.writable:
+            return False
+        probe = self.folder / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            self._disable(e)
+        return self.writable
+
+    def _disable(self, e: OSError) -> None:
+        self.writable = False
+        warnings.warn(f"embedding cache {self.folder}: cannot write ({e.strerror or e}); "
+                      "going on without storing vectors", stacklevel=4)
+
     def put_many(self, keys: list[str], vectors: np.ndarray) -> None:
-        if not keys:
+        """Store one shard; a failed write warns, leaves nothing behind and turns writing off."""
+        if not keys or not self.writable:
             return
-        index = self._load_index()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        existing = [int(p.stem) for p in self.folder.glob("*.keys")]
-        shard = max(existing, default=-1) + 1
-        base = self.folder / f"{shard:06d}"
-        tmp_npy = base.with_suffix(f".npy.tmp{os.getpid()}")
-        with open(tmp_npy, "wb") as f:
-            np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
-        os.replace(tmp_npy, base.with_suffix(".npy"))
-        tmp_keys = base.with_suffix(f".keys.tmp{os.getpid()}")
-        tmp_keys.write_text("\n".join(keys) + "\n")
-        os.replace(tmp_keys, base.with_suffix(".keys"))
-        for row, k in enumerate(keys):
-            index[k] = (shard, row)
+        name = f"{time.time_ns():x}-{os.getpid()}-{uuid.uuid4().hex}{SUFFIX}"
+        final, tmp = self.folder / name, self.folder / f".{name}.tmp"
+        karr = np.array([k.encode("ascii") for k in keys])
+        varr = np.ascontiguousarray(vectors, dtype=np.float32)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                np.savez(f, keys=karr, vectors=varr, checksum=shard_checksum(karr, varr))
+                f.flush()
+                os.fsync(f.fileno())  # the bytes are on disk before the name is
+            os.replace(tmp, final)
+        except OSError as e:
+            with contextlib.suppress(OSError):  # a full disk must not keep a half-written temporary file
+                tmp.unlink(missing_ok=True)
+            self._disable(e)
+            return
+        if self._index is not None:
+            for k in keys:
+                self._index.setdefault(k, final)

@@ -45,6 +45,8 @@ class Engine:
         self.encoder = encoder
         self.batch_size = batch_size
         self.cache = EmbeddingCache(Path(cache_dir), encoder.cache_key()) if cache_dir is not None else None
+        if self.cache is not None:
+            self.cache.check_writable()  # before any encoding: an unwritable cache warns now, then is read-only
         self.progress = progress
         self._memory: dict[str, np.ndarray] = {}
         self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0}

@@ -3,18 +3,25 @@
 One JSON file per (model configuration, task, protocol), written atomically (temporary file, then
 rename). The file name carries a hash of everything that identifies the result, so results under
 different protocols never overwrite each other, and a re-run finds the records it already has.
+A stored record is checked before it is reused (``record_problem``): one that does not decode, lacks
+a field, does not match its key or has a main score that is not finite or outside [-1, 1] is named
+once in a warning and computed again; it never stops a run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
+from ..core.paths import plain_name
 
 
 @dataclass
@@ -53,7 +60,58 @@ def slug(name: str) -> str:
     base = name.rstrip("/").replace("\\", "/")
     if "/" in base and Path(base).expanduser().exists():
         base = Path(base).name
-    return re.sub(r"[^A-Za-z0-9._-]+", "__", base).strip("_") or "model"
+    # leading dots go: '.', '..' and hidden names are not folders `results show` would read
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", base).strip("_").lstrip(".") or "model"
+
+
+FIELD_TYPES = {"task": str, "display": str, "kind": str, "model": str, "scores": dict, "protocol": dict,
+               "encoder": dict, "provenance": dict, "key": str}
+
+
+def record_problem(raw: Any, model: str | None = None, task: str | None = None, key: str | None = None) -> str | None:
+    """Why a decoded record file cannot be trusted, or None: its schema, its key against its content
+    (and against the model, task and key it was looked up by), a finite main score in [-1, 1]."""
+    if not isinstance(raw, dict):
+        return f"expected a JSON object, found {type(raw).__name__}"
+    for name, kind in FIELD_TYPES.items():
+        if not isinstance(raw.get(name), kind):
+            return f"field {name!r} is missing or not a {kind.__name__}"
+    score = raw.get("main_score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        return "field 'main_score' is missing or not a number"
+    if not math.isfinite(score) or not -1.0 <= score <= 1.0:
+        return f"main score {score} is not a finite fraction in [-1, 1]"
+    if raw["key"] != record_key(raw["task"], raw["encoder"], raw["protocol"]):
+        return "its key does not match its task, encoder and protocol"
+    for name, want in (("task", task), ("key", key)):
+        if want is not None and raw[name] != want:
+            return f"its {name} is {raw[name]!r}, its file name says {want!r}"
+    if model is not None and slug(raw["model"]) != slug(model):
+        return f"its model is {raw['model']!r}, its folder says {slug(model)!r}"
+    return None
+
+
+_NAMED: set[str] = set()  # invalid record files already named in this process
+
+
+def _name_once(path: Path, problem: str) -> None:
+    if str(path) not in _NAMED:
+        _NAMED.add(str(path))
+        warnings.warn(f"ignoring result record {path}: {problem}; it is computed again", stacklevel=3)
+
+
+def read_record(path: Path, model: str | None = None, task: str | None = None, key: str | None = None) -> Record | None:
+    """The record in ``path`` when it checks out; otherwise None, with the file named once."""
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        _name_once(path, f"cannot read it ({type(e).__name__})")
+        return None
+    problem = record_problem(raw, model, task, key)
+    if problem is not None:
+        _name_once(path, problem)
+        return None
+    return Record.from_dict(raw)
 
 
 def default_results_dir() -> Path:
@@ -69,24 +127,34 @@ class ResultStore:
     def path(self, record_or_model: Record | str, task: str | None = None, key: str | None = None) -> Path:
         if isinstance(record_or_model, Record):
             r = record_or_model
-            return self.root / slug(r.model) / f"{r.task}-{r.key}.json"
-        return self.root / slug(record_or_model) / f"{task}-{key}.json"
+            record_or_model, task, key = r.model, r.task, r.key
+        return self.root / slug(record_or_model) / plain_name(f"{task}-{key}.json", "result record")
 
     def find(self, model: str, task: str, key: str) -> Record | None:
         p = self.path(model, task, key)
-        if not p.is_file():
-            return None
+        return read_record(p, model, task, key) if p.is_file() else None  # a damaged file is redone, not trusted
+
+    def check_writable(self) -> None:
+        """Called before any encoding, so an unwritable results folder stops a run before work is done."""
+        probe = self.root / f".probe-{os.getpid()}"
         try:
-            return Record.from_dict(json.loads(p.read_text()))
-        except (json.JSONDecodeError, TypeError, KeyError):
-            return None  # a damaged file is redone, not trusted
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise EmbenchError(f"cannot write result records to {self.root} ({e.strerror or e}); "
+                               "choose another --results-dir (or EMBENCH_RESULTS)") from None
 
     def save(self, record: Record) -> Path:
         p = self.path(record)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(f".json.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
-        os.replace(tmp, p)
+        try:
+            tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
+            os.replace(tmp, p)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temporary file
+            raise
         return p
 
     def records(self, model: str | None = None, task: str | None = None) -> list[Record]:
@@ -95,9 +163,8 @@ class ResultStore:
         if not self.root.is_dir():
             return out
         for p in sorted(self.root.glob("*/*.json")):
-            try:
-                r = Record.from_dict(json.loads(p.read_text()))
-            except (json.JSONDecodeError, TypeError, KeyError, UnicodeDecodeError):
+            r = read_record(p)
+            if r is None:
                 continue
             if model and model.lower() not in r.model.lower():
                 continue

@@ -47,10 +47,36 @@ def _minilm() -> Path:
 
 
 def pick_device(device: str | None = None) -> str:
-    """``device`` if given, else CUDA when present, else CPU."""
-    if device:
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """``device`` if given (checked: a device torch knows and this machine has), else CUDA when present, else CPU."""
+    if not device:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        kind = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise EmbenchError(f"--device {device!r} is not a device; use cpu, cuda, cuda:N or mps") from None
+    if kind.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (kind.index or 0) >= count:
+            raise EmbenchError(f"--device {device!r}: this machine has {count} CUDA device(s)")
+    elif kind.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise EmbenchError(f"--device {device!r}: MPS is not available on this machine")
+    elif kind.type != "cpu":
+        raise EmbenchError(f"--device {device!r}: embench runs on cpu, cuda, cuda:N or mps")
+    return device
+
+
+def check_max_length(max_length: int | None, config: Any) -> None:
+    """--max-length must be positive and within the model's position embeddings (beyond, they do not exist)."""
+    if max_length is None:
+        return
+    if max_length < 1:
+        raise EmbenchError(f"--max-length must be at least 1, got {max_length}")
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        positions -= 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0
+        if max_length > positions:
+            raise EmbenchError(f"--max-length {max_length} is more than the model's {positions} positions")
 
 
 def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
@@ -186,19 +212,21 @@ def load_model(
         raise EmbenchError(f"invalid --dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
     if pooling is not None:
         POOLERS.canonical(pooling)  # did-you-mean on a typo, before any loading
+    check_max_length(max_length, None)  # the sign now; the model's positions once its config is read
     device = pick_device(device)
     if isinstance(name_or_path, torch.nn.Module):
         src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)
     else:
         src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code)
     fam, st_cfg, tok = src.family, src.st_cfg, src.tokenizer
+    check_max_length(max_length, src.config)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token or tok.unk_token
     tok.padding_side = fam.padding_side
     settings = EncoderSettings(
         pooling=pooling or st_cfg.get("pooling") or fam.pooling or "cls",
         layer=layer,
-        max_length=int(max_length or st_cfg.get("max_length") or _model_max_length(src.config, tok)),
+        max_length=int(max_length if max_length is not None else st_cfg.get("max_length") or _model_max_length(src.config, tok)),
         dtype=dtype or fam.default_dtype(device),
         normalize=bool(st_cfg.get("normalize", False)) if normalize is None else normalize,
         lowercase=bool(st_cfg.get("lowercase", False)),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -96,7 +97,11 @@ def _write_st_with_dense(encoder: torch.nn.Module, tokenizer: Any, folder: Path,
 
 
 def rng_state() -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every random state as tensors and plain values, so ``torch.load(weights_only=True)`` reads it back."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": random.getstate(), "torch": torch.get_rng_state(),
+             "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -104,7 +109,8 @@ def rng_state() -> dict[str, Any]:
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    n = state["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -130,13 +136,30 @@ def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, s
 
 
 def load_resume(folder: Path) -> dict[str, Any]:
+    """The resume state, read with ``weights_only=True``: tensors and plain values only, so a crafted
+    ``state.pt`` cannot run code (unpickling anything else is refused)."""
     path = Path(folder) / "state.pt"
     if not path.is_file():
         raise EmbenchError(f"--resume: no checkpoint at {path}")
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__
+        raise EmbenchError(f"--resume: {path} holds more than tensors and plain values, refused (loading it could "
+                           f"run code; checkpoints of older embench versions must be trained again): {first}") from None
     except Exception as e:
         raise EmbenchError(f"--resume: cannot read {path} ({type(e).__name__}: {e})") from None
+    if not isinstance(state, dict) or not all(k in state for k in ("model", "optimizer", "scheduler", "step", "rng")):
+        raise EmbenchError(f"--resume: {path} is not an embench resume state")
+    return state
+
+
+def saved_step(folder: Path) -> int | None:
+    """The step of the resume state in ``folder``, or None when there is none."""
+    try:
+        return int(json.loads((Path(folder) / "step.json").read_text(encoding="utf-8"))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 COMPATIBLE_KEYS = ("method", "model", "batch_size", "pooling", "seed", "from_scratch", "method_options")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import random
 import time
@@ -35,6 +36,8 @@ from .config import TrainConfig
 from .methods import METHODS
 from .resolve import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps
+
+log = logging.getLogger(__name__)
 
 
 class TrainingDivergedError(EmbenchError):
@@ -147,6 +150,7 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        self._take_new_optimiser_options(state.get("config", {}))
         checkpoints.set_rng_state(state["rng"])
         self.start, self.best_score = state["step"], state.get("best_score")
         self.best_step, self.initial = state.get("best_step", 0), state.get("initial_score")
@@ -156,6 +160,24 @@ class Trainer:
             lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
             kept = [x for x in lines if x.strip() and json.loads(x)["step"] <= self.start]
             self.metrics_path.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
+
+    def _take_new_optimiser_options(self, saved: dict[str, Any]) -> None:
+        """Loading the optimiser brings back the old lr and weight decay; this run's options win, so that
+        "lower --lr and resume" works after a divergence. Each change is said."""
+        cfg, groups = self.cfg, self.optimizer.param_groups
+        for key in ("lr", "weight_decay"):
+            new = getattr(cfg, key)
+            if saved.get(key) is None or saved[key] == new:
+                continue
+            log.warning("--resume: %s %r from this run's options (the checkpoint was trained with %r)", key, new, saved[key])
+            for group, fn in zip(groups, self.scheduler.lr_lambdas, strict=True):
+                if key == "lr":  # the schedule goes on from its step, scaled to the new peak
+                    group["initial_lr"], group["lr"] = new, new * fn(self.scheduler.last_epoch)
+                else:
+                    group[key] = new
+            if key == "lr":
+                self.scheduler.base_lrs = [new] * len(groups)
+                self.scheduler._last_lr = [g["lr"] for g in groups]
 
     # -- one step --------------------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -198,14 +220,18 @@ class Trainer:
     def _check_finite(self, what: str, value: float, step: int) -> None:
         if math.isfinite(value):
             return
-        # The bad update has not been applied: the weights now are those after `step` good steps.
-        self.save_resume(step)
+        # Nothing is saved now: the weights in memory are the ones that produced the NaN, so the resume
+        # state written before them is the last good one, and it is left as it is.
         resume_dir = self.out / checkpoints.RESUME_DIR
+        at = checkpoints.saved_step(resume_dir) if (resume_dir / "state.pt").is_file() else None
+        last = (f"The last good checkpoint, left untouched, is {resume_dir} (step {at}): continue from it with "
+                f"--resume and a lower --lr" if at is not None else
+                "No resume checkpoint was written before it (--save-steps): start again with a lower --lr")
         kept = (f"; the best checkpoint is {self.out / checkpoints.BEST_DIR} ({self.best_score * 100:.2f})"
                 if self.best_score is not None else "")
         raise TrainingDivergedError(
-            f"the {what} became {value} at step {step + 1}: training stopped before that update. "
-            f"The last good checkpoint is {resume_dir} (step {step}){kept}. Lower --lr or check the data."
+            f"the {what} became {value} at step {step + 1}: training stopped before that update. {last}{kept}. "
+            "Or check the data."
         )
 
     # -- evaluate and save -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ...audit.knobs import KNOBS
 from ..options import CacheDirOpt, DataOpt, DeviceOpt, Fmt, FmtOpt, PromptOpt, ResultsOpt, value
@@ -91,7 +92,8 @@ def table(
     for i in issues:
         if err.is_terminal:
             style = "red" if i.kind == "average" else "yellow"
-            err.print(f"[{style}]{file}:{i.row}[/]: [{i.kind}] {i.name}: {i.message}")
+            plain = escape(f"[{i.kind}] {i.name}: {i.message}")  # a '[' in a cell must not be read as markup
+            err.print(f"[{style}]{escape(str(file))}:{i.row}[/]: {plain}")
         else:
             typer.echo(f"{file}:{i.row}: [{i.kind}] {i.name}: {i.message}")
     typer.echo(f"{len(averages)} average(s) off, {len(issues) - len(averages)} duplicated value(s) in {file}")

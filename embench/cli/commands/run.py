@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from ..options import (
     BatchSizeOpt,
@@ -59,12 +60,12 @@ def run(
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)
-    records = []
+    records, unsaved = [], {}
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
                 how = "stored record reused" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
-                err.print(f"[dim]{name}[/] {record.display}: {100 * record.main_score:.2f} ({how})")
+                err.print(f"[dim]{escape(name)}[/] {escape(record.display)}: {100 * record.main_score:.2f} ({how})")
 
         try:
             ev = evaluate(
@@ -77,4 +78,9 @@ def run(
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
         records += ev.records
-    emit(Evaluation(records=records, view=view).render(value(fmt)))
+        unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
+    emit(Evaluation(records=records, view=view).render(value(fmt)))  # the scores, even when saving failed
+    for what, why in unsaved.items():
+        err.print(f"[bold red]not saved:[/] {escape(what)}: {escape(why)}", highlight=False)
+    if unsaved:
+        raise typer.Exit(1)

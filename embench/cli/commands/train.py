@@ -64,6 +64,7 @@ def train(
     """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
     overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet")}
     from rich.console import Console
+    from rich.markup import escape
 
     from ...train import Trainer, make_config, resolve
     from ...train.config import parse_override
@@ -83,7 +84,8 @@ def train(
     try:
         result = Trainer(cfg).fit()
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/]: run the same command with --resume to continue from {cfg.out}/checkpoint-last")
+        err.print(f"[yellow]interrupted[/]: run the same command with --resume to continue from "
+                  f"{escape(str(cfg.out))}/checkpoint-last")
         raise typer.Exit(130) from None
     if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
         return

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import MissingDataError
+from ...core.paths import within
 from ...data.root import DataRoot
 from .compare import compare_counts, compare_statistics, published_stats
 from .local_data import LOCAL, SchemaError, missing_files
@@ -17,7 +18,7 @@ from .local_data import LOCAL, SchemaError, missing_files
 
 def local_copy(root: DataRoot, task: str) -> Path | None:
     """A user-supplied copy of the hub dataset of ``task``: ``<root>/mteb/<task>/``, if present."""
-    folder = root.path / "mteb" / task
+    folder = within(root.path / "mteb", task, "MTEB task")
     return folder if folder.is_dir() else None
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.errors import MalformedDataError
+from ...core.errors import EmbenchError, MalformedDataError
 from ...data.readers import read_bytes
 from ...data.root import DataRoot
 from .datasets import TransferData
@@ -114,7 +114,7 @@ def parse_columns(a: int, b: int, y: int, ncols: int, labels: dict[str, int]) ->
     """Tab-separated columns with a header line (MRPC, SICK): two sentences and a label column."""
 
     def parse(path: Path, i: int, line: str):
-        cols = _columns(path, i, line, "\t", ncols, exact=False)
+        cols = _columns(path, i, line, "\t", ncols, exact=True)  # a tab inside a sentence must not shift the label
         return cols[a].split(), cols[b].split(), _label(path, i, cols[y], labels)
 
     return parse
@@ -156,6 +156,8 @@ def read_task(root: DataRoot, data: TransferData) -> tuple[dict[str, Samples], l
                     b.append(tb)
                     y.append(label)
             paths.append(path)
+        if not y:  # an empty split would train or score on nothing
+            raise EmbenchError(f"{', '.join(map(str, paths[-len(files):]))}: no samples in the {split} split of {data.name}")
         pair = bool(b) and b[0] is not None
         out[split] = Samples(a, b if pair else None, np.asarray(y, dtype=np.int64)).sorted_like_senteval()
     return out, paths

@@ -22,16 +22,24 @@ class PairFormat:
     score_name: str = "score"
     file_parts: dict[str, str] = field(default_factory=dict)  # part -> the name its files use, where they differ
     split_option: str | None = None  # the protocol axis choosing the scored part ("full": all parts as one)
+    # the field counts a line may have (in the input file): any other count is a tab inside a sentence or a
+    # torn line, an error rather than a shifted or shortened sentence; and the range a gold score must be in
+    field_counts: tuple[int, ...] = ()
+    score_range: tuple[float, float] = (0.0, 5.0)
 
 
 FORMATS = {
     # SemEval releases: STS.input.<subset>.txt (two tab-separated sentences) + STS.gs.<subset>.txt (a score a line)
-    "semeval": PairFormat(("STS.input.{part}.txt", "STS.gs.{part}.txt"), (0, 1, 0), 2, score_name="gold score"),
+    # (the original STS16 release adds two source columns)
+    "semeval": PairFormat(("STS.input.{part}.txt", "STS.gs.{part}.txt"), (0, 1, 0), 2, score_name="gold score",
+                          field_counts=(2, 4)),
     # STS-B: genre, file, year, id, score, sentence1, sentence2 (tab-separated, no header)
-    "stsb": PairFormat(("sts-{part}.csv",), (5, 6, 4), 7, split_option="stsb_split"),
+    # (some lines of the original release carry two more source columns)
+    "stsb": PairFormat(("sts-{part}.csv",), (5, 6, 4), 7, split_option="stsb_split", field_counts=(7, 9)),
     # SICK: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment (header line)
     "sick": PairFormat(("SICK_{part}.txt",), (1, 2, 3), 4, header=True, score_name="relatedness score",
-                       file_parts={"test": "test_annotated"}, split_option="sick_split"),
+                       file_parts={"test": "test_annotated"}, split_option="sick_split", field_counts=(5,),
+                       score_range=(1.0, 5.0)),
 }
 
 

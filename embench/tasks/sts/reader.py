@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.errors import MalformedDataError
-from ...data.readers import iter_tsv, parse_float, read_lines
+from ...core.errors import EmbenchError, MalformedDataError
+from ...data.readers import check_field_count, iter_tsv, parse_score, read_lines
 from ...data.root import DataRoot
 from ...evaluation.protocols import EvalProtocol
 from ..base import Prepared, RowTask
@@ -54,13 +54,15 @@ class STSTask(RowTask):
             left.append(a)
             right.append(b)
             gold.append(score)
+        if not gold:  # an empty part would silently leave the aggregate (different n, different score)
+            raise EmbenchError(f"{files[-1]}: no scored pairs in part {part!r} of {self.name}; the file is empty or damaged")
         return PairGroup(part, left, right, np.asarray(gold)), files
 
     def _one_file_rows(self, path: Path):
         fmt = self.data.pair_format
         a, b, y = fmt.columns
-        for i, f in iter_tsv(path, min_fields=fmt.min_fields, skip_header=fmt.header):
-            yield f[a], f[b], parse_float(path, i, f[y].strip(), fmt.score_name)
+        for i, f in iter_tsv(path, min_fields=fmt.min_fields, skip_header=fmt.header, counts=fmt.field_counts):
+            yield f[a], f[b], parse_score(path, i, f[y].strip(), fmt.score_name, *fmt.score_range)
 
     def _gold_file_rows(self, inp: Path, gs: Path):
         fmt = self.data.pair_format
@@ -74,7 +76,8 @@ class STSTask(RowTask):
             fields = line.split("\t")
             if len(fields) < fmt.min_fields:
                 raise MalformedDataError(inp, i, f"expected two tab-separated sentences, found {len(fields)} field(s)")
-            yield fields[fmt.columns[0]], fields[fmt.columns[1]], parse_float(gs, i, g.strip(), fmt.score_name)
+            check_field_count(inp, i, len(fields), fmt.field_counts)
+            yield fields[fmt.columns[0]], fields[fmt.columns[1]], parse_score(gs, i, g.strip(), fmt.score_name, *fmt.score_range)
 
     def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared:
         option = self.data.pair_format.split_option

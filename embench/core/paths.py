@@ -1,0 +1,26 @@
+"""Paths derived from names stay inside their root: a model, task or manifest entry called ``..``,
+``/etc`` or ``a/../../b`` is refused (or made a plain name), never followed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import EmbenchError
+
+
+def within(root: Path | str, relative: Path | str, what: str) -> Path:
+    """``root / relative``; an EmbenchError when it is absolute or leads outside ``root`` (``..``, a link)."""
+    base = Path(root).resolve()
+    rel = Path(relative)
+    target = (base / rel).resolve()
+    if rel.is_absolute() or not target.is_relative_to(base):
+        raise EmbenchError(f"{what} {str(relative)!r} points outside {root}; refused")
+    return Path(root) / rel
+
+
+def plain_name(name: str, what: str) -> str:
+    """``name`` when it is one ordinary path component (no separator, not ``.``/``..``, no NUL)."""
+    if name in ("", ".", "..") or "/" in name or "\\" in name or os.sep in name or "\0" in name:
+        raise EmbenchError(f"{what} {name!r} cannot be a file name: it would lead outside its folder")
+    return name

@@ -1,0 +1,78 @@
+"""Options and messages under faults: numeric options and devices checked, errors printed as plain text,
+output folders checked before any encoding, scores printed even when they cannot be saved."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from embench.cli import main
+
+
+@pytest.fixture()
+def env(tmp_path, data_root, monkeypatch):
+    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def _main(args, capsys, monkeypatch) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["embench", *map(str, args)])
+    code = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("text", ["[/bold]", "[red]x[/blue]", "a[b]c", "[/]", "[bold"])
+def test_an_error_containing_brackets_is_printed_as_it_is(env, capsys, monkeypatch, text):
+    code, _, err = _main(["run", "--model", "m", "--task", text], capsys, monkeypatch)
+    assert code == 2 and f"unknown task {text!r}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-length", "0"], "--max-length must be at least 1"),
+    (["--max-length", "-3"], "--max-length must be at least 1"),
+    (["--max-length", "100000"], "--max-length 100000 is more than the model's 512 positions"),
+    (["--device", "banana"], "--device 'banana'"),
+    (["--device", "cuda:99"], "--device 'cuda:99'"),
+    (["--layer", "-9"], "--layer -9 is out of range"),  # -1 is the last layer, as in Python
+])
+def test_numeric_options_and_devices_are_checked_before_any_work(env, tiny_bert_dir, capsys, monkeypatch, args, message):
+    code, _, err = _main(["run", "--model", tiny_bert_dir, "--task", "STS13", "-q", *args], capsys, monkeypatch)
+    assert code == 2 and message in " ".join(err.split()) and "Traceback" not in err, err
+
+
+def _no_encoding(monkeypatch):
+    from embench.encoding.engine import Engine
+
+    def refuse(self, keys, texts):
+        raise AssertionError("encoding started")
+
+    monkeypatch.setattr(Engine, "_encode", refuse)
+
+
+def test_a_results_folder_that_is_a_file_stops_the_run_before_any_encoding(env, tiny_bert_dir, capsys, monkeypatch):
+    (env / "results").write_text("a file")
+    _no_encoding(monkeypatch)
+    code, _, err = _main(["run", "--model", tiny_bert_dir, "--task", "STS13", "-q"], capsys, monkeypatch)
+    assert code == 2 and "results" in err and "cannot write" in err and "Traceback" not in err, err
+
+
+@pytest.mark.slow
+def test_scores_are_printed_even_when_saving_fails_with_the_reason(env, tiny_bert_dir, capsys, monkeypatch):
+    from embench.evaluation.results import ResultStore
+
+    def full(self, record):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResultStore, "save", full)
+    code, out, err = _main(["run", "--model", tiny_bert_dir, "--task", "STS13", "--format", "csv", "-q"], capsys, monkeypatch)
+    assert "STS13" in out.splitlines()[0] and len(out.splitlines()) == 2  # the table is there
+    assert "No space left on device" in err and "Traceback" not in err
+    assert code == 1

@@ -1,0 +1,94 @@
+"""Training under faults: a NaN keeps the last good checkpoint, --resume takes new optimiser options,
+resume state never runs code."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import torch
+
+from embench.core.errors import EmbenchError
+from embench.train import TrainingDivergedError, make_config, train
+from embench.train.checkpoints import load_resume
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _config(tiny_bert_dir, data_root, out, **kw):
+    kw = {"lr": 1e-3, **kw}
+    return make_config(method="crop", model=str(tiny_bert_dir), data=["20newsgroups"], data_root=str(data_root),
+                       out=str(out), batch_size=8, max_length=32, max_examples=200, log_steps=1,
+                       eval_steps=0, progress=False, **kw)
+
+
+def _nan_at(monkeypatch, at_call: int):
+    from embench.train.methods.crop import Crop
+
+    real, calls = Crop.loss, {"n": 0}
+
+    def loss(self, module, batch, dist):
+        calls["n"] += 1
+        value, logs = real(self, module, batch, dist)
+        return (value * float("nan") if calls["n"] == at_call else value), logs
+
+    monkeypatch.setattr(Crop, "loss", loss)
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_nan_stop_leaves_the_previous_good_checkpoint_untouched_and_names_it(tiny_bert_dir, data_root, tmp_path, monkeypatch):
+    _nan_at(monkeypatch, at_call=4)  # a checkpoint after step 2; the loss of step 4 is NaN
+    cfg = _config(tiny_bert_dir, data_root, tmp_path / "run", max_steps=10, save_steps=2)
+    saved = tmp_path / "run" / "checkpoint-last"
+    digests = []
+    real_save = torch.save
+
+    def spy(obj, f, *a, **k):  # the bytes of every resume state written
+        real_save(obj, f, *a, **k)
+        digests.append(hashlib.sha256(open(f, "rb").read()).hexdigest())
+
+    monkeypatch.setattr(torch, "save", spy)
+    with pytest.raises(TrainingDivergedError, match=r"loss became nan at step 4.*checkpoint-last \(step 2\)") as e:
+        train(cfg)
+    assert "untouched" in str(e.value)
+    assert json.loads((saved / "step.json").read_text())["step"] == 2
+    assert len(digests) == 1 and _digest(saved / "state.pt") == digests[0]  # byte for byte the step-2 checkpoint
+
+
+def test_resume_takes_a_new_learning_rate_and_says_so(tiny_bert_dir, data_root, tmp_path, caplog):
+    out = tmp_path / "run"
+    train(_config(tiny_bert_dir, data_root, out, max_steps=2, save_steps=2))
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="embench"):
+        from embench.train.trainer import Trainer
+
+        t = Trainer(_config(tiny_bert_dir, data_root, out, max_steps=4, save_steps=2, resume=True, lr=1e-5))
+        t.setup()
+    assert all(g["initial_lr"] == pytest.approx(1e-5) for g in t.optimizer.param_groups)
+    assert t.scheduler.base_lrs == [pytest.approx(1e-5)] * len(t.scheduler.base_lrs)
+    assert any("lr" in r.getMessage() and "1e-05" in r.getMessage() for r in caplog.records), caplog.text
+
+
+class _Exploit:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch '{self.marker}'",))
+
+
+def test_resume_state_is_read_without_running_code(tmp_path):
+    folder = tmp_path / "checkpoint-last"
+    folder.mkdir()
+    marker = tmp_path / "code-ran"
+    torch.save({"model": {}, "step": 1, "x": _Exploit(marker)}, folder / "state.pt")
+    with pytest.raises(EmbenchError, match="state.pt"):
+        load_resume(folder)
+    assert not marker.exists()
