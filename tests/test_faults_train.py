@@ -92,3 +92,22 @@ def test_resume_state_is_read_without_running_code(tmp_path):
     with pytest.raises(EmbenchError, match="state.pt"):
         load_resume(folder)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("lr", float("nan"), "--lr must be a finite number"),
+    ("lr", 0.0, "--lr must be more than 0"),
+    ("epochs", -1.0, "--epochs must be more than 0"),
+    ("warmup_ratio", 1.5, "--warmup-ratio must be at least 0.0 and at most 1.0"),
+    ("grad_clip", float("inf"), "--grad-clip must be a finite number"),
+    ("eval_batch_size", 0, "--eval-batch-size must be at least 1"),
+    ("save_steps", 0, "--save-steps must be at least 1"),
+    ("max_examples", -5, "--max-examples must be at least 1"),
+    ("batch_size", 0, "--batch-size must be at least 2"),
+    ("max_length", -1, "--max-length must be at least 4"),
+])
+def test_every_numeric_training_option_is_checked_before_anything_loads(option, value, message):
+    from embench.train import resolve
+
+    with pytest.raises(EmbenchError, match=message):
+        resolve(make_config(method="crop", **{option: value}))

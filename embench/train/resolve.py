@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -29,10 +30,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
                              ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1)):
         if value < low:
             raise EmbenchError(f"--{name} must be at least {low}, got {value}")
-    if cfg.lr <= 0:
-        raise EmbenchError(f"--lr must be positive, got {cfg.lr}")
-    if cfg.max_steps is not None and cfg.max_steps < 1:
-        raise EmbenchError(f"--max-steps must be at least 1, got {cfg.max_steps}")
+    _check_numbers(cfg)
     if cfg.precision not in PRECISIONS:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.warmup_of not in ("run", "epoch"):
@@ -42,6 +40,31 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         FAMILIES.canonical(cfg.family)
     check_prompt(cfg.prompt)
     return cfg
+
+
+# option -> (lowest, highest, whether the lowest itself is allowed); None: no bound. NaN fails every test.
+NUMBERS = {
+    "lr": (0.0, None, False), "weight_decay": (0.0, None, True), "epochs": (0.0, None, False),
+    "warmup_ratio": (0.0, 1.0, True), "grad_clip": (0.0, None, True), "dropout": (0.0, 1.0, True),
+    "lora_r": (0, None, True), "lora_alpha": (0.0, None, False), "lora_dropout": (0.0, 1.0, True),
+    "freeze_layers": (0, None, True), "max_steps": (1, None, True), "max_examples": (1, None, True),
+    "eval_steps": (0, None, True), "save_steps": (1, None, True), "save_every": (0, None, True),
+    "eval_batch_size": (1, None, True), "eval_max_length": (1, None, True),
+}
+
+
+def _check_numbers(cfg: TrainConfig) -> None:
+    """Every numeric option finite and in its range, named as the command line spells it."""
+    for name, (low, high, low_ok) in NUMBERS.items():
+        value = getattr(cfg, name)
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise EmbenchError(f"{flag} must be a finite number, got {value!r}")
+        if (value < low if low_ok else value <= low) or (high is not None and value > high):
+            bound = f"at least {low}" if low_ok else f"more than {low}"
+            raise EmbenchError(f"{flag} must be {bound}" + (f" and at most {high}" if high is not None else "") + f", got {value}")
 
 
 def _options(method: Any, given: Any) -> Any:

@@ -25,7 +25,7 @@ def audit(
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Tasks (default: the seven of sts-all).")] = None,
     reported: Annotated[str | None, typer.Option(help='Published numbers: "STS12=70.97 STS13=76.53 ..." or seven numbers in sts-all order.')] = None,
     reported_file: Annotated[Path | None, typer.Option(help="CSV of published numbers (rows task,value or a header of tasks and one row).")] = None,
-    tolerance: Annotated[float, typer.Option(help="Largest residual (x100) that still counts as a match.")] = 0.01,
+    tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match.")] = 0.01,
     prompt: PromptOpt = None,
     device: DeviceOpt = None,
     data: DataOpt = None,
@@ -82,7 +82,7 @@ def _print_tables(result, model: str, f: str) -> None:
 @audit_app.command("table")
 def table(
     file: Annotated[Path, typer.Argument(help="CSV, markdown (one or more tables) or LaTeX tabular of published numbers.")],
-    tolerance: Annotated[float, typer.Option(help="Largest |printed - recomputed| average that is only rounding.")] = 0.01,
+    tolerance: Annotated[float, typer.Option(min=0.0, help="Largest |printed - recomputed| average that is only rounding.")] = 0.01,
 ) -> None:
     """Recompute each row's average and flag rows whose printed Avg. is off, and values duplicated across columns."""
     from ...audit.published_table import check_table
