@@ -150,3 +150,15 @@ def test_the_engine_still_encodes_when_its_cache_folder_is_a_file(tmp_path):
         engine = Engine(KeyedEncoder(), batch_size=2, cache_dir=blocker)
     out = engine.embed(["one", "two", "three"])
     assert np.array_equal(out, np.stack([_vector(t) for t in ("one", "two", "three")]))
+
+
+def test_a_shard_copied_in_from_another_encoder_configuration_is_not_served(tmp_path):
+    import shutil
+
+    keys = [text_key("same text")]
+    EmbeddingCache(tmp_path, "other-config").put_many(keys, _vector("wrong")[None])
+    (tmp_path / "ns").mkdir()
+    for p in (tmp_path / "other-config").glob("*.npz"):
+        shutil.copy(p, tmp_path / "ns" / p.name)
+    with pytest.warns(UserWarning, match="damaged"):
+        assert EmbeddingCache(tmp_path, "ns").get_many(keys) == {}

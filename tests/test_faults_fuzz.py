@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from embench.core.errors import EmbenchError
 from embench.data.root import DataRoot
 from embench.evaluation.results import Record, ResultStore, record_key
-from embench.tasks.sts.reader import STS_TASKS
 from embench.tasks.senteval.datasets import TRANSFER_DATASETS
 from embench.tasks.senteval.reading import read_task
+from embench.tasks.sts.reader import STS_TASKS
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # pieces a damaged or hostile line is made of

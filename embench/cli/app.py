@@ -44,5 +44,6 @@ def main() -> None:
         app()
     except EmbenchError as e:
         # the message is plain text: a '[' in a task name or path must not be read as rich markup
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True)
+        # soft_wrap: a long path stays one piece that can be copied, not cut at the terminal's width
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         sys.exit(2)

@@ -43,9 +43,11 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("EMBENCH_CACHE") or "~/.cache/embench/embeddings").expanduser()
 
 
-def shard_checksum(keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """blake2b of the keys and the vectors together: binds each key to its row."""
+def shard_checksum(keys: np.ndarray, vectors: np.ndarray, namespace: str) -> np.ndarray:
+    """blake2b of the keys, the vectors and the encoder configuration together: binds each key to its row,
+    and the shard to its folder (a shard copied in from another configuration does not check out)."""
     h = hashlib.blake2b(digest_size=16)
+    h.update(namespace.encode("utf-8"))
     h.update(np.ascontiguousarray(keys).tobytes())
     h.update(np.ascontiguousarray(vectors).tobytes())
     return np.frombuffer(h.digest(), dtype=np.uint8)
@@ -71,7 +73,7 @@ def read_shard(path: Path, with_vectors: bool = True) -> tuple[list[str], np.nda
         raise DamagedShard(f"{type(e).__name__}: {e}") from None
     if vectors.ndim != 2 or vectors.shape[0] != keys.shape[0]:
         raise DamagedShard(f"{keys.shape[0]} keys but vectors of shape {vectors.shape}")
-    if vectors.dtype != np.float32 or not np.array_equal(checksum, shard_checksum(keys, vectors)):
+    if vectors.dtype != np.float32 or not np.array_equal(checksum, shard_checksum(keys, vectors, path.parent.name)):
         raise DamagedShard("its checksum does not match its content")
     return [k.decode("ascii") for k in keys], vectors
 
@@ -167,7 +169,7 @@ class EmbeddingCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
-                np.savez(f, keys=karr, vectors=varr, checksum=shard_checksum(karr, varr))
+                np.savez(f, keys=karr, vectors=varr, checksum=shard_checksum(karr, varr, self.folder.name))
                 f.flush()
                 os.fsync(f.fileno())  # the bytes are on disk before the name is
             os.replace(tmp, final)
