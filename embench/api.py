@@ -16,9 +16,11 @@ from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
+from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
 from .evaluation.provenance import data_checksums, software
 from .evaluation.results import Record, ResultStore, record_key
+from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
 from .models.encoder import Encoder
 from .models.loader import load_model
@@ -37,6 +39,20 @@ class Evaluation:
     status: dict[str, str] = field(default_factory=dict)  # task -> "computed" | "stored"
     view: str = "summary"
     encode_stats: dict[str, Any] = field(default_factory=dict)
+    items: dict[tuple[str, str], Items] = field(default_factory=dict)  # (model, task) -> per-item outcomes
+    intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (model, column) -> (low, high)
+    interval_settings: IntervalSettings | None = None
+
+    @classmethod
+    def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:
+        """Several models' evaluations as one table."""
+        out = cls(records=[], view=view)
+        for ev in evaluations:
+            out.records += ev.records
+            out.items.update(ev.items)
+            out.intervals.update(ev.intervals)
+            out.interval_settings = out.interval_settings or ev.interval_settings
+        return out
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -50,7 +66,19 @@ class Evaluation:
     def render(self, fmt: str = "table") -> str:
         if self.view == "breakdown":
             return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
-        return render(self.frame, fmt, highlight=True)  # several models: best bold, second underlined
+        note = self.interval_note()
+        # several models: best bold, second underlined
+        return render(self.frame, fmt, highlight=True, intervals=self.intervals or None, note=note)
+
+    def interval_note(self) -> str | None:
+        """The footnote of a table with intervals: how they were drawn, and which scores have none."""
+        if self.interval_settings is None:
+            return None
+        missing = sorted({r.display for r in self.records if (r.model, r.display) not in self.intervals})
+        note = self.interval_settings.describe()
+        if missing:
+            note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
+        return note
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
@@ -78,6 +106,9 @@ def evaluate(
     batch_size: int = 128,
     progress: bool = False,
     on_task: Callable[[str, str, Record], None] | None = None,
+    ci: float | None = None,
+    resamples: int | None = None,
+    ci_seed: int | None = None,
     **options: Any,
 ) -> Evaluation:
     """Evaluate a model on a suite and/or ``tasks`` (default ``sts-all``) and store one record per task.
@@ -89,7 +120,9 @@ def evaluate(
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
     (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
     Finished tasks are kept in ``results_dir`` as they finish; a re-run reuses them unless
-    ``overwrite``.
+    ``overwrite``. ``ci`` (a level: 95 or 0.95) adds a bootstrap interval to every score and to
+    ``Avg.`` (``resamples`` of them, seeded by ``ci_seed``, default the protocol's seed), computed
+    from the per-item outcomes stored beside each record, so it costs no encoding.
     """
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
     model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
@@ -98,6 +131,9 @@ def evaluate(
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
     protocol = EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
+    if ci is None and (resamples is not None or ci_seed is not None):
+        raise EmbenchError("--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL (e.g. --ci 95) too")
+    settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
     encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
     root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
@@ -117,22 +153,50 @@ def evaluate(
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
         stored = store.find(encoder.name, name, key) if save and not overwrite else None
-        if stored is not None:
+        stored_items = store.load_items(stored) if stored is not None else None
+        if stored is not None and (settings is None or stored_items is not None or task.kind == "mteb"):
+            if stored_items is not None:
+                result.items[(stored.model, name)] = stored_items
             done(name, "stored", stored)
-        else:
+        else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
             pending.append((name, task, key, task.prepare(root, protocol)))
-    for record in _scored(pending, engine, protocol, root, batch_size):
+    for record, items in _scored(pending, engine, protocol, root, batch_size):
+        if items is not None:
+            result.items[(record.model, record.task)] = items
         if save:
-            store.save(record)
+            store.save(record, items)
         done(record.task, "computed", record)
     result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
     result.encode_stats = dict(engine.stats)
+    if settings is not None:
+        _add_intervals(result, settings, store if save else None)
     return result
 
 
+def _add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultStore | None) -> None:
+    """Every record's interval (kept in the record with its settings), and Avg.'s from the same replicates."""
+    result.interval_settings = settings
+    dists = []
+    for r in result.records:
+        items = result.items.get((r.model, r.task))
+        if items is None:
+            continue
+        dist = distributions([r], [items], settings)[0]
+        dists.append(dist)
+        entry = interval_entry(r, items, dist, settings)
+        result.intervals[(r.model, r.display)] = (entry["low"], entry["high"])
+        if r.ci != entry:
+            r.ci = entry
+            if store is not None:
+                store.save(r)
+    if result.records and len(dists) == len(result.records):
+        result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
+
+
 def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: EvalProtocol, root: DataRoot,
-            batch_size: int) -> Iterator[Record]:
-    """Encode the texts of every pending task in one pass, then score each; yields each record as it is done."""
+            batch_size: int) -> Iterator[tuple[Record, Items | None]]:
+    """Encode the texts of every pending task in one pass, then score each; yields each record (and its
+    per-item outcomes) as it is done."""
     start = time.perf_counter()
     shares = engine.prefetch([prepared.texts for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
@@ -149,7 +213,7 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
             task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
             scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
             provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, wall, counts), key=key,
-        )
+        ), outcome.items
 
 
 def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,

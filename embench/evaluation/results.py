@@ -8,6 +8,7 @@ different protocols never overwrite each other, and a re-run finds the records i
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.hashing import stable_hash
+from .items import Items, file_sha256
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -31,6 +35,8 @@ class Record:
     encoder: dict[str, Any]
     provenance: dict[str, Any] = field(default_factory=dict)
     key: str = ""
+    items: dict[str, Any] = field(default_factory=dict)  # the items file beside it: kind, n, digest, sha256
+    ci: dict[str, Any] = field(default_factory=dict)  # the latest interval: level, resamples, seed, low, high
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,13 +87,33 @@ class ResultStore:
         except (json.JSONDecodeError, TypeError, KeyError):
             return None  # a damaged file is redone, not trusted
 
-    def save(self, record: Record) -> Path:
+    def items_path(self, record: Record) -> Path:
+        return self.path(record).with_suffix(".items.npz")
+
+    def save(self, record: Record, items: Items | None = None) -> Path:
+        """Write the record (and its per-item outcomes first, so a record never names a missing file)."""
         p = self.path(record)
         p.parent.mkdir(parents=True, exist_ok=True)
+        if items is not None:
+            record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(self.items_path(record))}
         tmp = p.with_suffix(f".json.tmp{os.getpid()}")
         tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
         os.replace(tmp, p)
         return p
+
+    def load_items(self, record: Record) -> Items | None:
+        """The record's per-item outcomes, or None when it has none or the file is missing or damaged."""
+        if not record.items:
+            return None
+        path = self.items_path(record)
+        try:
+            if file_sha256(path) != record.items.get("sha256"):
+                log.warning("%s does not match the checksum in its record; the task will be scored again", path)
+                return None
+            return Items.load(path)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("%s cannot be read (%s); the task will be scored again", path, exc)
+            return None
 
     def records(self, model: str | None = None, task: str | None = None) -> list[Record]:
         """Every stored record, optionally filtered by model name (substring) and task."""

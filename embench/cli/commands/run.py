@@ -9,6 +9,8 @@ import typer
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
+    CIOpt,
+    CISeedOpt,
     DataOpt,
     DeviceOpt,
     DTypeOpt,
@@ -23,6 +25,7 @@ from ..options import (
     PoolingOpt,
     PromptOpt,
     QuietOpt,
+    ResamplesOpt,
     ResultsOpt,
     protocol_options,
     value,
@@ -50,6 +53,9 @@ def run(
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     overwrite: OverwriteOpt = False,
+    ci: CIOpt = None,
+    resamples: ResamplesOpt = None,
+    ci_seed: CISeedOpt = None,
     fmt: FmtOpt = Fmt.table,
     quiet: QuietOpt = False,
 ) -> None:
@@ -59,7 +65,7 @@ def run(
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)
-    records = []
+    evaluations = []
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
@@ -72,9 +78,10 @@ def run(
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                ci=ci, resamples=resamples, ci_seed=ci_seed,
             )
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
-        records += ev.records
-    emit(Evaluation(records=records, view=view).render(value(fmt)))
+        evaluations.append(ev)
+    emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))
