@@ -16,10 +16,12 @@ from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
+from .evaluation.comparison import Comparison, Side, compare_seeds, compare_sides
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
 from .evaluation.provenance import data_checksums, software
 from .evaluation.results import Record, ResultStore, record_key
+from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
 from .models.encoder import Encoder
@@ -42,6 +44,8 @@ class Evaluation:
     items: dict[tuple[str, str], Items] = field(default_factory=dict)  # (model, task) -> per-item outcomes
     intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (model, column) -> (low, high)
     interval_settings: IntervalSettings | None = None
+    seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
+    per_seed: bool = False  # show each seed's row under its group's mean
 
     @classmethod
     def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:
@@ -52,12 +56,37 @@ class Evaluation:
             out.items.update(ev.items)
             out.intervals.update(ev.intervals)
             out.interval_settings = out.interval_settings or ev.interval_settings
+            out.seed_groups.update(ev.seed_groups)
+            out.per_seed = out.per_seed or ev.per_seed
         return out
+
+    def seed_scores(self, group: str) -> dict[str, list[float]]:
+        """Column -> every seed's score (``Avg.`` too) of a seed group, or of a single model (one score each)."""
+        frame = summary_frame(self.records)
+        rows = frame.loc[self.seed_groups.get(group, [group])]
+        return {c: rows[c].tolist() for c in frame.columns}
 
     @property
     def frame(self) -> pd.DataFrame:
-        """One row per model, tasks as columns, then Avg. (fractions, not x100)."""
-        return summary_frame(self.records)
+        """One row per model, tasks as columns, then Avg. (fractions, not x100); a seed group is one row,
+        the mean over its seeds (their rows kept above it with ``per_seed``)."""
+        frame = summary_frame(self.records)
+        for name, members in self.seed_groups.items():
+            mean = frame.loc[members].mean(axis=0)
+            if not self.per_seed:
+                frame = frame.drop(index=members)
+            frame.loc[self.group_label(name)] = mean
+        return frame
+
+    def group_label(self, name: str) -> str:
+        return f"{name} (mean of {len(self.seed_groups[name])} seeds)"
+
+    @property
+    def spreads(self) -> dict[tuple[str, str], float]:
+        """(group row, column) -> the standard deviation over the group's seeds."""
+        frame = summary_frame(self.records)
+        return {(self.group_label(name), c): float(v) for name, members in self.seed_groups.items()
+                for c, v in frame.loc[members].std(axis=0, ddof=1).items()}
 
     @property
     def breakdown(self) -> pd.DataFrame:
@@ -67,8 +96,11 @@ class Evaluation:
         if self.view == "breakdown":
             return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
         note = self.interval_note()
+        if self.seed_groups:
+            note = "; ".join(filter(None, [note, "seed groups: mean +- sample standard deviation over seeds"]))
         # several models: best bold, second underlined
-        return render(self.frame, fmt, highlight=True, intervals=self.intervals or None, note=note)
+        return render(self.frame, fmt, highlight=True, intervals=self.intervals or None, note=note,
+                      spreads=self.spreads or None)
 
     def interval_note(self) -> str | None:
         """The footnote of a table with intervals: how they were drawn, and which scores have none."""
@@ -125,6 +157,10 @@ def evaluate(
     from the per-item outcomes stored beside each record, so it costs no encoding.
     """
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
+    if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:
+        return _evaluate_group(group, suite, tasks=tasks, data=data, results_dir=results_dir, cache_dir=cache_dir,
+                               use_cache=use_cache, overwrite=overwrite, save=save, batch_size=batch_size,
+                               progress=progress, on_task=on_task, ci=ci, resamples=resamples, ci_seed=ci_seed, **options)
     model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
     if suite is None and not tasks:
         suite = "sts-all"
@@ -171,6 +207,50 @@ def evaluate(
     if settings is not None:
         _add_intervals(result, settings, store if save else None)
     return result
+
+
+def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str] | None, **kwargs: Any) -> Evaluation:
+    """Every seed of a seed group, then one row of their mean (and spread) under the group's name."""
+    evs = [evaluate(str(path), suite, tasks=tasks, **kwargs) for _, path in sorted(group.members.items())]
+    out = Evaluation.merge(evs, view=evs[0].view)
+    out.seed_groups[group.name] = list(dict.fromkeys(r.model for ev in evs for r in ev.records))
+    return out
+
+
+def compare(
+    model_a: str | Path,
+    model_b: str | Path,
+    suite: str | None = None,
+    *,
+    tasks: Sequence[str] | None = None,
+    test: str = "bootstrap",
+    alpha: float = 0.05,
+    ci: float = 95,
+    resamples: int | None = None,
+    ci_seed: int | None = None,
+    **options: Any,
+) -> Comparison:
+    """Is ``model_a`` better than ``model_b``? Paired tests per task (default ``sts-all``), Holm across tasks.
+
+    >>> c = compare("all-MiniLM-L6-v2", "all-mpnet-base-v2")   # doctest: +SKIP
+    >>> c.frame[["A", "B", "diff", "p holm", "verdict"]]         # doctest: +SKIP
+
+    Both models are evaluated (stored records reused) under one protocol; each task's difference gets
+    its paired-bootstrap interval and p-value, a paired permutation test and Steiger's test; ``test``
+    picks the one behind the verdict. A seed group (a folder from ``train --seeds``) is compared by a
+    t-test over its seeds instead. ``options`` are :func:`evaluate`'s.
+    """
+    groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
+    if any(groups):
+        evs = [evaluate(m, suite, tasks=tasks, **options) for m in (model_a, model_b)]
+        names = [g.name if g else ev.records[0].model for g, ev in zip(groups, evs, strict=True)]
+        return compare_seeds(names[0], evs[0].seed_scores(names[0]), names[1], evs[1].seed_scores(names[1]), alpha)
+    settings = IntervalSettings.parse(ci, resamples, ci_seed)
+    kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": settings.seed}
+    ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **options) for m in (model_a, model_b))
+    pairs = [(Side(a, ev_a.items.get((a.model, a.task))), Side(b, ev_b.items.get((b.model, b.task))))
+             for a, b in zip(ev_a.records, ev_b.records, strict=True)]
+    return compare_sides(pairs, settings, test, alpha)
 
 
 def _add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultStore | None) -> None:
@@ -254,4 +334,4 @@ def results(results_dir: str | Path | None = None, model: str | None = None, tas
     return ResultStore(results_dir).records(model=model, task=task)
 
 
-__all__ = ["Evaluation", "evaluate", "load_model", "results"]
+__all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]

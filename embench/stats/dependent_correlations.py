@@ -25,5 +25,9 @@ def steiger_test(r_a: float, r_b: float, r_ab: float, n: int) -> tuple[float, fl
     rbar = (r_a + r_b) / 2
     psi = r_ab * (1 - 2 * rbar**2) - 0.5 * rbar**2 * (1 - 2 * rbar**2 - r_ab**2)
     s = psi / (1 - rbar**2) ** 2
+    if r_a == r_b:  # identical correlations (the same system twice gives r_AB = 1 and a 0/0)
+        return 0.0, 1.0
+    if 2 - 2 * s <= 0:
+        raise ValueError(f"Steiger's test is undefined for r_A={r_a}, r_B={r_b}, r_AB={r_ab}")
     z = (math.atanh(r_a) - math.atanh(r_b)) * math.sqrt(n - 3) / math.sqrt(2 - 2 * s)
     return z, float(2 * norm.sf(abs(z)))
