@@ -16,9 +16,13 @@ from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
+from .evaluation.comparison import Comparison, Side, compare_seeds, compare_sides
+from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
 from .evaluation.provenance import data_checksums, software
 from .evaluation.results import Record, ResultStore, record_key
+from .evaluation.seed_groups import SeedGroup, read_seed_group
+from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
 from .models.encoder import Encoder
 from .models.loader import load_model
@@ -38,11 +42,53 @@ class Evaluation:
     view: str = "summary"
     encode_stats: dict[str, Any] = field(default_factory=dict)
     unsaved: dict[str, str] = field(default_factory=dict)  # task -> why its record could not be saved
+    items: dict[tuple[str, str], Items] = field(default_factory=dict)  # (model, task) -> per-item outcomes
+    intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (model, column) -> (low, high)
+    interval_settings: IntervalSettings | None = None
+    seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
+    per_seed: bool = False  # show each seed's row under its group's mean
+
+    @classmethod
+    def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:
+        """Several models' evaluations as one table."""
+        out = cls(records=[], view=view)
+        for ev in evaluations:
+            out.records += ev.records
+            out.items.update(ev.items)
+            out.intervals.update(ev.intervals)
+            out.interval_settings = out.interval_settings or ev.interval_settings
+            out.seed_groups.update(ev.seed_groups)
+            out.per_seed = out.per_seed or ev.per_seed
+            out.unsaved.update(ev.unsaved)
+        return out
+
+    def seed_scores(self, group: str) -> dict[str, list[float]]:
+        """Column -> every seed's score (``Avg.`` too) of a seed group, or of a single model (one score each)."""
+        frame = summary_frame(self.records)
+        rows = frame.loc[self.seed_groups.get(group, [group])]
+        return {c: rows[c].tolist() for c in frame.columns}
 
     @property
     def frame(self) -> pd.DataFrame:
-        """One row per model, tasks as columns, then Avg. (fractions, not x100)."""
-        return summary_frame(self.records)
+        """One row per model, tasks as columns, then Avg. (fractions, not x100); a seed group is one row,
+        the mean over its seeds (their rows kept above it with ``per_seed``)."""
+        frame = summary_frame(self.records)
+        for name, members in self.seed_groups.items():
+            mean = frame.loc[members].mean(axis=0)
+            if not self.per_seed:
+                frame = frame.drop(index=members)
+            frame.loc[self.group_label(name)] = mean
+        return frame
+
+    def group_label(self, name: str) -> str:
+        return f"{name} (mean of {len(self.seed_groups[name])} seeds)"
+
+    @property
+    def spreads(self) -> dict[tuple[str, str], float]:
+        """(group row, column) -> the standard deviation over the group's seeds."""
+        frame = summary_frame(self.records)
+        return {(self.group_label(name), c): float(v) for name, members in self.seed_groups.items()
+                for c, v in frame.loc[members].std(axis=0, ddof=1).items()}
 
     @property
     def breakdown(self) -> pd.DataFrame:
@@ -51,7 +97,22 @@ class Evaluation:
     def render(self, fmt: str = "table") -> str:
         if self.view == "breakdown":
             return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
-        return render(self.frame, fmt, highlight=True)  # several models: best bold, second underlined
+        note = self.interval_note()
+        if self.seed_groups:
+            note = "; ".join(filter(None, [note, "seed groups: mean +- sample standard deviation over seeds"]))
+        # several models: best bold, second underlined
+        return render(self.frame, fmt, highlight=True, intervals=self.intervals or None, note=note,
+                      spreads=self.spreads or None)
+
+    def interval_note(self) -> str | None:
+        """The footnote of a table with intervals: how they were drawn, and which scores have none."""
+        if self.interval_settings is None:
+            return None
+        missing = sorted({r.display for r in self.records if (r.model, r.display) not in self.intervals})
+        note = self.interval_settings.describe()
+        if missing:
+            note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
+        return note
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
@@ -79,6 +140,9 @@ def evaluate(
     batch_size: int = 128,
     progress: bool = False,
     on_task: Callable[[str, str, Record], None] | None = None,
+    ci: float | None = None,
+    resamples: int | None = None,
+    ci_seed: int | None = None,
     **options: Any,
 ) -> Evaluation:
     """Evaluate a model on a suite and/or ``tasks`` (default ``sts-all``) and store one record per task.
@@ -90,15 +154,24 @@ def evaluate(
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
     (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
     Finished tasks are kept in ``results_dir`` as they finish; a re-run reuses them unless
-    ``overwrite``.
+    ``overwrite``. ``ci`` (a level: 95 or 0.95) adds a bootstrap interval to every score and to
+    ``Avg.`` (``resamples`` of them, seeded by ``ci_seed``, default the protocol's seed), computed
+    from the per-item outcomes stored beside each record, so it costs no encoding.
     """
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
+    if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:
+        return _evaluate_group(group, suite, tasks=tasks, data=data, results_dir=results_dir, cache_dir=cache_dir,
+                               use_cache=use_cache, overwrite=overwrite, save=save, batch_size=batch_size,
+                               progress=progress, on_task=on_task, ci=ci, resamples=resamples, ci_seed=ci_seed, **options)
     model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
     if suite is None and not tasks:
         suite = "sts-all"
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
     protocol = EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
+    if ci is None and (resamples is not None or ci_seed is not None):
+        raise EmbenchError("--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL (e.g. --ci 95) too")
+    settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
     encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
     root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
@@ -120,26 +193,101 @@ def evaluate(
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
         stored = store.find(encoder.name, name, key) if save and not overwrite else None
-        if stored is not None:
+        stored_items = store.load_items(stored) if stored is not None else None
+        if stored is not None and (settings is None or stored_items is not None or task.kind == "mteb"):
+            if stored_items is not None:
+                result.items[(stored.model, name)] = stored_items
             done(name, "stored", stored)
-        else:
+        else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
             pending.append((name, task, key, task.prepare(root, protocol)))
-    for record in _scored(pending, engine, protocol, root, batch_size):
+    for record, items in _scored(pending, engine, protocol, root, batch_size):
+        if items is not None:
+            result.items[(record.model, record.task)] = items
         if save:
             try:
-                store.save(record)
+                store.save(record, items)
             except OSError as e:  # a full disk mid-run: the scores are still returned (and printed), with why
                 result.unsaved[record.task] = f"{store.path(record)}: {e.strerror or e}"
                 log.warning("could not save the record of %s: %s", record.task, result.unsaved[record.task])
         done(record.task, "computed", record)
     result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
     result.encode_stats = dict(engine.stats)
+    if settings is not None:
+        _add_intervals(result, settings, store if save else None)
     return result
 
 
+def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str] | None, **kwargs: Any) -> Evaluation:
+    """Every seed of a seed group, then one row of their mean (and spread) under the group's name."""
+    evs = [evaluate(str(path), suite, tasks=tasks, **kwargs) for _, path in sorted(group.members.items())]
+    out = Evaluation.merge(evs, view=evs[0].view)
+    out.seed_groups[group.name] = list(dict.fromkeys(r.model for ev in evs for r in ev.records))
+    return out
+
+
+def compare(
+    model_a: str | Path,
+    model_b: str | Path,
+    suite: str | None = None,
+    *,
+    tasks: Sequence[str] | None = None,
+    test: str = "bootstrap",
+    alpha: float = 0.05,
+    ci: float = 95,
+    resamples: int | None = None,
+    ci_seed: int | None = None,
+    **options: Any,
+) -> Comparison:
+    """Is ``model_a`` better than ``model_b``? Paired tests per task (default ``sts-all``), Holm across tasks.
+
+    >>> c = compare("all-MiniLM-L6-v2", "all-mpnet-base-v2")   # doctest: +SKIP
+    >>> c.frame[["A", "B", "diff", "p holm", "verdict"]]         # doctest: +SKIP
+
+    Both models are evaluated (stored records reused) under one protocol; each task's difference gets
+    its paired-bootstrap interval and p-value, a paired permutation test and Steiger's test; ``test``
+    picks the one behind the verdict. A seed group (a folder from ``train --seeds``) is compared by a
+    t-test over its seeds instead. ``options`` are :func:`evaluate`'s.
+    """
+    groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
+    if any(groups):
+        evs = [evaluate(m, suite, tasks=tasks, **options) for m in (model_a, model_b)]
+        names = [g.name if g else ev.records[0].model for g, ev in zip(groups, evs, strict=True)]
+        return compare_seeds(names[0], evs[0].seed_scores(names[0]), names[1], evs[1].seed_scores(names[1]), alpha)
+    settings = IntervalSettings.parse(ci, resamples, ci_seed)
+    kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": settings.seed}
+    ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **options) for m in (model_a, model_b))
+    pairs = [(Side(a, ev_a.items.get((a.model, a.task))), Side(b, ev_b.items.get((b.model, b.task))))
+             for a, b in zip(ev_a.records, ev_b.records, strict=True)]
+    return compare_sides(pairs, settings, test, alpha)
+
+
+def _add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultStore | None) -> None:
+    """Every record's interval (kept in the record with its settings), and Avg.'s from the same replicates."""
+    result.interval_settings = settings
+    dists = []
+    for r in result.records:
+        items = result.items.get((r.model, r.task))
+        if items is None:
+            continue
+        dist = distributions([r], [items], settings)[0]
+        dists.append(dist)
+        entry = interval_entry(r, items, dist, settings)
+        result.intervals[(r.model, r.display)] = (entry["low"], entry["high"])
+        if r.ci != entry:
+            r.ci = entry
+            if store is not None:
+                try:
+                    store.save(r)
+                except OSError as e:  # the interval is still shown; only keeping it in the record failed
+                    result.unsaved[r.task] = f"{store.path(r)}: {e.strerror or e}"
+    if result.records and len(dists) == len(result.records):
+        result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
+
+
 def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: EvalProtocol, root: DataRoot,
-            batch_size: int) -> Iterator[Record]:
-    """Encode the texts of every pending task in one pass, then score each; yields each record as it is done."""
+            batch_size: int) -> Iterator[tuple[Record, Items | None]]:
+    """Encode the texts of every pending task in one pass, then score each; yields each record (and its
+    per-item outcomes) as it is done."""
     start = time.perf_counter()
     shares = engine.prefetch([prepared.texts for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
@@ -156,7 +304,7 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
             task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
             scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
             provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, wall, counts), key=key,
-        )
+        ), outcome.items
 
 
 def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,
@@ -197,4 +345,4 @@ def results(results_dir: str | Path | None = None, model: str | None = None, tas
     return ResultStore(results_dir).records(model=model, task=task)
 
 
-__all__ = ["Evaluation", "evaluate", "load_model", "results"]
+__all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]

@@ -201,3 +201,19 @@ def test_cli_prints_the_tables_and_the_verdict_in_markdown(tiny_audit):
     assert r.exit_code == 0, r.output
     assert "| baseline |" in r.stdout and "**knobs ranked by how far they move Avg. (x100)**" in r.stdout
     assert "\n**Verdict:** no protocol matches within 0.01; closest: " in r.stdout
+
+
+@pytest.mark.slow
+def test_ci_says_which_knobs_move_scores_beyond_the_baselines_interval(tiny_audit):
+    _, base = tiny_audit
+    result = audit(str(tiny_audit[0].model), knobs=["correlation", "pooling"], tasks=TASKS, results_dir=base / "results",
+                   cache_dir=base / "cache", device="cpu", ci=95, resamples=300)
+    lo, hi = result.baseline_intervals["Avg."]
+    assert lo <= result.rows.loc["baseline", "Avg."] <= hi and "300 resamples" in result.interval_note
+    for _, row in result.knob_effects.iterrows():
+        moved = result.rows.loc["baseline", "Avg."] + row["delta_avg"]
+        assert row["avg_beyond_noise"] == ("no" if lo <= moved <= hi else "yes")
+        t_lo, t_hi = result.baseline_intervals[row["largest_task"]]
+        t_moved = result.rows.loc["baseline", row["largest_task"]] + row["delta_task"]
+        assert row["task_beyond_noise"] == ("no" if t_lo <= t_moved <= t_hi else "yes")
+    assert "yes" in set(result.knob_effects["task_beyond_noise"])  # cls vs mean pooling of a random model is no noise

@@ -13,6 +13,7 @@ PACKAGE = Path(embench.__file__).parent
 # progress bar), so it sits just above core. ``__init__`` is the package's public face.
 LAYERS = (
     ("core",),
+    ("stats",),
     ("report",),
     ("data",),
     ("models",),

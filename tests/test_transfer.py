@@ -296,15 +296,22 @@ def test_tiny_model_runs_the_transfer_suite_end_to_end(data_root, tiny_bert_dir,
 
     root = _slice_root(data_root, tmp_path / "data")
     args = ["run", "--model", str(tiny_bert_dir), "--suite", "transfer", "--classifier", "prototyping",
-            "--data", str(root), "--results-dir", str(tmp_path / "results"), "--cache-dir", str(cache_dir), "-f", "json", "-q"]
+            "--data", str(root), "--results-dir", str(tmp_path / "results"), "--cache-dir", str(cache_dir), "-f", "json", "-q",
+            "--ci", "95"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout[result.stdout.index("[") :])[0]
     for col in ("MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC"):
         assert 0.0 < row[col] <= 1.0
     assert row["Avg."] == pytest.approx(np.mean([row[c] for c in ("MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC")]))
+    for col in ("MR", "TREC", "MRPC", "Avg."):  # every accuracy has its bootstrap interval over test examples
+        assert row[f"{col} low"] <= row[f"{col} high"] and row[f"{col} low"] <= row[col] + 0.02 and row[col] - 0.02 <= row[f"{col} high"]
     stored = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.json")]
     mr = next(r for r in stored if r["task"] == "MR")
+    # nested k-fold: the items are out-of-fold predictions of all 120 examples; the pooled accuracy is
+    # the mean of the (equal-sized) folds' accuracies that SentEval reports
+    assert mr["items"]["kind"] == "accuracy" and mr["items"]["n"] == 120 and mr["ci"]["resamples"] == 1000
+    assert mr["ci"]["point_from_items"] == pytest.approx(mr["scores"]["test_acc_exact"], abs=1e-9)
     assert mr["protocol"]["classifier"] == "prototyping"
     assert len(mr["scores"]["folds"]) == 5 and mr["scores"]["folds"][0]["penalty"] in PENALTIES
     mrpc = next(r for r in stored if r["task"] == "MRPC")

@@ -51,6 +51,9 @@ LayerOpt = Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = em
 MaxLengthOpt = Annotated[int | None, typer.Option(help="Maximum tokens per text (default: the model's).")]
 OverwriteOpt = Annotated[bool, typer.Option(help="Recompute tasks that already have a stored record.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output on stderr.")]
+CIOpt = Annotated[float | None, typer.Option("--ci", help="Add a bootstrap confidence interval at this level (e.g. 95) to every score and Avg.; from stored per-item outcomes, no encoding.")]
+ResamplesOpt = Annotated[int | None, typer.Option("--resamples", help="Bootstrap resamples for intervals and paired tests (default 1000).")]
+CISeedOpt = Annotated[int | None, typer.Option("--ci-seed", help="Seed of the bootstrap (default: the protocol's seed, 1111).")]
 PromptOpt = Annotated[str | None, typer.Option(
     "--prompt",
     help='Template wrapped around every text before encoding, with {text} where the text goes, e.g. '

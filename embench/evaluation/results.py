@@ -11,6 +11,7 @@ once in a warning and computed again; it never stops a run.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -22,6 +23,9 @@ from typing import Any
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..core.paths import plain_name
+from .items import Items, file_sha256
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,6 +42,8 @@ class Record:
     encoder: dict[str, Any]
     provenance: dict[str, Any] = field(default_factory=dict)
     key: str = ""
+    items: dict[str, Any] = field(default_factory=dict)  # the items file beside it: kind, n, digest, sha256
+    ci: dict[str, Any] = field(default_factory=dict)  # the latest interval: level, resamples, seed, low, high
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,9 +151,15 @@ class ResultStore:
             raise EmbenchError(f"cannot write result records to {self.root} ({e.strerror or e}); "
                                "choose another --results-dir (or EMBENCH_RESULTS)") from None
 
-    def save(self, record: Record) -> Path:
+    def items_path(self, record: Record) -> Path:
+        return self.path(record).with_suffix(".items.npz")
+
+    def save(self, record: Record, items: Items | None = None) -> Path:
+        """Write the record (and its per-item outcomes first, so a record never names a missing file)."""
         p = self.path(record)
         p.parent.mkdir(parents=True, exist_ok=True)
+        if items is not None:
+            record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(self.items_path(record))}
         tmp = p.with_suffix(f".json.tmp{os.getpid()}")
         try:
             tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
@@ -156,6 +168,20 @@ class ResultStore:
             tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temporary file
             raise
         return p
+
+    def load_items(self, record: Record) -> Items | None:
+        """The record's per-item outcomes, or None when it has none or the file is missing or damaged."""
+        if not record.items:
+            return None
+        path = self.items_path(record)
+        try:
+            if file_sha256(path) != record.items.get("sha256"):
+                log.warning("%s does not match the checksum in its record; the task will be scored again", path)
+                return None
+            return Items.load(path)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("%s cannot be read (%s); the task will be scored again", path, exc)
+            return None
 
     def records(self, model: str | None = None, task: str | None = None) -> list[Record]:
         """Every stored record, optionally filtered by model name (substring) and task."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -83,14 +83,45 @@ def ranks(frame: pd.DataFrame, columns: Sequence[str]) -> dict[tuple[int, str], 
     return out
 
 
+def with_extra_columns(frame: pd.DataFrame, extra: Mapping[str, Mapping[tuple[str, str], float]]) -> pd.DataFrame:
+    """For machine-readable formats: ``<column> <name>`` (e.g. ``low``, ``high``, ``std``) after each column
+    that has such a value for some row; ``extra`` maps name -> (row, column) -> value."""
+    out = frame.copy()
+    for c in frame.columns:
+        at = list(out.columns).index(c) + 1
+        for name, values in extra.items():
+            if any((row, c) in values for row in frame.index):
+                out.insert(at, f"{c} {name}", [values.get((row, c), float("nan")) for row in frame.index])
+                at += 1
+    return out
+
+
+def _split(intervals: Mapping[tuple[str, str], tuple[float, float]] | None) -> dict[str, dict[tuple[str, str], float]]:
+    return {"low": {k: v[0] for k, v in (intervals or {}).items()}, "high": {k: v[1] for k, v in (intervals or {}).items()}}
+
+
+INTERVAL_CELL = {  # how a score and its interval share a cell, per format
+    "table": "{v}\n[{lo}, {hi}]",
+    "markdown": "{v} [{lo}, {hi}]",
+    "latex": "{v}\\,{{\\scriptsize[{lo}, {hi}]}}",
+}
+SPREAD_CELL = {"table": "{v} ± {s}", "markdown": "{v} ± {s}", "latex": "{v}\\,$\\pm$\\,{s}"}  # mean +- std over seeds
+
+
 def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, title: str | None = None,
-           highlight: bool = False) -> str:
+           highlight: bool = False, intervals: Mapping[tuple[str, str], tuple[float, float]] | None = None,
+           note: str | None = None, spreads: Mapping[tuple[str, str], float] | None = None) -> str:
     """Render a frame; columns in ``scaled`` (default: every float column) are shown x100.
 
     ``highlight`` marks the best value of each scaled column in bold and the second best underlined
     (LaTeX ``\\textbf``/``\\underline``, markdown ``**``/``<u>``, rich bold/underline), as papers do
-    when several models are compared.
+    when several models are compared. ``intervals`` ((row, column) -> (low, high)) are shown under or
+    beside each score, or as ``low``/``high`` columns in CSV and JSON; ``spreads`` ((row, column) -> a
+    standard deviation) as ``mean ± std`` or ``std`` columns; ``note`` is printed under the table.
     """
+    if (intervals or spreads) and fmt in ("json", "csv"):
+        frame = with_extra_columns(frame, {**_split(intervals), "std": dict(spreads or {})})
+        scaled, intervals, spreads = None, None, None
     if scaled is None:
         scaled = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
     if fmt == "json":
@@ -104,6 +135,21 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         for (i, c), rank in ranks(frame, [c for c in cols if c in scaled]).items():
             j = offset + cols.index(c)
             body[i][j] = marks[rank - 1] % body[i][j]
+    if intervals and fmt in INTERVAL_CELL:
+        offset, cols = (1 if frame.index.name else 0), list(frame.columns)
+        for i, row in enumerate(frame.index):
+            for c in cols:
+                if (row, c) in intervals:
+                    lo, hi = (_fmt(float(x)) for x in intervals[(row, c)])
+                    j = offset + cols.index(c)
+                    body[i][j] = INTERVAL_CELL[fmt].format(v=body[i][j], lo=lo, hi=hi)
+    if spreads and fmt in SPREAD_CELL:
+        offset, cols = (1 if frame.index.name else 0), list(frame.columns)
+        for (row, c), s in spreads.items():
+            if row in frame.index and c in cols:
+                i, j = list(frame.index).index(row), offset + cols.index(c)
+                body[i][j] = SPREAD_CELL[fmt].format(v=body[i][j], s=_fmt(float(s)))
+    footer = f"\n{note}\n" if note else ""
     if fmt == "csv":
         buf = io.StringIO()
         pd.DataFrame(body, columns=header).to_csv(buf, index=False)
@@ -113,10 +159,10 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         sep = ["---:" if i in right else "---" for i in range(len(header))]
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
-        return (f"\n**{title}**\n\n" if title else "") + "\n".join(lines) + "\n"
+        return (f"\n**{title}**\n\n" if title else "") + "\n".join(lines) + "\n" + footer
     if fmt == "latex":
-        tabular = latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"}, raw_cells=highlight)
-        return (f"% {title}\n" if title else "") + tabular
+        tabular = latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"}, raw_cells=highlight or bool(intervals) or bool(spreads))
+        return (f"% {title}\n" if title else "") + tabular + (f"% {note}\n" if note else "")
     if fmt == "table":
         from rich.console import Console
         from rich.table import Table
@@ -126,9 +172,11 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
             table.add_column(h, justify="right" if h in scaled or h == "n" else "left", style="bold" if h == "Avg." else None)
         for r in body:
             table.add_row(*r)
-        console = Console(file=io.StringIO(), width=max(100, 12 * len(header)), force_terminal=False)
+        # two-line cells with intervals: let the table take its natural width rather than wrap them
+        width = 1000 if intervals else max(100, 12 * len(header))
+        console = Console(file=io.StringIO(), width=width, force_terminal=False)
         console.print(table)
-        return console.file.getvalue()
+        return console.file.getvalue() + (f"{note}\n" if note else "")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
 
 

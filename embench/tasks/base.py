@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core.registry import Registry
 from ..data.root import DataRoot
+from ..evaluation.items import Items
 from ..evaluation.protocols import EvalProtocol
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -23,6 +24,7 @@ class TaskScore:
     main: float
     scores: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+    items: Items | None = None  # the per-item outcomes, for intervals and paired tests
 
 
 @dataclass

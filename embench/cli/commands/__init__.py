@@ -11,6 +11,7 @@ from ...core.registry import Registry
 
 COMMANDS: Registry = Registry("command")
 COMMANDS.add("run", "embench.cli.commands.run:run")
+COMMANDS.add("compare", "embench.cli.commands.compare:compare")
 COMMANDS.add("list", "embench.cli.commands.list:list_")
 COMMANDS.add("data", "embench.cli.commands.data:data_app", description="The data root: check it, download into it.")
 COMMANDS.add("results", "embench.cli.commands.results:results_app", description="Stored result records.")

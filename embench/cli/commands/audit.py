@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ...audit.knobs import KNOBS
-from ..options import CacheDirOpt, DataOpt, DeviceOpt, Fmt, FmtOpt, PromptOpt, ResultsOpt, value
+from ..options import CacheDirOpt, CIOpt, DataOpt, DeviceOpt, Fmt, FmtOpt, PromptOpt, ResamplesOpt, ResultsOpt, value
 from ..output import emit, err
 
 audit_app = typer.Typer(invoke_without_command=True)
@@ -31,6 +31,8 @@ def audit(
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
+    ci: CIOpt = None,
+    resamples: ResamplesOpt = None,
     fmt: FmtOpt = Fmt.table,
 ) -> None:
     """Protocol audit: one model under every protocol variant, and which protocol published numbers match."""
@@ -48,7 +50,7 @@ def audit(
     rep = parse_reported(reported) if reported else read_reported_file(reported_file) if reported_file else None
     knob_list = [k.strip() for k in knobs.split(",")] if knobs else None
     result = run_audit(model, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt)
+                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci, resamples=resamples)
     if value(fmt) == "json":
         emit(audit_to_json(result))
         return
@@ -59,11 +61,13 @@ def _print_tables(result, model: str, f: str) -> None:
     """The variants, the knobs ranked by effect, and (with reported numbers) the closest protocols and the verdict."""
     from ...report.tables import render
 
-    emit(render(result.rows, f, title=f"{model}: protocol variants"))
+    base = {("baseline", c): iv for c, iv in result.baseline_intervals.items()}
+    emit(render(result.rows, f, title=f"{model}: protocol variants", intervals=base or None, note=result.interval_note))
     eff = result.knob_effects.copy()
     if not eff.empty:
         eff = eff.set_index("knob")
-        emit(render(eff, f, scaled=["delta_avg", "delta_task"], title="knobs ranked by how far they move Avg. (x100)"))
+        note = ("beyond_noise: the knob's score lies outside the baseline's interval" if result.baseline_intervals else None)
+        emit(render(eff, f, scaled=["delta_avg", "delta_task"], title="knobs ranked by how far they move Avg. (x100)", note=note))
     if result.matches is None:
         return
     m = result.matches.head(10).copy()

@@ -10,6 +10,8 @@ from rich.markup import escape
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
+    CIOpt,
+    CISeedOpt,
     DataOpt,
     DeviceOpt,
     DTypeOpt,
@@ -24,6 +26,7 @@ from ..options import (
     PoolingOpt,
     PromptOpt,
     QuietOpt,
+    ResamplesOpt,
     ResultsOpt,
     protocol_options,
     value,
@@ -51,6 +54,9 @@ def run(
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     overwrite: OverwriteOpt = False,
+    ci: CIOpt = None,
+    resamples: ResamplesOpt = None,
+    ci_seed: CISeedOpt = None,
     fmt: FmtOpt = Fmt.table,
     quiet: QuietOpt = False,
 ) -> None:
@@ -60,7 +66,7 @@ def run(
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)
-    records, unsaved = [], {}
+    evaluations, unsaved = [], {}
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
@@ -73,13 +79,14 @@ def run(
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                ci=ci, resamples=resamples, ci_seed=ci_seed,
             )
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
-        records += ev.records
+        evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
-    emit(Evaluation(records=records, view=view).render(value(fmt)))  # the scores, even when saving failed
+    emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed
     for what, why in unsaved.items():
         err.print(f"[bold red]not saved:[/] {escape(what)}: {escape(why)}", highlight=False)
     if unsaved:

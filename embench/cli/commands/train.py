@@ -52,6 +52,7 @@ def train(
     save_every: Annotated[int | None, Opt(help="Keep a checkpoint series OUT/checkpoints/step-N every n steps.")] = None,
     save_steps: Annotated[int | None, Opt(help="Write the resume checkpoint every n steps.")] = None,
     seed: Annotated[int | None, Opt(help="Random seed.")] = None,
+    seeds: Annotated[str | None, Opt("--seeds", help="Train once per seed, e.g. 1-5 or 1,3,7: OUT/seed-N each, and OUT read as one model (mean over seeds) by run and compare.")] = None,
     device: Annotated[str | None, Opt(help="cpu, cuda, cuda:1 (default: CUDA when present).")] = None,
     precision: Annotated[str | None, Opt(help="auto | fp32 | bf16-mixed (autocast) | bf16 (weights in bf16).")] = None,
     gradient_checkpointing: Annotated[bool | None, Opt("--gradient-checkpointing/--no-gradient-checkpointing", help="Recompute activations in backward.")] = None,
@@ -62,7 +63,7 @@ def train(
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
-    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet")}
+    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds")}
     from rich.console import Console
     from rich.markup import escape
 
@@ -81,6 +82,9 @@ def train(
         _show(resolve(cfg))
         return
     err = Console(stderr=True)
+    if seeds is not None:
+        _train_seeds(cfg, seeds, seed, err)
+        return
     try:
         result = Trainer(cfg).fit()
     except KeyboardInterrupt:
@@ -94,6 +98,34 @@ def train(
     before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
     Console().print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
+
+
+def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
+    """``--seeds``: one run per seed into OUT/seed-N, listed in OUT/seeds.json."""
+    from ...core.errors import EmbenchError
+    from ...evaluation.seed_groups import parse_seeds
+    from rich.console import Console
+
+    from ...train.seeds import train_seeds
+
+    if seed is not None:
+        raise EmbenchError("give either --seed (one run) or --seeds (one run per seed), not both")
+    seeds = parse_seeds(spec)
+
+    def report(s: int, result, kept) -> None:
+        if result is None:
+            err.print(f"seed {s}: already trained, kept {kept}")
+        else:
+            score = f"{100 * result.best_score:.2f}" if result.best_score is not None else "-"
+            err.print(f"seed {s}: kept {kept} ({score} at step {result.best_step})", highlight=False)
+
+    try:
+        members = train_seeds(cfg, seeds, on_seed=report)
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/]: finished seeds are kept; run the same command (with --resume) to continue in {cfg.out}")
+        raise typer.Exit(130) from None
+    Console().print(f"seed group: {cfg.out} ({len(members)} seeds: {', '.join(map(str, sorted(members)))}); "
+                    f"evaluate it with `embench run --model {cfg.out}`", highlight=False)
 
 
 def _show(cfg) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ...data.root import DataRoot
+from ...evaluation.items import Items, items_digest
 from ...evaluation.protocols import EvalProtocol
 from ..base import Embed, Prepared, RowTask, TaskScore
 from . import classifier as clf
@@ -90,7 +91,7 @@ def score_transfer(task: TransferTask, data: dict[str, Samples], embed: Embed, c
         res = validation.nested_cv(feats["all"], data["all"].y, **common)
     elif task.scheme == "kfold":
         res = validation.kfold_then_test(feats["train"], data["train"].y, feats["test"], data["test"].y, **common)
-        pred = res.pop("predictions")
+        pred = res["predictions"]
         if task.nclasses == 2:
             from sklearn.metrics import f1_score
 
@@ -100,11 +101,26 @@ def score_transfer(task: TransferTask, data: dict[str, Samples], embed: Embed, c
             feats["train"], data["train"].y, feats["dev"], data["dev"].y, feats["test"], data["test"].y, **common
         )
     fit_seconds = time.perf_counter() - start
+    tested = data["all" if task.scheme == "nested" else "test"]
+    items = accuracy_items(tested, res.pop("predictions"), "all (out of fold)" if task.scheme == "nested" else "test")
     res.update(classifier=config.name, seed=seed, penalty_grid=list(clf.PENALTIES))
     if any(s.b is not None for s in data.values()):
         res["features"] = PAIR_FEATURES[features]
     device_name = str(device or clf.default_device())
-    return TaskScore(main=res["test_acc"], scores=res, meta={"fit_seconds": round(fit_seconds, 3), "classifier_device": device_name})
+    return TaskScore(main=res["test_acc"], scores=res, meta={"fit_seconds": round(fit_seconds, 3), "classifier_device": device_name},
+                     items=items)
+
+
+def accuracy_items(tested: Samples, predictions: np.ndarray, group: str) -> Items:
+    """Whether each tested example was classified correctly, identified by its text(s) and label.
+
+    The bootstrap interval is of the pooled accuracy; for nested k-fold tasks the main score is the
+    mean of the fold accuracies (SentEval), which differs from the pooled one only by unequal fold sizes.
+    """
+    y = np.asarray(tested.y)
+    texts = (" ".join(t) for side in (tested.a, tested.b or []) for t in side)
+    correct = (np.asarray(predictions) == y).astype(np.float64)
+    return Items("accuracy", [group], [correct], None, items_digest(texts, [y]))
 
 
 TRANSFER_TASKS = {d.name: TransferTask(d) for d in TRANSFER_DATASETS}

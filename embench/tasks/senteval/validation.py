@@ -60,7 +60,9 @@ def nested_cv(X, y, nclasses: int, config: ClassifierConfig, seed: int = 1111, d
         for o, (tr, te) in enumerate(outer)
     ]
     final = train_many(X, y, final_fits, config, nclasses, seed, device, batched)
+    predictions = np.empty(len(y), dtype=np.int64)  # out-of-fold: every example is tested once
     for o, res in enumerate(final):
+        predictions[outer[o][1]] = res[0].predictions["test"]
         folds[o]["test_acc"] = _senteval_pct(res[0].evals["test"]) / 100
         folds[o]["test_acc_exact"] = res[0].evals["test"]
         folds[o]["epochs"] = res[0].epochs
@@ -69,7 +71,7 @@ def nested_cv(X, y, nclasses: int, config: ClassifierConfig, seed: int = 1111, d
     return {
         "scheme": "nested-kfold", "kfold": k, "test_acc": test, "dev_acc": dev,
         "test_acc_exact": float(np.mean([f["test_acc_exact"] for f in folds])),
-        "folds": folds, "n": int(len(y)),
+        "folds": folds, "n": int(len(y)), "predictions": predictions,
     }
 
 
@@ -119,4 +121,5 @@ def train_dev_test(Xtr, ytr, Xdev, ydev, Xte, yte, nclasses: int, config: Classi
         "test_acc": _senteval_pct(res[best].evals["test"]) / 100, "test_acc_exact": res[best].evals["test"],
         "penalty_scores": dict(zip(map(str, PENALTIES), [s / 100 for s in scores], strict=True)),
         "epochs": res[best].epochs, "n_train": n1, "n_dev": n2 - n1, "n_test": int(len(y) - n2),
+        "predictions": res[best].predictions["test"],
     }

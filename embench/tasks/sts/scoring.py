@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from ...evaluation.items import Items, items_digest
 from ...evaluation.protocols import EvalProtocol
 from ..base import Embed, Prepared, TaskScore
 
@@ -66,6 +67,14 @@ def aggregate(groups: list[tuple[str, np.ndarray, np.ndarray]]) -> dict:
     return out
 
 
+def pair_items(names: list[str], lefts: list[list[str]], rights: list[list[str]], sims: list[np.ndarray],
+               golds: list[np.ndarray]) -> Items:
+    """Every pair's similarity and gold score, by subset, identified by the texts and gold scores."""
+    digest = items_digest((t for a, b in zip(lefts, rights, strict=True) for t in (*a, *b)), golds)
+    return Items("correlation", list(names), [np.asarray(s, dtype=np.float64) for s in sims],
+                 [np.asarray(g, dtype=np.float64) for g in golds], digest)
+
+
 def score_groups(groups: list[PairGroup], embed: Embed, protocol: EvalProtocol) -> TaskScore:
     scored = []
     for g in groups:
@@ -73,7 +82,9 @@ def score_groups(groups: list[PairGroup], embed: Embed, protocol: EvalProtocol) 
         scored.append((g.name, sims, g.gold))
     result = aggregate(scored)
     main = result[protocol.aggregation][protocol.correlation]
-    return TaskScore(main=main, scores=result)
+    items = pair_items([g.name for g in groups], [g.left for g in groups], [g.right for g in groups],
+                       [s for _, s, _ in scored], [g.gold for g in groups])
+    return TaskScore(main=main, scores=result, items=items)
 
 
 def similarity_prepared(groups: list[PairGroup], files: list[Path], protocol: EvalProtocol, **meta) -> Prepared:
@@ -93,19 +104,21 @@ def regressor_prepared(splits: dict[str, PairGroup], files: list[Path], protocol
     def score(embed: Embed) -> TaskScore:
         from ..senteval.relatedness import features, fit_predict, senteval_order  # torch: only when asked for
 
-        data = {}
+        data, test_pairs = {}, None
         for name, g in splits.items():
             order = senteval_order(g.left, g.right, g.gold)
-            a = embed([g.left[i] for i in order])
-            b = embed([g.right[i] for i in order])
-            data[name] = (features(a, b), g.gold[order])
+            left, right = [g.left[i] for i in order], [g.right[i] for i in order]
+            data[name] = (features(embed(left), embed(right)), g.gold[order])
+            if name == "test":
+                test_pairs = (left, right)
         dev_pearson, yhat = fit_predict(
             data["train"][0], data["train"][1], data["dev"][0], data["dev"][1], data["test"][0], seed=protocol.seed
         )
         corr = correlations(yhat, data["test"][1])
         n = len(yhat)
         result = {"subsets": {"test": {"n": n, **corr}}, "all": corr, "mean": corr, "wmean": corr, "n": n, "dev_pearson": dev_pearson}
-        return TaskScore(main=result[protocol.aggregation][protocol.correlation], scores=result)
+        items = pair_items(["test"], [test_pairs[0]], [test_pairs[1]], [yhat], [data["test"][1]])
+        return TaskScore(main=result[protocol.aggregation][protocol.correlation], scores=result, items=items)
 
     texts = [t for g in splits.values() for t in (*g.left, *g.right)]
     return Prepared(texts=texts, files=files, score=score, meta={"pairs": len(splits["test"].gold), "scoring": "regressor", **meta})

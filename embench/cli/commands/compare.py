@@ -1,0 +1,66 @@
+"""``embench compare``: is model A better than model B, task by task, beyond the noise of the test sets?"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..options import (
+    BatchSizeOpt,
+    CacheDirOpt,
+    CISeedOpt,
+    DataOpt,
+    DeviceOpt,
+    DTypeOpt,
+    Fmt,
+    FmtOpt,
+    NoCacheOpt,
+    QuietOpt,
+    ResamplesOpt,
+    ResultsOpt,
+    choice_enum,
+    protocol_options,
+    value,
+)
+from ..output import emit, err
+
+Test = choice_enum("Test", ("bootstrap", "permutation", "steiger"))
+
+
+@protocol_options()
+def compare(
+    model: Annotated[list[str], typer.Option("--model", "-m", help="The two models: --model A --model B (a seed group folder from `train --seeds` counts as one).")],
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (default sts-all).")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s), after the suite's; repeatable.")] = None,
+    protocol: dict[str, str] | None = None,
+    test: Annotated[Test, typer.Option("--test", help="The test behind each verdict: paired bootstrap, paired permutation, or Steiger's (Pearson).")] = Test.bootstrap,  # type: ignore[valid-type]
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, after Holm's correction over tasks.")] = 0.05,
+    ci: Annotated[float, typer.Option("--ci", help="Level of the difference's bootstrap interval, in percent.")] = 95,
+    resamples: ResamplesOpt = None,
+    ci_seed: CISeedOpt = None,
+    dtype: DTypeOpt = None,
+    device: DeviceOpt = None,
+    batch_size: BatchSizeOpt = 128,
+    data: DataOpt = None,
+    results_dir: ResultsOpt = None,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    fmt: FmtOpt = Fmt.table,
+    quiet: QuietOpt = False,
+) -> None:
+    """Paired significance tests of two models on the same items: per task and Avg., Holm-corrected."""
+    from ...api import compare as compare_models
+    from ...core.errors import EmbenchError
+    from ...evaluation.comparison import render_comparison
+
+    if len(model) != 2:
+        raise EmbenchError(f"--model: give exactly two models to compare (got {len(model)}); --model A --model B")
+    if not quiet:
+        err.print(f"comparing {model[0]} (A) with {model[1]} (B) ...")
+    c = compare_models(
+        model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
+        data=data, results_dir=results_dir, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
+        progress=not quiet and err.is_terminal, dtype=value(dtype), device=device, **(protocol or {}),
+    )
+    emit(render_comparison(c, value(fmt)))
