@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,12 +266,12 @@ def compare(
 def _add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultStore | None) -> None:
     """Every record's interval (kept in the record with its settings), and Avg.'s from the same replicates."""
     result.interval_settings = settings
+    with_items = [(r, result.items[(r.model, r.task)]) for r in result.records if (r.model, r.task) in result.items]
+    # tasks are independent and numpy releases the GIL in the bootstrap's array passes: one thread per core
+    with ThreadPoolExecutor(max_workers=max(1, min(len(with_items), os.cpu_count() or 1))) as pool:
+        all_dists = list(pool.map(lambda ri: distributions([ri[0]], [ri[1]], settings)[0], with_items))
     dists = []
-    for r in result.records:
-        items = result.items.get((r.model, r.task))
-        if items is None:
-            continue
-        dist = distributions([r], [items], settings)[0]
+    for (r, items), dist in zip(with_items, all_dists, strict=True):
         dists.append(dist)
         entry = interval_entry(r, items, dist, settings)
         result.intervals[(r.model, r.display)] = (entry["low"], entry["high"])

@@ -25,7 +25,7 @@ from .weighted import weighted_pearson
 KINDS = ("correlation", "accuracy")
 CORRELATIONS = ("pearson", "spearman")
 AGGREGATIONS = ("all", "mean", "wmean")
-MAX_CELLS = 4_000_000  # resamples x items held at once: ~32 MB per float64 temporary
+MAX_CELLS = 2_000_000  # resamples x items held at once: ~16 MB per float64 temporary, per thread
 
 
 @dataclass(frozen=True)
