@@ -22,7 +22,14 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import EmbenchError
-from ..stats import holm, paired_bootstrap_p, paired_permutation_test, percentile_interval, seed_t_test, steiger_test
+from ..stats import (
+    holm,
+    paired_bootstrap_p,
+    paired_permutation_test,
+    percentile_interval,
+    seed_t_test,
+    steiger_test,
+)
 from ..stats.weighted import weighted_pearson
 from .items import Items
 from .results import Record

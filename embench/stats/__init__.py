@@ -4,7 +4,14 @@ Pure numpy/scipy, over arrays of per-item outcomes (:class:`Scored`); nothing he
 task or a model. The glue that reads stored records is :mod:`embench.evaluation.significance`.
 """
 
-from .bootstrap import Metric, Scored, bootstrap_distributions, paired_bootstrap_p, percentile_interval, point_estimate
+from .bootstrap import (
+    Metric,
+    Scored,
+    bootstrap_distributions,
+    paired_bootstrap_p,
+    percentile_interval,
+    point_estimate,
+)
 from .dependent_correlations import steiger_test
 from .multiple_testing import holm
 from .permutation import paired_permutation_test

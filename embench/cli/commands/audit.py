@@ -10,7 +10,18 @@ import typer
 from rich.markup import escape
 
 from ...audit.knobs import KNOBS
-from ..options import CacheDirOpt, CIOpt, DataOpt, DeviceOpt, Fmt, FmtOpt, PromptOpt, ResamplesOpt, ResultsOpt, value
+from ..options import (
+    CacheDirOpt,
+    CIOpt,
+    DataOpt,
+    DeviceOpt,
+    Fmt,
+    FmtOpt,
+    PromptOpt,
+    ResamplesOpt,
+    ResultsOpt,
+    value,
+)
 from ..output import emit, err
 
 audit_app = typer.Typer(invoke_without_command=True)

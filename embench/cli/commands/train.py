@@ -102,10 +102,10 @@ def train(
 
 def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
     """``--seeds``: one run per seed into OUT/seed-N, listed in OUT/seeds.json."""
-    from ...core.errors import EmbenchError
-    from ...evaluation.seed_groups import parse_seeds
     from rich.console import Console
 
+    from ...core.errors import EmbenchError
+    from ...evaluation.seed_groups import parse_seeds
     from ...train.seeds import train_seeds
 
     if seed is not None:
