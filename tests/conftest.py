@@ -58,6 +58,15 @@ def tiny_bert_dir(tmp_path_factory, minilm_path) -> Path:
 
 
 @pytest.fixture()
+def env(tmp_path, data_root, monkeypatch) -> Path:
+    """A data root, and results and cache folders of this test's own, through the environment (as the CLI reads them)."""
+    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture()
 def cache_dir(tmp_path) -> Path:
     return tmp_path / "cache"
 

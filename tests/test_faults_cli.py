@@ -10,14 +10,6 @@ import pytest
 from embench.cli import main
 
 
-@pytest.fixture()
-def env(tmp_path, data_root, monkeypatch):
-    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
-    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
-    return tmp_path
-
-
 def _main(args, capsys, monkeypatch) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["embench", *map(str, args)])
     code = 0

@@ -16,14 +16,6 @@ from embench.evaluation.results import ResultStore
 TASKS = ["STS16", "STSBenchmark"]
 
 
-@pytest.fixture()
-def env(tmp_path, data_root, monkeypatch):
-    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
-    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
-    return tmp_path
-
-
 def test_intervals_come_from_stored_items_without_encoding(env, tiny_bert_dir, one_thread):
     ev = embench.evaluate(str(tiny_bert_dir), tasks=TASKS, ci=95)
     model = ev.records[0].model

@@ -16,14 +16,6 @@ runner = CliRunner()
 STS_COLUMNS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Avg."]
 
 
-@pytest.fixture()
-def env(tmp_path, data_root, monkeypatch):
-    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
-    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
-    return tmp_path
-
-
 def _run(*args):
     result = runner.invoke(app, list(args))
     return result

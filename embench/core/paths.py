@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 from .errors import EmbenchError
@@ -24,3 +25,15 @@ def plain_name(name: str, what: str) -> str:
     if name in ("", ".", "..") or "/" in name or "\\" in name or os.sep in name or "\0" in name:
         raise EmbenchError(f"{what} {name!r} cannot be a file name: it would lead outside its folder")
     return name
+
+
+def unwritable(folder: Path) -> OSError | None:
+    """Why files cannot be created in ``folder`` (made if missing), or None: tried with a probe file, before any work."""
+    probe = Path(folder) / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return e
+    return None

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.paths import unwritable
+
 SUFFIX = ".npz"
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
@@ -144,13 +146,9 @@ class EmbeddingCache:
         """Try the folder before any encoding: a cache that cannot be written warns once, then is read-only."""
         if not self.writable:
             return False
-        probe = self.folder / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as e:
-            self._disable(e)
+        error = unwritable(self.folder)
+        if error is not None:
+            self._disable(error)
         return self.writable
 
     def _disable(self, e: OSError) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
-from ..core.paths import plain_name
+from ..core.paths import plain_name, unwritable
 from .items import Items, file_sha256
 
 log = logging.getLogger(__name__)
@@ -142,12 +142,8 @@ class ResultStore:
 
     def check_writable(self) -> None:
         """Called before any encoding, so an unwritable results folder stops a run before work is done."""
-        probe = self.root / f".probe-{os.getpid()}"
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as e:
+        e = unwritable(self.root)
+        if e is not None:
             raise EmbenchError(f"cannot write result records to {self.root} ({e.strerror or e}); "
                                "choose another --results-dir (or EMBENCH_RESULTS)") from None
 
