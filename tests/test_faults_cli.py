@@ -60,7 +60,7 @@ def test_a_results_folder_that_is_a_file_stops_the_run_before_any_encoding(env, 
 def test_scores_are_printed_even_when_saving_fails_with_the_reason(env, tiny_bert_dir, capsys, monkeypatch):
     from embench.evaluation.results import ResultStore
 
-    def full(self, record):
+    def full(self, record, items=None):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ResultStore, "save", full)
