@@ -68,6 +68,7 @@ def test_seed_groups_are_tested_with_t_tests_and_need_two_seeds():
         compare_seeds("x", {"STS-B": [0.8], "Avg.": [0.8]}, "y", {"STS-B": [0.7], "Avg.": [0.7]})
 
 
+@pytest.mark.slow
 def test_cli_compare_minilm_with_a_random_model(tmp_path, data_root, tiny_bert_dir, minilm_cache, one_thread):
     args = ["compare", "-m", "all-MiniLM-L6-v2", "-m", str(tiny_bert_dir), "-t", "STS16", "--data", str(data_root),
             "--results-dir", str(tmp_path / "results"), "--cache-dir", str(minilm_cache), "--resamples", "300", "-q"]

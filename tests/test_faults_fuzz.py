@@ -108,6 +108,7 @@ def test_random_bytes_in_an_sts_file_give_a_clear_error_or_good_pairs(sts_copy, 
 
 @FUZZ
 @given(edits=EDITS, task=st.sampled_from(["TREC", "MRPC"]), raw=st.none() | st.binary(max_size=200))
+@pytest.mark.slow
 def test_fuzzed_transfer_files_give_a_clear_error_or_labelled_samples(sts_copy, edits, task, raw):
     data = next(d for d in TRANSFER_DATASETS if d.name == task)
     name = data.splits["test"][0]
@@ -147,6 +148,7 @@ JSONISH = st.recursive(
 @given(field=st.sampled_from(["task", "display", "kind", "model", "main_score", "scores", "protocol", "encoder",
                               "provenance", "key", None]),
        value=JSONISH, raw=st.none() | st.binary(max_size=120))
+@pytest.mark.slow
 def test_fuzzed_result_records_are_reused_only_when_valid(tmp_path_factory, field, value, raw):
     store = ResultStore(tmp_path_factory.mktemp("fuzz-results"))
     good = _record()

@@ -137,6 +137,7 @@ def test_permutation_test_equals_scipy_exactly_on_a_small_example(metric):
     assert p == pytest.approx(ref.pvalue, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_permutation_test_agrees_with_scipy_within_monte_carlo_error():
     x, y = _pairs(200, 0.5, 8)
     z = x + 1.5 * np.random.default_rng(9).standard_normal(200)
