@@ -195,7 +195,7 @@ def evaluate(
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
         stored = store.find(encoder.name, name, key) if save and not overwrite else None
-        stored_items = store.load_items(stored) if stored is not None else None
+        stored_items = store.load_items(stored) if stored is not None and settings is not None else None
         if stored is not None and (settings is None or stored_items is not None or task.kind == "mteb"):
             if stored_items is not None:
                 result.items[(stored.model, name)] = stored_items

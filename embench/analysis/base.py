@@ -8,6 +8,7 @@ the models, the data root and the embedding cache and checks the options. The re
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -69,8 +70,6 @@ def parse_value(raw: str, default: Any) -> Any:
     if raw.lower() == "none":
         return None
     for kind in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return kind(raw)
-        except ValueError:
-            pass
     return raw

@@ -136,10 +136,9 @@ class EmbeddingCache:
         warnings.warn(f"embedding cache: damaged shard {path} ({problem}); set aside as *.damaged, "
                       "its texts are encoded again", stacklevel=4)
         self._bad.add(path)
-        try:
+        # a read-only cache, or another reader that moved it first: skipping it is enough
+        with contextlib.suppress(OSError):
             os.replace(path, path.with_name(path.name + ".damaged"))
-        except OSError:
-            pass  # a read-only cache or another reader moved it first: skipping it is enough
 
     # -- writing ---------------------------------------------------------------------------------
     def check_writable(self) -> bool:

@@ -1,8 +1,8 @@
 """The fault cases of issue 12, tried as a hostile user would, on a COPY of the data root.
 
     python reports/faults/run_cases.py --json after.json                       # this tree
-    git archive <commit> | tar -x -C /tmp/before
-    python reports/faults/run_cases.py --code /tmp/before --json before.json   # another tree
+    before=$(mktemp -d) && git archive <commit> | tar -x -C "$before"
+    python reports/faults/run_cases.py --code "$before" --json before.json     # another tree
     python reports/faults/run_cases.py --compare before.json after.json        # the markdown table
 
 Everything happens in a temporary folder: the data root (``--data``, else ``$EMBENCH_DATA``) is copied
