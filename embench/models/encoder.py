@@ -8,7 +8,8 @@ engine's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -104,6 +105,28 @@ class HFEncoder:
         self._dense_load: Callable[[], list[torch.nn.Module]] | None = None
         self._dense: list[torch.nn.Module] | None = None
         self.dense_modules: list[str] = []
+        self._owner: HFEncoder = self  # the encoder holding the weights; views of it share them
+
+    def view(self, layer: int | None = None, pooling: str | None = None) -> HFEncoder:
+        """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
+        output; negative from the end) with ``pooling`` (None = this encoder's). The view shares the
+        weights (loaded once), and its cache key is the one ``load_model(..., layer=, pooling=)`` gives,
+        so vectors computed for a view are found by a later request for that encoder alone.
+        An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding."""
+        pooling = pooling or self.settings.pooling
+        POOLERS.canonical(pooling)  # did-you-mean on a typo
+        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=dict(self.settings.extra))
+        owner = self._owner
+        v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
+                      device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
+        v._owner = owner
+        v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
+        return v
+
+    def pass_key(self) -> tuple:
+        """What one forward pass depends on: encoders with equal keys can share it (views of one model)."""
+        s = self.settings
+        return (id(self._owner), self.fingerprint, s.max_length, s.dtype, s.lowercase, s.prompt, self.device)
 
     def set_dense(self, load: Callable[[], list[torch.nn.Module]], names: list[str]) -> None:
         """sentence-transformers ``Dense`` modules applied after pooling (before normalisation)."""
@@ -122,22 +145,24 @@ class HFEncoder:
 
     @property
     def model(self) -> torch.nn.Module:
-        if self._model is None:
-            model, tokenizer = self._load()
-            self._model = model.eval().to(self.device)
-            if self._tokenizer is None:
-                self._tokenizer = tokenizer
-        return self._model
+        owner = self._owner
+        if owner._model is None:
+            model, tokenizer = owner._load()
+            owner._model = model.eval().to(owner.device)
+            if owner._tokenizer is None:
+                owner._tokenizer = tokenizer
+        return owner._model
 
     @property
     def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            self.model  # noqa: B018  (loads both)
-        return self._tokenizer
+        owner = self._owner
+        if owner._tokenizer is None:
+            owner.model  # noqa: B018  (loads both)
+        return owner._tokenizer
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._owner._model is not None
 
     def pooler_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         head = getattr(self.model, "pooler", None)
@@ -171,18 +196,31 @@ class HFEncoder:
         with self._autocast():
             return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **kwargs)
 
-    @torch.inference_mode()
     def encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self.encode_views(texts, [self])[0]
+
+    @torch.inference_mode()
+    def encode_views(self, texts: list[str], views: Sequence[HFEncoder]) -> list[np.ndarray]:
+        """The vectors of one batch under each of ``views`` (views of this encoder: :meth:`view`), from ONE
+        forward pass; every hidden state is asked for only when a view reads more than the last layer.
+        Each view is pooled from the batch's states at once, so only pooled vectors outlive the batch."""
+        for v in views:
+            if v.pass_key() != self.pass_key():
+                raise EmbenchError(f"{v.name} (layer {v.layer}, {v.pooling}) is not a view of this encoder: "
+                                   "views share one model, maximum length, dtype and prompt")
         enc = self.tokenize(texts)
-        all_layers = self.layer != self.num_layers or self.pooling in NEEDS_ALL_LAYERS
+        all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
         out = self.forward_hidden(enc, all_layers)
         if all_layers:
             hidden = tuple(out.hidden_states)
         else:
-            # Only the last layer is read: index it where the pooler expects it.
+            # Only the last layer is read: index it where the poolers expect it.
             hidden = (None,) * self.num_layers + (out.last_hidden_state,)
+        return [v._pool(hidden, enc["attention_mask"]) for v in views]
+
+    def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> np.ndarray:
         with self._autocast():
-            pooled = self.pooler(PoolInput(hidden, enc["attention_mask"], self.layer, self.pooler_head()))
+            pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
             pooled = self._apply_dense(pooled)
         pooled = pooled.float()
         if self.settings.normalize:
