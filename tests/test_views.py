@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore:1 empty text")
-
 from embench import load_model
 from embench.core.errors import EmbenchError
 from embench.encoding.engine import Engine, embed_views
 from embench.models.encoder import HFEncoder
+
+pytestmark = pytest.mark.filterwarnings("ignore:1 empty text")
 
 TEXTS = [
     "A man is playing a guitar.",
