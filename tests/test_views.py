@@ -130,3 +130,16 @@ def test_views_of_different_passes_are_refused_by_name(tiny_bert_dir):
         embed_views([Engine(a), Engine(b)], TEXTS)
     with pytest.raises(EmbenchError, match="not a view of this encoder"):
         a.encode_views(TEXTS[:2], [b])
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_tokenised_once_then_padded_per_batch_equals_the_tokenizer_padding(tiny_bert_dir, side):
+    import torch
+
+    enc = load_model(tiny_bert_dir, device="cpu", max_length=8)
+    enc.tokenizer.padding_side = side
+    texts = ["a b c", "A much longer sentence with many, many words that is cut at eight tokens.", "", "x"]
+    ours = enc.collate(enc.pretokenize(texts))
+    theirs = enc.tokenizer(texts, padding=True, truncation=True, max_length=8, return_tensors="pt")
+    assert sorted(ours) == sorted(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
+    assert list(enc.token_lengths(texts)) == theirs["attention_mask"].sum(1).tolist()

@@ -150,7 +150,10 @@ def shared_pass(engines: Sequence[Engine], keys: list[str], texts: list[str], wa
             f"{empty} empty text(s) encoded as they are (only special tokens); they are not dropped",
             stacklevel=4,  # the caller of embed(), prefetch() or embed_views()
         )
-    lengths = first.encoder.token_lengths(texts)
+    # Tokenise once: the lengths order the batches, and each batch is padded from the same ids.
+    tokens = first.encoder.pretokenize(texts) if hasattr(first.encoder, "pretokenize") else None
+    lengths = (np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(texts)) if tokens is not None
+               else first.encoder.token_lengths(texts))
     order = np.argsort(-lengths, kind="stable")
     views = [e.encoder for e in engines]
     pending: list[tuple[list[str], list[np.ndarray]]] = [([], []) for _ in engines]
@@ -161,7 +164,11 @@ def shared_pass(engines: Sequence[Engine], keys: list[str], texts: list[str], wa
             for b in range(0, len(order), first.batch_size):
                 idx = order[b : b + first.batch_size]
                 batch = [texts[i] for i in idx]
-                outs = first.encoder.encode_views(batch, views) if len(views) > 1 else [first.encoder.encode_batch(batch)]
+                if tokens is not None:
+                    enc = first.encoder.collate({k: [v[i] for i in idx] for k, v in tokens.items()})
+                    outs = first.encoder.encode_views(batch, views, enc)
+                else:
+                    outs = [first.encoder.encode_batch(batch)]
                 first.stats["forward_batches"] += 1
                 for e, vecs, want, (pk, pv) in zip(engines, outs, wanted, pending, strict=True):
                     bad = ~np.isfinite(vecs).all(axis=1)

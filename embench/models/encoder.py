@@ -175,21 +175,35 @@ class HFEncoder:
             texts = [t.lower() for t in texts]
         return apply_prompt(s.prompt, texts)
 
+    def pretokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        """Token ids (and masks, type ids) of each text, unpadded: tokenised once, padded per batch by :meth:`collate`."""
+        enc = self.tokenizer(self._prepare(texts), truncation=True, max_length=self.settings.max_length, add_special_tokens=True)
+        return {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
     def token_lengths(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenizer(
-            self._prepare(texts), truncation=True, max_length=self.settings.max_length, add_special_tokens=True
-        )
-        return np.fromiter((len(ids) for ids in enc["input_ids"]), dtype=np.int64, count=len(texts))
+        ids = self.pretokenize(texts)["input_ids"]
+        return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
+
+    def collate(self, features: dict[str, list[list[int]]]) -> dict[str, torch.Tensor]:
+        """Pad pretokenised rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does."""
+        tok = self.tokenizer
+        pads = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": getattr(tok, "pad_token_type_id", 0)}
+        rows = features["input_ids"]
+        width = max(map(len, rows))
+        left = tok.padding_side == "left"
+        out = {}
+        for name, seqs in features.items():
+            arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
+            for i, seq in enumerate(seqs):
+                if left:
+                    arr[i, width - len(seq):] = seq
+                else:
+                    arr[i, : len(seq)] = seq
+            out[name] = torch.from_numpy(arr).to(self.device)
+        return out
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        enc = self.tokenizer(
-            self._prepare(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.settings.max_length,
-            return_tensors="pt",
-        )
-        return {k: v.to(self.device) for k, v in enc.items()}
+        return self.collate(self.pretokenize(texts))
 
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
         """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
@@ -200,15 +214,17 @@ class HFEncoder:
         return self.encode_views(texts, [self])[0]
 
     @torch.inference_mode()
-    def encode_views(self, texts: list[str], views: Sequence[HFEncoder]) -> list[np.ndarray]:
+    def encode_views(self, texts: list[str], views: Sequence[HFEncoder],
+                     enc: dict[str, torch.Tensor] | None = None) -> list[np.ndarray]:
         """The vectors of one batch under each of ``views`` (views of this encoder: :meth:`view`), from ONE
         forward pass; every hidden state is asked for only when a view reads more than the last layer.
-        Each view is pooled from the batch's states at once, so only pooled vectors outlive the batch."""
+        Each view is pooled from the batch's states at once, so only pooled vectors outlive the batch.
+        ``enc`` is the batch already tokenised (:meth:`collate` of :meth:`pretokenize`), as the engine passes it."""
         for v in views:
             if v.pass_key() != self.pass_key():
                 raise EmbenchError(f"{v.name} (layer {v.layer}, {v.pooling}) is not a view of this encoder: "
                                    "views share one model, maximum length, dtype and prompt")
-        enc = self.tokenize(texts)
+        enc = self.tokenize(texts) if enc is None else enc
         all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
         out = self.forward_hidden(enc, all_layers)
         if all_layers:
