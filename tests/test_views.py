@@ -143,3 +143,37 @@ def test_tokenised_once_then_padded_per_batch_equals_the_tokenizer_padding(tiny_
     theirs = enc.tokenizer(texts, padding=True, truncation=True, max_length=8, return_tensors="pt")
     assert sorted(ours) == sorted(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
     assert list(enc.token_lengths(texts)) == theirs["attention_mask"].sum(1).tolist()
+
+
+@pytest.mark.slow
+def test_per_token_analyses_run_together_share_one_pass_and_equal_each_alone(tiny_bert_dir, tmp_path, data_root,
+                                                                             monkeypatch, one_thread):
+    import pandas as pd
+
+    from embench.analysis.registry import run, run_many
+
+    calls = []
+    forward = HFEncoder.forward_hidden
+    monkeypatch.setattr(HFEncoder, "forward_hidden", lambda self, *a, **k: calls.append(1) or forward(self, *a, **k))
+    names = ["attention", "cls-energy", "token-dependency"]
+    options = {n: {"limit": 40} for n in names}  # each reads 40 STS-B sentences in batches of 32
+    together = run_many(names, [str(tiny_bert_dir)], tmp_path / "together", options, data=data_root, use_cache=False)
+    assert len(calls) == math.ceil(41 / 32)  # 40 STS-B sentences + the example sentence, one pass for all three
+    calls.clear()
+    for n in names:
+        alone = run(n, [str(tiny_bert_dir)], tmp_path / n, data=data_root, use_cache=False, **options[n])
+        for stem, frame in alone.tables.items():
+            pd.testing.assert_frame_equal(together[n].tables[stem], frame, atol=1e-5, check_exact=False)
+    assert len(calls) == 2 * math.ceil(40 / 32) + math.ceil(41 / 32)  # alone: a pass each
+    assert {f.name for f in (tmp_path / "together").iterdir()} >= {"attention_sinks.csv", "cls_energy.csv", "token_dependency.csv"}
+
+
+def test_analyses_run_together_refuse_a_flag_none_of_them_has_before_loading(tmp_path):
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    r = CliRunner().invoke(app, ["analyze", "attention,cls-energy", "-m", "no-such-model", "-o", str(tmp_path), "--k", "3"])
+    assert r.exit_code != 0 and "none of the analyses attention, cls-energy has a --k option" in str(r.exception)
+    r = CliRunner().invoke(app, ["analyze", "attention,cls-enrgy", "-m", "x", "-o", str(tmp_path)])
+    assert r.exit_code != 0 and "cls-energy" in str(r.exception)  # did-you-mean on a misspelt name
