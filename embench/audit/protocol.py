@@ -71,6 +71,14 @@ def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: di
     return {r.display: r.main_score for r in ev.records}, ev
 
 
+def _encoded(ev: Any, log: PassLog, label: str) -> str:
+    """How many texts a variant encoded and how fast, for its progress line."""
+    own = [r for r in log.rows if r["pass"] in (label, f"{label} (sample)")]
+    if not own:
+        return "every vector from the shared pass or the cache"
+    return f"{own[-1]['texts']:,} texts encoded, {own[-1]['texts'] / max(own[-1]['seconds'], 1e-3):.0f} texts/s"
+
+
 def _why_full_pass(v: Variant) -> str:
     knob, value = next(iter(v.knobs.items()))
     return {"max_length": "a shorter maximum length changes the tokenisation itself",
@@ -125,6 +133,7 @@ def audit(
     poolings = [p for v in vs if (p := v.model_options().get("pooling")) and len(v.knobs) == 1]
     say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
     base_engine = shared_pass(base, poolings, all_texts, cache, BASELINE_BATCH, progress, log)
+    say(f"shared pass: done ({_encoded(None, log, 'baseline + pooling views')})")
     baseline_texts = suite_texts(task_names, [{}], root)
     picked = sample_texts(baseline_texts, sample, sample_seed)
     rows, intervals, note, diffs = {}, {}, None, {}
@@ -148,8 +157,7 @@ def audit(
                                                   {**extra, **with_ci, "batch_size": value if knob == "batch_size" else BASELINE_BATCH})
             if ev.encode_stats.get("encoded", 0):
                 log.add(v.label, ev.encode_stats["encoded"], 1, ev.encode_stats["encode_seconds"], _why_full_pass(v))
-        say(f"[{i}/{len(vs)}] {v.label}: done in {time.perf_counter() - start:.1f} s "
-            f"({ev.encode_stats.get('encoded', 0):,} texts encoded)")
+        say(f"[{i}/{len(vs)}] {v.label}: done in {time.perf_counter() - start:.1f} s ({_encoded(ev, log, v.label)})")
         if with_ci:
             intervals = {col: iv for (_, col), iv in ev.intervals.items()}
             note = ev.interval_note()
