@@ -8,7 +8,6 @@ the models, the data root and the embedding cache and checks the options. The re
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -78,20 +77,3 @@ def finish(started) -> AnalysisResult:
 
         return drive(started)
     return started
-
-
-def parse_value(raw: str, default: Any) -> Any:
-    """An option value given as text (``--set``, ``--eval-analysis``), typed after the option's default
-    (tuple defaults take comma lists)."""
-    if isinstance(default, tuple) or (default is None and "," in raw):
-        return [parse_value(x.strip(), None) for x in raw.split(",") if x.strip()]
-    if isinstance(default, bool) or raw.lower() in ("true", "false"):
-        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise EmbenchError(f"--set value {raw!r} must be true or false")
-        return raw.lower() in ("true", "1", "yes")
-    if raw.lower() == "none":
-        return None
-    for kind in (int, float):
-        with contextlib.suppress(ValueError):
-            return kind(raw)
-    return raw

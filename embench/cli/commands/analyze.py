@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ...analysis.base import parse_value
 from ...core.errors import EmbenchError
+from ...core.values import parse_value
 from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
 from ..output import emit
 
