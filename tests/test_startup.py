@@ -42,3 +42,18 @@ def test_import_embench_is_light_and_the_public_names_resolve_on_use():
             "print(heavy, p.aggregation, 'evaluate' in dir(embench), embench.__version__ > '')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[] all True True"
+
+
+def test_progress_off_a_terminal_is_a_log_line_every_interval_and_at_the_end(monkeypatch, capsys):
+    from embench.report.progress import RateProgress
+
+    monkeypatch.setenv("EMBENCH_PROGRESS_EVERY", "0")
+    with RateProgress(True, "encoding", "model-x", 10, "texts", ".0f", fields=("loss",)) as bar:
+        bar.advance(4, loss="0.5")
+        bar.advance(6)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("encoding model-x: 4/10 texts, loss 0.5, ") and "s left" in lines[0]
+    assert lines[-1].startswith("encoding model-x: 10/10 texts") and lines[-1].endswith(" s)")
+    with RateProgress(False, "encoding", "model-x", 10, "texts") as bar:
+        bar.advance(10)
+    assert capsys.readouterr().err == ""

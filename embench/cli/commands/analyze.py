@@ -83,7 +83,6 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table or progress output.")] = False,
 ) -> None:
     """Run one analysis (geometry, kNN, layers, attention, t-SNE, token dependency) and draw its figure."""
-    from rich.console import Console
 
     from ...analysis.registry import get, run_many
 
@@ -100,7 +99,7 @@ def analyze(
              "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
              "suite": suite}
     common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-                  progress=not quiet and Console(stderr=True).is_terminal, pooling=pooling, max_length=max_length,
+                  progress=not quiet, pooling=pooling, max_length=max_length,
                   device=device, prompt=prompt)
     if len(names) == 1:
         results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]

@@ -71,7 +71,7 @@ def audit(
     result = run_audit(model, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
                        results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci, resamples=resamples,
                        sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
-                       progress=not quiet and err.is_terminal, on_step=None if quiet else step)
+                       progress=not quiet, on_step=None if quiet else step)
     if value(fmt) == "json":
         emit(audit_to_json(result))
         return
