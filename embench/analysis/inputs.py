@@ -42,7 +42,7 @@ class ModelRef:
         key = (layer, tuple(sorted(overrides.items())))
         if key not in self._encoders:
             view_only = set(overrides) <= {"pooling"}
-            if (layer is not None or overrides) and view_only:
+            if (layer is not None or overrides) and view_only and hasattr(self.encoder(), "view"):
                 self._encoders[key] = self.encoder().view(layer, overrides.get("pooling"))
             elif isinstance(self.spec, HFEncoder) and layer is None and not overrides:
                 self._encoders[key] = self.spec

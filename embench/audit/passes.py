@@ -68,7 +68,8 @@ def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cach
                 progress: bool, log: PassLog) -> Engine:
     """Encode ``texts`` once for the baseline and every pooling in ``poolings`` (views of ``base``);
     returns the baseline's engine (its vectors in memory)."""
-    views = [base] + [base.view(None, p) for p in dict.fromkeys(poolings) if p != base.pooling]
+    # an encoder without views (an ensemble) shares nothing: its pooling variants are full passes of their own
+    views = [base] + ([base.view(None, p) for p in dict.fromkeys(poolings) if p != base.pooling] if hasattr(base, "view") else [])
     engines = [Engine(v, batch_size=batch_size, cache_dir=cache, progress=progress) for v in views]
     start = time.perf_counter()
     embed_views(engines, texts)
