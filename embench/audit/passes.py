@@ -74,7 +74,7 @@ def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cach
     start = time.perf_counter()
     embed_views(engines, texts)
     encoded = max(e.stats["encoded"] for e in engines)
-    names = ", ".join(v.pooling for v in views)
+    names = ", ".join(str(getattr(v, "pooling", v.name)) for v in views)
     log.add("baseline + pooling views", encoded, sum(e.stats["encoded"] > 0 for e in engines), time.perf_counter() - start,
             f"one pass serves every pooling ({names}) over the texts of every protocol variant")
     return engines[0]
