@@ -40,21 +40,31 @@ def minilm_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_bert_dir(tmp_path_factory, minilm_path) -> Path:
-    """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's real tokenizer, saved as a folder."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+def tiny_model(tmp_path_factory, minilm_path):
+    """``tiny_model(name, make)``: ``make(vocab_size)`` (torch seeded with 0) saved with MiniLM's real tokenizer."""
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(minilm_path)
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=512,
-    )
-    BertModel(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    def build(name: str, make) -> Path:
+        import torch
+        from transformers import AutoTokenizer
+
+        folder = tmp_path_factory.mktemp(name)
+        tok = AutoTokenizer.from_pretrained(minilm_path)
+        torch.manual_seed(0)
+        make(tok.vocab_size).save_pretrained(folder)
+        tok.save_pretrained(folder)
+        return folder
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tiny_model) -> Path:
+    """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's real tokenizer, saved as a folder."""
+    from transformers import BertConfig, BertModel
+
+    return tiny_model("tiny-bert", lambda vocab: BertModel(BertConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=512)))
 
 
 @pytest.fixture()

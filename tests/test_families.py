@@ -11,18 +11,13 @@ from embench.models.families import FAMILIES, Family
 
 
 @pytest.fixture(scope="module")
-def tiny_llama_dir(tmp_path_factory, minilm_path):
+def tiny_llama_dir(tiny_model):
     """A randomly initialised 2-layer Llama (hidden 32) with MiniLM's tokenizer: a decoder LLM in seconds."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaModel
+    from transformers import LlamaConfig, LlamaModel
 
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    tok = AutoTokenizer.from_pretrained(minilm_path)
-    torch.manual_seed(0)
-    LlamaModel(LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                           num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128)).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return tiny_model("tiny-llama", lambda vocab: LlamaModel(LlamaConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+        intermediate_size=64, max_position_embeddings=128)))
 
 
 def test_each_kind_of_checkpoint_gets_its_family_defaults(tiny_llama_dir, tiny_bert_dir, minilm_path):

@@ -29,18 +29,12 @@ FIXED_POOLERS = ["first_last_avg", "embed_last_avg"]  # read fixed layers
 
 
 @pytest.fixture(scope="module")
-def tiny_bert4(tmp_path_factory, minilm_path):
+def tiny_bert4(tiny_model):
     """A random 4-layer BERT with a pooler head and MiniLM's tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import BertConfig, BertModel
 
-    folder = tmp_path_factory.mktemp("tiny-bert4")
-    tok = AutoTokenizer.from_pretrained(minilm_path)
-    torch.manual_seed(1)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
-                         intermediate_size=64)).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return tiny_model("tiny-bert4", lambda vocab: BertModel(BertConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=4, num_attention_heads=2, intermediate_size=64)))
 
 
 def _all_views(base: HFEncoder) -> list[tuple[int | None, str]]:
