@@ -118,6 +118,7 @@ def main() -> None:
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--out", default=None)
     ap.add_argument("--skip-audit", action="store_true")
+    ap.add_argument("--only", nargs="*", choices=JOBS, help="run only these measures")
     ap.add_argument("--job", choices=JOBS, help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -130,25 +131,26 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="embench-one-pass-"))
     results = {}
     for name in JOBS:
-        if name == "audit" and args.skip_audit:
+        if (name == "audit" and args.skip_audit) or (args.only and name not in args.only):
             continue
         proc = subprocess.run([sys.executable, __file__, "--job", name, "--model", args.model, "--tmp", str(tmp)],
                               capture_output=True, text=True, check=True)
         results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
         print(f"{name:>27}: {results[name]['seconds']:7.1f} s, peak {results[name]['peak_rss_mib']:6.0f} MiB", flush=True)
-    enc = results["encode-layers-texts"]["seconds"]
-    ratios = {
-        "analyze_layers_over_one_encoding": results["analyze-layers"]["seconds"] / enc,
-        "one_pass_per_layer_over_one_encoding": results["layers-one-pass-per-layer"]["seconds"] / enc,
-        "flop_rate_ratio": results["flops"]["flop_rate_ratio"],
-    }
-    if "audit" in results:
+    ratios = {}
+    if {"encode-layers-texts", "analyze-layers", "layers-one-pass-per-layer"} <= set(results):
+        enc = results["encode-layers-texts"]["seconds"]
+        ratios["analyze_layers_over_one_encoding"] = results["analyze-layers"]["seconds"] / enc
+        ratios["one_pass_per_layer_over_one_encoding"] = results["layers-one-pass-per-layer"]["seconds"] / enc
+    if {"audit", "sts-all"} <= set(results):
         ratios["audit_over_sts_all"] = results["audit"]["seconds"] / results["sts-all"]["seconds"]
+    if "flops" in results:
+        f = results["flops"]
+        ratios["flop_rate_ratio"] = f["flop_rate_ratio"]
+        print(f"fp32 matmul rate {f['matmul_gflops']:.0f} GFLOP/s; encoding {f['encode_gflops']:.0f} GFLOP/s "
+              f"({f['tflop']:.2f} TFLOP of linear layers, floor {f['floor_seconds']:.0f} s)")
     for k, v in ratios.items():
         print(f"{k:>37}: {v:.2f}")
-    print(f"{'fp32 matmul rate (GFLOP/s)':>37}: {results['flops']['matmul_gflops']:.0f}; encoding "
-          f"{results['flops']['encode_gflops']:.0f} ({results['flops']['tflop']:.2f} TFLOP, "
-          f"floor {results['flops']['floor_seconds']:.0f} s)")
     if args.out:
         Path(args.out).write_text(json.dumps({"model": args.model, "jobs": results, "ratios": ratios}, indent=2) + "\n")
 

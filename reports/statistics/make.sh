@@ -25,4 +25,4 @@ embench compare -m all-mpnet-base-v2 -m all-MiniLM-L6-v2 --test steiger --correl
 # SimCSE's SICK-R question: the 4,927-pair test split (77.15) or all 9,927 pairs (77.58)?
 { embench run -m all-MiniLM-L6-v2 -t SICK-R --ci 95 "${common[@]}" -f markdown
   embench run -m all-MiniLM-L6-v2 -t SICK-R --sick-split full --ci 95 "${common[@]}" -f markdown; } > "$here/sick-r-split.md"
-python "$here/../../benchmarks/statistics.py" --out "$here/ci-cost.json" | tee "$here/ci-cost.txt"
+python "$here/../../benchmarks/stats_speed.py" --out "$here/ci-cost.json" | tee "$here/ci-cost.txt"

@@ -1,6 +1,6 @@
 """What intervals cost: ``--ci`` on sts-all from stored items against a warm run, and the bootstrap against scipy.
 
-    python benchmarks/statistics.py [--model all-MiniLM-L6-v2] [--resamples 1000] [--out FILE.json]
+    python benchmarks/stats_speed.py [--model all-MiniLM-L6-v2] [--resamples 1000] [--out FILE.json]
 
 Runs, back to back on the same machine:
   1. a warm run: the embedding cache filled, every record scored again (``overwrite``), both as the
