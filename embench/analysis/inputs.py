@@ -63,6 +63,8 @@ class Context:
         """One engine per encoder object, so repeated requests reuse its in-memory vectors."""
         if id(encoder) not in self._engines:
             self._engines[id(encoder)] = Engine(encoder, batch_size=self.batch_size, cache_dir=self.cache_dir, progress=self.progress)
+            if hasattr(encoder, "use_engines"):  # an ensemble: each member once through its own engine
+                encoder.use_engines(self.engine)
         return self._engines[id(encoder)]
 
     def embed(self, encoder: HFEncoder, texts: list[str]) -> np.ndarray:
