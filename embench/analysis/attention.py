@@ -22,6 +22,7 @@ error says which implementation is needed.
 from __future__ import annotations
 
 import string
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ import torch
 from ..core.errors import EmbenchError
 from ..report import style
 from .base import AnalysisResult, analysis
-from .inputs import stsb, unique, write_csv, write_json
+from .inputs import expand_ensembles, stsb, unique, write_csv, write_json
 
 EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
 VALUE_NAMES = ("value", "v_proj", "v", "v_lin", "value_proj")
@@ -123,8 +124,8 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     texts = [sentences] if isinstance(sentences, str) else list(sentences)
     corpus = _corpus(ctx, split, text, limit, seed)
     rows, maps = [], {}
-    for ref in refs:
-        enc_model = ref.encoder()
+    targets, _ = expand_ensembles(refs)  # an ensemble's members one by one (each has its own attention)
+    for label, enc_model in targets:
         tok = enc_model.tokenizer
         special = _special_ids(tok)
         enc, o = attention_outputs(enc_model, texts)
@@ -132,7 +133,7 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
         lengths = _real_lengths(enc)
         for i, sent in enumerate(texts):
             ids = enc["input_ids"][i, : lengths[i]].tolist()
-            maps.setdefault(ref.label, []).append({
+            maps.setdefault(label, []).append({
                 "sentence": sent, "tokens": tok.convert_ids_to_tokens(ids),
                 "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[: lengths[i], : lengths[i]].tolist() for a in o.attentions],
             })
@@ -152,13 +153,14 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
                         d[key].append(s[key])
         for layer, d in sorted(sums.items()):
             p = np.asarray(d["punct"])
-            rows.append({"model": ref.label, "layer": layer, "cls_share": float(np.mean(d["cls"])), "sep_share": float(np.mean(d["sep"])),
+            rows.append({"model": label, "layer": layer, "cls_share": float(np.mean(d["cls"])), "sep_share": float(np.mean(d["sep"])),
                          "punct_share": float(np.nanmean(p)) if np.isfinite(p).any() else float("nan"),
                          "n_sentences": len(d["cls"]), "n_with_punct": int(np.isfinite(p).sum()), "heads": str(heads)})
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "attention_sinks"), write_json(maps, out, "attention_maps")]
-    files += _plot_sinks(frame, refs, out)
-    files += _plot_maps(maps, refs, out)
+    shown = [SimpleNamespace(label=label) for label, _ in targets]  # what the plots read of a model: its label
+    files += _plot_sinks(frame, shown, out)
+    files += _plot_maps(maps, shown, out)
     return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": maps})
 
 
@@ -277,8 +279,8 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
         raise EmbenchError(f"invalid --heads {heads!r} for cls-energy; choose concat or mean")
     corpus = _corpus(ctx, split, text, limit, seed)
     rows = []
-    for ref in refs:
-        encoder = ref.encoder()
+    targets, groups = expand_ensembles(refs)
+    for label, encoder in targets:
         special = _special_ids(encoder.tokenizer)
         per_layer: dict[int, list[float]] = {}
         for b in range(0, len(corpus), batch_size):
@@ -296,18 +298,24 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
                         e = float(np.mean([cls_energy_weight(ci[h], lengths[i], excl) for h in range(ci.shape[0])]))
                     per_layer.setdefault(layer, []).append(e)
         for layer, es in sorted(per_layer.items()):
-            rows.append({"model": ref.label, "layer": layer, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
+            rows.append({"model": label, "layer": layer, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
                          "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special})
+    for name, members in groups.items():  # an ensemble's E_CLS: the mean of its members' (each has its own context tensors)
+        part = pd.DataFrame([r for r in rows if r["model"] in members])
+        for layer, g in part.groupby("layer"):
+            rows.append({"model": name, "layer": int(layer), "cls_energy": float(g["cls_energy"].mean()), "std": float("nan"),
+                         "n_sentences": int(g["n_sentences"].min()), "heads": heads, "exclude_special": exclude_special})
     frame = pd.DataFrame(rows)
     summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()
     files = [write_csv(frame, out, "cls_energy"), write_csv(summary, out, "cls_energy_summary")]
     with style.paper_style():
         fig, axes = style.figure()
         ax = axes[0, 0]
-        for c, ref in zip(style.palette(len(refs)), refs, strict=True):
-            g = frame[frame["model"] == ref.label]
-            avg = summary.set_index("model").loc[ref.label, "mean_over_layers"]
-            ax.plot(g["layer"], g["cls_energy"], "o-", color=c, label=f"{ref.label} (mean {avg:.3f})")
+        names = list(dict.fromkeys(frame["model"]))
+        for c, name in zip(style.palette(len(names)), names, strict=True):
+            g = frame[frame["model"] == name]
+            avg = summary.set_index("model").loc[name, "mean_over_layers"]
+            ax.plot(g["layer"], g["cls_energy"], "o-", color=c, label=f"{name} (mean {avg:.3f})")
         ax.set_xlabel("layer")
         ax.set_ylabel(r"CLS energy weight $E_{\mathrm{CLS}}$")
         ax.xaxis.get_major_locator().set_params(integer=True)

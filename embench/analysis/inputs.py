@@ -98,6 +98,23 @@ def model_refs(models, labels: list[str] | None = None, **options: Any) -> list[
     return refs
 
 
+def expand_ensembles(refs: list[ModelRef]) -> tuple[list[tuple[str, HFEncoder]], dict[str, list[str]]]:
+    """(label, encoder) of every model, an ensemble's members one by one (labelled ``ENSEMBLE [member]``),
+    and {ensemble label: its members' labels}: analyses of model internals read each member."""
+    out: list[tuple[str, HFEncoder]] = []
+    groups: dict[str, list[str]] = {}
+    for ref in refs:
+        enc = ref.encoder()
+        members = getattr(enc, "members", None)
+        if members is None:
+            out.append((ref.label, enc))
+            continue
+        labels = [f"{ref.label} [{Path(m.name).name or m.name}]" for m in members]
+        out += list(zip(labels, members, strict=True))
+        groups[ref.label] = labels
+    return out, groups
+
+
 def default_label(model: Any) -> str:
     if isinstance(model, HFEncoder):
         return model.name
