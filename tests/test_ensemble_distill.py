@@ -37,23 +37,33 @@ def test_spec_weights_one_per_member_or_none():
         parse_spec("ensemble:A")
 
 
-def test_weighted_ensemble_is_the_weighted_sum_of_members_with_their_own_poolings(tiny_bert_dir, other_dir):
+@pytest.mark.slow
+def test_weighted_ensemble_is_the_weighted_sum_of_members_with_their_own_poolings(tiny_bert_dir, other_dir, tmp_path):
+    import json
+
     a = load_model(tiny_bert_dir, pooling="mean", device="cpu").encode_batch(TEXTS)
     b = load_model(other_dir, device="cpu").encode_batch(TEXTS)  # cls, a different depth and head count
-    ens = load_model(f"ensemble:0.3*{tiny_bert_dir}+0.7*{other_dir}", device="cpu")
-    ens.members[0] = load_model(tiny_bert_dir, pooling="mean", device="cpu")
-    ens.embed_member[0] = ens.members[0].encode_batch
-    assert isinstance(ens, EnsembleEncoder)
+    folder = tmp_path / "ens"
+    folder.mkdir()
+    (folder / "ensemble.json").write_text(json.dumps({"members": [
+        {"model": str(tiny_bert_dir), "weight": 0.3, "pooling": "mean"}, {"model": str(other_dir), "weight": 0.7}]}))
+    ens = load_model(folder, device="cpu")
+    assert isinstance(ens, EnsembleEncoder) and [m.pooling for m in ens.members] == ["mean", "cls"]
     np.testing.assert_allclose(ens.encode_batch(TEXTS), 0.3 * a + 0.7 * b, atol=1e-5)
-    assert ens.cache_key() != load_model(f"ensemble:0.5*{tiny_bert_dir}+0.5*{other_dir}", device="cpu").cache_key()
+    spec = load_model(f"ensemble:0.3*{tiny_bert_dir}+0.7*{other_dir}", device="cpu")
+    np.testing.assert_allclose(spec.encode_batch(TEXTS), 0.3 * load_model(tiny_bert_dir, device="cpu").encode_batch(TEXTS)
+                               + 0.7 * b, atol=1e-5)
+    assert spec.cache_key() != load_model(f"ensemble:0.5*{tiny_bert_dir}+0.5*{other_dir}", device="cpu").cache_key()
 
 
+@pytest.mark.slow
 def test_members_of_different_sizes_are_an_error_naming_them(tiny_bert_dir, minilm_path):
     ens = load_model(f"ensemble:{tiny_bert_dir}+{minilm_path}", device="cpu")
     with pytest.raises(EmbenchError, match="different sizes.*32.*384"):
         ens.encode_batch(TEXTS[:1])
 
 
+@pytest.mark.slow
 def test_each_member_is_encoded_once_through_the_engine_cache(tiny_bert_dir, other_dir, env, monkeypatch):
     from embench import evaluate
     from embench.models.encoder import HFEncoder
@@ -71,6 +81,7 @@ def test_each_member_is_encoded_once_through_the_engine_cache(tiny_bert_dir, oth
         assert ev.records[0].main_score == ev.records[0].main_score  # a finite score, from cached vectors
 
 
+@pytest.mark.slow
 def test_distillation_matches_mse_and_reads_the_teacher_once(tiny_bert_dir, other_dir, data_root, tmp_path, monkeypatch):
     import random
 

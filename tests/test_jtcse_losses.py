@@ -12,7 +12,7 @@ from embench.train import jtcse_losses as J
 
 def _cos(u, v):
     u, v = [float(x) for x in u], [float(x) for x in v]
-    return sum(a * b for a, b in zip(u, v)) / (math.sqrt(sum(a * a for a in u)) * math.sqrt(sum(b * b for b in v)))
+    return sum(a * b for a, b in zip(u, v, strict=True)) / (math.sqrt(sum(a * a for a in u)) * math.sqrt(sum(b * b for b in v)))
 
 
 def _norm(u):
@@ -20,7 +20,7 @@ def _norm(u):
 
 
 def _ratio(p, q):  # Eq. 1
-    return _norm([a - b for a, b in zip(p, q)]) / (_norm(p) + _norm(q))
+    return _norm([a - b for a, b in zip(p, q, strict=True)]) / (_norm(p) + _norm(q))
 
 
 def _infonce_row(anchor, cands, pos, tau, skip=None):

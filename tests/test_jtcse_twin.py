@@ -3,6 +3,7 @@ towers, export as one model ([CLS]_I + [CLS]_II), and the bad inputs of issue 16
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -111,6 +112,7 @@ def _jtcse(tiny_bert_dir, tower2_dir, **options):
     return METHODS.get("jtcse")(cfg)
 
 
+@pytest.mark.slow
 def test_without_cross_attention_and_extra_losses_one_step_equals_two_simcse_towers(tiny_bert_dir, tower2_dir):
     jt = _jtcse(tiny_bert_dir, tower2_dir, cross_layers=0, icnce_weight=0.0, ictm_weight=0.0)
     twin = jt.build("cpu").train()
@@ -145,6 +147,7 @@ def test_without_cross_attention_and_extra_losses_one_step_equals_two_simcse_tow
             assert torch.allclose(a, b, atol=1e-6), name
 
 
+@pytest.mark.slow
 def test_full_loss_has_every_term_and_trains_cross_attention(tiny_bert_dir, tower2_dir):
     import random
 
@@ -159,6 +162,7 @@ def test_full_loss_has_every_term_and_trains_cross_attention(tiny_bert_dir, towe
     assert pooler.grad is not None and pooler.grad.abs().sum() > 0  # L_ICTM reaches the pooler head
 
 
+@pytest.mark.slow
 def test_exported_twin_loads_as_one_model_whose_vector_is_the_sum_of_cls(tiny_bert_dir, tower2_dir, tmp_path):
     from transformers import AutoModel, AutoTokenizer
 
@@ -177,6 +181,7 @@ def test_exported_twin_loads_as_one_model_whose_vector_is_the_sum_of_cls(tiny_be
     assert torch.allclose(torch.from_numpy(got), want, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_towers_of_different_shapes_are_refused_before_training(tiny_bert_dir, tmp_path):
     wide = _tiny(tmp_path / "wide", tiny_bert_dir, seed=2, hidden=48)
     jt = _jtcse(tiny_bert_dir, wide)
@@ -184,6 +189,7 @@ def test_towers_of_different_shapes_are_refused_before_training(tiny_bert_dir, t
         jt.build("cpu")
 
 
+@pytest.mark.slow
 def test_modulus_loss_without_a_pooler_head_says_so_and_offers_cls(tiny_bert_dir, tmp_path):
     bare = _tiny(tmp_path / "bare", tiny_bert_dir, seed=2, pooler=False)
     with pytest.raises(EmbenchError, match=r"no pooler head.*modulus_on=cls"):
@@ -191,6 +197,7 @@ def test_modulus_loss_without_a_pooler_head_says_so_and_offers_cls(tiny_bert_dir
     _jtcse(tiny_bert_dir, bare, modulus_on="cls").build("cpu")  # the [CLS] variant trains
 
 
+@pytest.mark.slow
 def test_layernorm_removal_removes_the_last_layers_layernorms(tiny_bert_dir, tower2_dir):
     twin = _jtcse(tiny_bert_dir, tower2_dir, remove_layernorm=1, modulus_on="cls").build("cpu")
     for tower in twin.towers:
@@ -198,3 +205,41 @@ def test_layernorm_removal_removes_the_last_layers_layernorms(tiny_bert_dir, tow
         assert isinstance(first.output.LayerNorm, torch.nn.LayerNorm)
         assert isinstance(last.output.LayerNorm, torch.nn.Identity)
         assert isinstance(last.attention.output.LayerNorm, torch.nn.Identity)
+
+
+def test_jtcse_recipes_show_the_authors_scripts_numbers():
+    import yaml
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    bert = yaml.safe_load(CliRunner().invoke(app, ["train", "--recipe", "jtcse-bert", "--show"]).output)
+    assert (bert["method"], bert["lr"], bert["batch_size"], bert["epochs"], bert["max_length"]) == ("jtcse", 1.3e-6, 64, 1, 64)
+    assert (bert["eval_steps"], bert["eval_tasks"], bert["method_options"]["cross_layers"]) == (100, ["STSBenchmark-dev"], 6)
+    roberta = yaml.safe_load(CliRunner().invoke(app, ["train", "-r", "jtcse-roberta", "--show", "--tower2", "B"]).output)
+    assert (roberta["lr"], roberta["batch_size"], roberta["method_options"]["tower2"]) == (1e-6, 256, "B")
+    wrong = CliRunner().invoke(app, ["train", "--method", "unsup-simcse", "--tower2", "B", "--show"])
+    assert isinstance(wrong.exception, EmbenchError) and "tower2" in str(wrong.exception)
+
+
+@pytest.mark.slow
+def test_cli_trains_a_twin_that_embench_run_scores(tiny_bert_dir, tower2_dir, data_root, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS * 4) + "\n")
+    out = tmp_path / "twin"
+    res = CliRunner().invoke(app, ["train", "--method", "jtcse", "--model", str(tiny_bert_dir), "--tower2", str(tower2_dir),
+                                   "--data", str(corpus), "--data-root", str(data_root), "--out", str(out), "--max-steps", "2",
+                                   "--batch-size", "4", "--max-length", "16", "--cross-layers", "1", "--eval-steps", "0",
+                                   "--set", "tmc_form=code", "--quiet"])
+    assert res.exit_code == 0, res.output
+    metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert {"l_nce", "l_icnce", "l_ictm"} <= set(metrics[-1])
+    run = CliRunner().invoke(app, ["run", "--model", str(out / "best"), "-t", "SICKRelatedness", "--device", "cpu"])
+    assert run.exit_code == 0, run.output
+    assert "SICK" in run.output

@@ -45,7 +45,7 @@ def main() -> None:
         print(label, row, flush=True)
     table = pd.DataFrame(rows).set_index("model")
     energy = {}
-    for label, spec, pooling in models:  # one at a time: each may carry its own pooling option (E_CLS does not read it)
+    for label, spec, _ in models:  # one at a time: each may carry its own pooling option (E_CLS does not read it)
         res = run_analysis("cls-energy", [spec], args.out / "cls-energy" / slug(label), labels=[label], limit=args.limit)
         summary = res.tables["cls_energy_summary"].set_index("model")["mean_over_layers"]
         energy[label] = float(summary.loc[label])

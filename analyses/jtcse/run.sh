@@ -13,6 +13,7 @@ OUT=${1:-$(mktemp -d)}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CORPUS="$EMBENCH_DATA/corpora/wiki1m-prefix.txt.gz"
 SMALL=(--data "$CORPUS" --max-examples 4000 --max-length 32 --batch-size 32 --max-steps 120 --quiet)
+export EMBENCH_CACHE=${EMBENCH_CACHE:-$OUT/cache}  # the teacher's and every model's vectors, kept with the run
 echo "output: $OUT"
 
 for s in 1 2; do

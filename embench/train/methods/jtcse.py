@@ -35,11 +35,12 @@ import torch
 from torch import nn
 
 from ...core.errors import EmbenchError
+from ...models.ensemble import write_ensemble
+from ...models.layernorm import remove_layernorms
 from .. import checkpoints, distributed
 from .. import jtcse_losses as J
 from ..adapters import exportable
 from ..backbone import load_backbone, transformer_layers
-from ...models.layernorm import remove_layernorms
 from ..cross_attention import cross_layer_indices
 from ..distributed import DistInfo
 from ..module import unwrap
@@ -156,14 +157,10 @@ class JTCSE(Method):
         """The twin as one model: ``tower-1/`` and ``tower-2/`` (each a checkpoint of its own, [CLS]
         pooling) and ``ensemble.json`` (weights 1 and 1): every command loads the folder as
         [CLS]_I + [CLS]_II."""
-        from ...models.ensemble import write_ensemble
-
         twin = unwrap(module)
         o = self.options
-        members = []
-        for sub, enc in zip(TOWER_DIRS, twin.towers, strict=True):
-            members.append({"model": sub, "weight": 1.0, "pooling": "cls_before_pooler",
-                            "remove_layernorm": o.remove_layernorm})
+        members = [{"model": sub, "weight": 1.0, "pooling": "cls_before_pooler", "remove_layernorm": o.remove_layernorm}
+                   for sub in TOWER_DIRS]
 
         def write(tmp: Path) -> None:
             for sub, enc in zip(TOWER_DIRS, twin.towers, strict=True):
