@@ -20,6 +20,7 @@ from scipy.stats import spearmanr
 import embench
 from embench.analysis import run as run_analysis
 from embench.report import style
+from embench.report.tables import render
 
 
 def parse_model(item: str) -> tuple[str, str, str | None]:
@@ -40,9 +41,9 @@ def main() -> None:
     rows = []
     for label, spec, pooling in models:
         ev = embench.evaluate(spec, "sts-all", results_dir=args.out / "results", pooling=pooling, progress=False)
-        row = (ev.frame.iloc[0] * 100).round(2).to_dict()
+        row = ev.frame.iloc[0].to_dict()  # fractions; shown x100
         rows.append({"model": label, **row})
-        print(label, row, flush=True)
+        print(label, {k: round(100 * v, 2) for k, v in row.items()}, flush=True)
     table = pd.DataFrame(rows).set_index("model")
     energy = {}
     for label, spec, _ in models:  # one at a time: each may carry its own pooling option (E_CLS does not read it)
@@ -52,13 +53,18 @@ def main() -> None:
         for name, value in summary.items():
             if name != label:  # an ensemble's towers, one by one
                 energy[name] = float(value)
+    sts = list(table.columns)
+    shown = (table * 100).round(2)
     table["E_CLS"] = [round(energy[m], 4) for m in table.index]
-    table.to_csv(args.out / "table.csv")
-    (args.out / "table.md").write_text(table.to_markdown() + "\n", encoding="utf-8")
-    towers = {k: v for k, v in energy.items() if k not in table.index}
-    if towers:
-        (args.out / "towers_ecls.md").write_text(pd.Series(towers, name="E_CLS").round(4).to_frame().to_markdown() + "\n")
-    print(table.to_markdown())
+    shown["E_CLS"] = table["E_CLS"]
+    shown.to_csv(args.out / "table.csv")
+    text = render(table, "markdown", scaled=sts, highlight=True)
+    towers = {k: round(v, 4) for k, v in energy.items() if k not in table.index}
+    if towers:  # each tower of an ensemble row (the row's E_CLS is their mean)
+        text += "\n\n| tower | E_CLS |\n|---|---|\n" + "".join(f"| {k} | {v:.4f} |\n" for k, v in towers.items())
+    (args.out / "table.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    table["Avg."] = shown["Avg."]
     rho = spearmanr(table["E_CLS"], table["Avg."]).statistic if len(table) > 2 else float("nan")
     with style.paper_style():
         fig, axes = style.figure()
