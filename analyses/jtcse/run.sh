@@ -30,7 +30,7 @@ done
 # JTCSE D: the twin ([CLS]_I + [CLS]_II) distilled into one MiniLM by MSE, teacher vectors computed once
 [ -f "$OUT/distill/best/config.json" ] || \
   embench train --method distill --teacher "$OUT/jtcse/best" --model all-MiniLM-L6-v2 "${SMALL[@]}" \
-    --lr 5e-5 --eval-steps 40 --out "$OUT/distill"
+    --max-steps 60 --lr 5e-5 --eval-steps 30 --out "$OUT/distill"
 
 python "$HERE/report.py" --out "$OUT" \
   --model "all-MiniLM-L6-v2 (mean pooling)=all-MiniLM-L6-v2" \
