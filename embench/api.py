@@ -180,6 +180,8 @@ def evaluate(
     if save:
         store.check_writable()  # before any encoding: an unwritable results folder must not cost a run
     engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
+    if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
+        encoder.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
     result = Evaluation(records=[], view=view)
 
     def done(name: str, status: str, record: Record) -> None:

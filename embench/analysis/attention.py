@@ -32,7 +32,7 @@ import pandas as pd
 from ..core.errors import EmbenchError
 from ..report import style
 from .base import AnalysisResult, analysis
-from .inputs import stsb, unique, write_csv, write_json
+from .inputs import expand_ensembles, stsb, unique, write_csv, write_json
 from .token_pass import TokenRequest, token_pass
 
 EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
@@ -110,11 +110,12 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     maps: dict[str, dict[str, dict]] = {}
     sums: dict[str, dict[str, dict[int, dict[str, float]]]] = {}  # model -> sentence -> layer -> shares
     requests = []
-    for ref in refs:
-        enc_model = ref.encoder()
+    targets, _ = expand_ensembles(refs)  # an ensemble's members one by one (each has its own attention)
+    shown_models = [SimpleNamespace(label=label) for label, _ in targets]  # what the plots read of a model: its label
+    for label, enc_model in targets:
         tok, special = enc_model.tokenizer, _special_ids(enc_model.tokenizer)
 
-        def consume(tb, rows, label=ref.label, tok=tok, special=special):
+        def consume(tb, rows, label=label, tok=tok, special=special):
             _assume_right_padding(tb.enc)
             for i in rows:
                 n, sent = tb.lengths[i], tb.texts[i]
@@ -133,20 +134,20 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
         requests.append(TokenRequest(enc_model, texts + corpus, consume, attentions=True, batch_size=batch_size))
     yield requests
     rows = []
-    for ref in refs:
-        per_sentence = [sums[ref.label][sent] for sent in corpus]  # in the corpus' order, whatever the pass' order
+    for label, _ in targets:
+        per_sentence = [sums[label][sent] for sent in corpus]  # in the corpus' order, whatever the pass' order
         for layer in sorted(per_sentence[0]) if per_sentence else []:
             p = np.asarray([d[layer]["punct"] for d in per_sentence])
-            rows.append({"model": ref.label, "layer": layer,
+            rows.append({"model": label, "layer": layer,
                          "cls_share": float(np.mean([d[layer]["cls"] for d in per_sentence])),
                          "sep_share": float(np.mean([d[layer]["sep"] for d in per_sentence])),
                          "punct_share": float(np.nanmean(p)) if np.isfinite(p).any() else float("nan"),
                          "n_sentences": len(per_sentence), "n_with_punct": int(np.isfinite(p).sum()), "heads": str(heads)})
-    ordered_maps = {ref.label: [maps[ref.label][t] for t in texts] for ref in refs}
+    ordered_maps = {label: [maps[label][t] for t in texts] for label, _ in targets}
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "attention_sinks"), write_json(ordered_maps, out, "attention_maps")]
-    files += _plot_sinks(frame, refs, out)
-    files += _plot_maps(ordered_maps, refs, out)
+    files += _plot_sinks(frame, shown_models, out)
+    files += _plot_maps(ordered_maps, shown_models, out)
     return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": ordered_maps})
 
 
@@ -228,11 +229,11 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     corpus = _corpus(ctx, split, text, limit, seed)
     energies: dict[str, dict[str, list[float]]] = {}  # model -> sentence -> E_CLS per layer
     requests = []
-    for ref in refs:
-        encoder = ref.encoder()
+    targets, groups = expand_ensembles(refs)  # an ensemble's members one by one (each has its own context tensors)
+    for label, encoder in targets:
         special = _special_ids(encoder.tokenizer)
 
-        def consume(tb, rows, label=ref.label, special=special):
+        def consume(tb, rows, label=label, special=special):
             _assume_right_padding(tb.enc)
             for i in rows:
                 n = tb.lengths[i]
@@ -250,22 +251,28 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
         requests.append(TokenRequest(encoder, corpus, consume, values=True, batch_size=batch_size))
     yield requests
     rows = []
-    for ref in refs:
-        table = np.asarray([energies[ref.label][t] for t in corpus])  # (sentences, layers)
+    for label, _ in targets:
+        table = np.asarray([energies[label][t] for t in corpus])  # (sentences, layers)
         for layer in range(table.shape[1]):
             es = table[:, layer]
-            rows.append({"model": ref.label, "layer": layer + 1, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
+            rows.append({"model": label, "layer": layer + 1, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
                          "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special})
+    for name, members in groups.items():  # an ensemble's E_CLS: the mean of its members'
+        part = pd.DataFrame([r for r in rows if r["model"] in members])
+        for layer, g in part.groupby("layer"):
+            rows.append({"model": name, "layer": int(layer), "cls_energy": float(g["cls_energy"].mean()), "std": float("nan"),
+                         "n_sentences": int(g["n_sentences"].min()), "heads": heads, "exclude_special": exclude_special})
     frame = pd.DataFrame(rows)
     summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()
     files = [write_csv(frame, out, "cls_energy"), write_csv(summary, out, "cls_energy_summary")]
     with style.paper_style():
         fig, axes = style.figure()
         ax = axes[0, 0]
-        for c, ref in zip(style.palette(len(refs)), refs, strict=True):
-            g = frame[frame["model"] == ref.label]
-            avg = summary.set_index("model").loc[ref.label, "mean_over_layers"]
-            ax.plot(g["layer"], g["cls_energy"], "o-", color=c, label=f"{ref.label} (mean {avg:.3f})")
+        names = list(dict.fromkeys(frame["model"]))
+        for c, name in zip(style.palette(len(names)), names, strict=True):
+            g = frame[frame["model"] == name]
+            avg = summary.set_index("model").loc[name, "mean_over_layers"]
+            ax.plot(g["layer"], g["cls_energy"], "o-", color=c, label=f"{name} (mean {avg:.3f})")
         ax.set_xlabel("layer")
         ax.set_ylabel(r"CLS energy weight $E_{\mathrm{CLS}}$")
         ax.xaxis.get_major_locator().set_params(integer=True)

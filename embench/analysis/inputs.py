@@ -70,6 +70,8 @@ class Context:
         """One engine per encoder object, so repeated requests reuse its in-memory vectors."""
         if id(encoder) not in self._engines:
             self._engines[id(encoder)] = Engine(encoder, batch_size=self.batch_size, cache_dir=self.cache_dir, progress=self.progress)
+            if hasattr(encoder, "use_engines"):  # an ensemble: each member once through its own engine
+                encoder.use_engines(self.engine)
         return self._engines[id(encoder)]
 
     def embed(self, encoder: HFEncoder, texts: list[str]) -> np.ndarray:
@@ -105,6 +107,23 @@ def model_refs(models, labels: list[str] | None = None, **options: Any) -> list[
         seen.add(label)
         refs.append(ModelRef(m, label, dict(opts)))
     return refs
+
+
+def expand_ensembles(refs: list[ModelRef]) -> tuple[list[tuple[str, HFEncoder]], dict[str, list[str]]]:
+    """(label, encoder) of every model, an ensemble's members one by one (labelled ``ENSEMBLE [member]``),
+    and {ensemble label: its members' labels}: analyses of model internals read each member."""
+    out: list[tuple[str, HFEncoder]] = []
+    groups: dict[str, list[str]] = {}
+    for ref in refs:
+        enc = ref.encoder()
+        members = getattr(enc, "members", None)
+        if members is None:
+            out.append((ref.label, enc))
+            continue
+        labels = [f"{ref.label} [{Path(m.name).name or m.name}]" for m in members]
+        out += list(zip(labels, members, strict=True))
+        groups[ref.label] = labels
+    return out, groups
 
 
 def default_label(model: Any) -> str:

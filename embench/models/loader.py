@@ -26,6 +26,7 @@ import torch
 from ..core.errors import EmbenchError, ModelLoadError
 from ..core.registry import Registry
 from .encoder import DTYPES, EncoderSettings, HFEncoder
+from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
 from .pooling import POOLERS
 from .precision import warn_if_emulated
@@ -206,6 +207,10 @@ def load_model(
     fingerprint at once.
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
+    if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
+        return load_ensemble(name_or_path, load_model, pooling=pooling, layer=layer, max_length=max_length, dtype=dtype,
+                             device=device, normalize=normalize, tokenizer=tokenizer, name=name, prompt=prompt,
+                             family=family, fingerprint=fingerprint, trust_remote_code=trust_remote_code)
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
     if prompt is not None:
         check_prompt(prompt)

@@ -53,3 +53,17 @@ RECIPES.add("crop-scratch", Recipe(
     "cropping paper §3.4 (BERT from scratch: performance had not saturated after one epoch, 10 epochs; Table S6 "
     "col. 10), otherwise as 'crop'",
     {**_CROP, "epochs": 10, "from_scratch": True}))
+_JTCSE = {"method": "jtcse", "data": ["corpora"], "optimizer": "adamw", "epochs": 1, "max_length": 64,
+          "pooling": "cls_before_pooler", "warmup_ratio": 0.0, "eval_steps": 100, "eval_tasks": ["STSBenchmark-dev"],
+          "temperature": 0.05, "cross_layers": 6}
+RECIPES.add("jtcse-bert", Recipe(
+    "jtcse-bert", "JTCSE on two BERT-base towers (each first trained with unsupervised SimCSE): one epoch",
+    "JTCSE §V.A and Eq. 15 (all weights 1, tau 0.05, 6 CAELs: Table IX); the authors' train_jtcse_bert.py (AdamW, "
+    "lr 1.3e-6, batch 64, 1 epoch, max_len 64, STS-B dev of the summed [CLS] every 100 steps, the best kept). The "
+    "paper's data is Wiki1M + the SICK-R sentences (--data FILE); the script keeps lr constant, embench decays it",
+    {**_JTCSE, "lr": 1.3e-6, "batch_size": 64}))
+RECIPES.add("jtcse-roberta", Recipe(
+    "jtcse-roberta", "JTCSE on two RoBERTa-base towers: one epoch, batch 256",
+    "the authors' train_jtcse_roberta.py (AdamW, lr 1e-6, batch 256, 1 epoch, max_len 64, 6 CAELs, STS-B dev every "
+    "100 steps); otherwise as jtcse-bert",
+    {**_JTCSE, "lr": 1e-6, "batch_size": 256}))

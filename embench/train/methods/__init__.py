@@ -18,5 +18,9 @@ METHODS.add("crop", "embench.train.methods.crop:Crop", "crops",
             description="cropping: two chunks of consecutive sentences of one document")
 METHODS.add("dropout", "embench.train.methods.crop:Dropout",
             description="the cropping paper's dropout baseline: one chunk, two dropout masks")
+METHODS.add("jtcse", "embench.train.methods.jtcse:JTCSE",
+            description="JTCSE: twin towers, tensor-modulus constraint, cross-attention in training")
+METHODS.add("distill", "embench.train.methods.distill:Distill",
+            description="distillation: MSE from the student's vector to a teacher's (e.g. an ensemble), computed once")
 
 __all__ = ["METHODS", "Batch", "Method", "NoOptions", "Outputs"]
