@@ -13,69 +13,20 @@ crash, a kill or a preemption does only the failed and missing cells.
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
+from importlib import import_module
 from typing import Any
 
-from ..core.errors import EmbenchError
-from ..evaluation.results import ResultStore
-from .plan import Plan, plan, write_jobs
-from .spec import GridSpec, expand_models, read_protocols
-from .state import Cell, GridState
-from .status import cell_states, grid_cells, status_frame, summary
-
-EXECUTORS = ("local", "slurm")
+# Looked up on first use: `embench grid status` reads markers and records and must not import torch.
+_LAZY = {
+    "GridSpec": "spec", "expand_models": "spec", "read_protocols": "spec", "Cell": "state",
+    "Plan": "plan", "run_grid": "run", "grid_status": "status", "status_frame": "status", "summary": "status",
+}
 
 
-def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", workers: int = 1,
-             slurm: Any = None, dry_run: bool = False, cluster: str | None = None) -> Plan:
-    """Plan the grid, write its job files, and run (local) or submit (slurm) them.
-
-    ``cluster`` picks submitit's ``local`` or ``debug`` executor in place of Slurm (no cluster
-    needed); ``dry_run`` writes the job files (and, for slurm, the sbatch file) and runs nothing.
-    Returns the plan with every cell's state after the run (for slurm: at submission).
-    """
-    if executor not in EXECUTORS:
-        raise EmbenchError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
-    if workers < 1:
-        raise EmbenchError(f"--workers must be at least 1, got {workers}")
-    results = Path(results)
-    p = plan(spec, results)
-    job_files = write_jobs(p, spec, results)
-    if dry_run or not job_files:
-        if dry_run and executor == "slurm" and job_files:
-            from .slurm import SlurmSettings, dry_run as write_sbatch
-
-            p.sbatch = write_sbatch(job_files, results, slurm or SlurmSettings())
-        return p
-    if executor == "local":
-        from .local import run_local
-
-        run_local(job_files, results, workers)
-    else:
-        from .slurm import SlurmSettings, submit
-
-        p.submitted = submit(job_files, results, slurm or SlurmSettings(), cluster or "slurm")
-        if cluster in ("local", "debug"):  # no cluster: wait here, as the local executor does
-            for job in p.submitted:
-                with contextlib.suppress(Exception):  # its cells' markers hold the reason
-                    job.result()
-    p.states = cell_states(p.cells, ResultStore(results), GridState(results))
-    return p
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def grid_status(results: Path | str) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
-    """Every cell of the grids submitted into ``results`` and its state: done, running, failed (with its
-    log) or missing."""
-    results = Path(results)
-    if not results.is_dir():
-        raise EmbenchError(f"{results}: no such results folder")
-    cells = grid_cells(results)
-    if not cells:
-        raise EmbenchError(f"{results}: no grid was run here (no {GridState(results).root}/plans); "
-                           "`embench results show --results-dir` lists its records")
-    return cells, cell_states(cells, ResultStore(results), GridState(results))
-
-
-__all__ = ["Cell", "GridSpec", "Plan", "expand_models", "grid_status", "read_protocols", "run_grid",
-           "status_frame", "summary"]
+__all__ = sorted(_LAZY)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.errors import EmbenchError
 from ..evaluation.results import ResultStore
 from .state import Cell, GridState
 
@@ -76,3 +77,18 @@ def summary(states: dict[str, dict[str, Any]]) -> dict[str, int]:
     for st in states.values():
         counts[st["state"]] += 1
     return counts
+
+
+def grid_status(results: Path | str) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+    """Every cell of the grids submitted into ``results`` and its state: done, running, failed (with its
+    log) or missing."""
+    results = Path(results)
+    if not results.is_dir():
+        raise EmbenchError(f"{results}: no such results folder")
+    cells = grid_cells(results)
+    if not cells:
+        raise EmbenchError(f"{results}: no grid was run here (no {GridState(results).root}/plans); "
+                           "`embench results show --results-dir` lists its records")
+    return cells, cell_states(cells, ResultStore(results), GridState(results))
+
+

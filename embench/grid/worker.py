@@ -43,6 +43,7 @@ def run_job(job_file: Path | str, log_path: str | None = None) -> list[str]:
     for c in cells:
         state.mark(c, "running", **info)
     failed: list[str] = []
+    print(f"job {job['id']}: {job['model']}, {len(cells)} cell(s)", file=sys.stderr, flush=True)
 
     def fail(group: Sequence[Cell], e: BaseException) -> None:
         traceback.print_exception(e, file=sys.stderr)
@@ -91,9 +92,13 @@ def _by_protocol(cells: Sequence[Cell]) -> list[tuple[dict[str, Any], list[Cell]
 
 def _evaluate(job: dict[str, Any], encoder: Any, group: Sequence[Cell], protocol: dict[str, Any], state: GridState) -> None:
     by_task = {c.task: c for c in group}
+
+    def done(task: str, status: str, record: Any) -> None:
+        state.clear(by_task[task])
+        print(f"{by_task[task].id} [{by_task[task].label}]: {100 * record.main_score:.2f} ({status})", file=sys.stderr, flush=True)
+
     evaluate(encoder, tasks=[c.task for c in group], data=job["data"], results_dir=job["results"],
-             cache_dir=job["cache_dir"], batch_size=job["batch_size"],
-             on_task=lambda task, _status, _record: state.clear(by_task[task]), **protocol)
+             cache_dir=job["cache_dir"], batch_size=job["batch_size"], on_task=done, **protocol)
 
 
 def _prefill(job: dict[str, Any], cells: Sequence[Cell], encoder: Any) -> None:
@@ -120,6 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log", default=None, help="this job's log file, named in the markers of failed cells")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:  # a log of what was done, not of progress bars
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
     failed = run_job(args.job, args.log)
     if failed:
         print(f"{len(failed)} cell(s) failed: {', '.join(failed)}", file=sys.stderr)

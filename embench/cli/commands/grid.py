@@ -28,13 +28,16 @@ ResultsDirArg = Annotated[Path, typer.Argument(help="The results folder of the g
 
 def _print_status(cells, states, fmt: str) -> int:
     """The table of cells not done (each failure with its log), then the counts; returns how many are not done."""
-    from ...grid import status_frame, summary
+    from ...grid.status import status_frame, summary
     from ...report.tables import render
 
     counts = summary(states)
     frame = status_frame(cells, states)
     if len(frame):
-        emit(render(frame, fmt))
+        # the log paths after the table, whole: a table cut to the terminal's width would cut them
+        emit(render(frame.drop(columns=["log"]), fmt))
+        for log, rows in frame[frame["log"] != ""].groupby("log", sort=False):
+            emit(f"{', '.join(sorted(set(rows['state'])))}: {len(rows)} cell(s), log {log}")
     err.print(" ".join(f"{k}: {v}" for k, v in counts.items()) + f" (of {len(cells)} cells)", highlight=False)
     return len(cells) - counts["done"]
 
@@ -117,7 +120,7 @@ def grid(
 @grid_app.command("status")
 def status(results: ResultsDirArg, fmt: FmtOpt = Fmt.table) -> None:
     """Each cell of the grids run into DIR: done, running, failed (with its log) or missing."""
-    from ...grid import grid_status
+    from ...grid.status import grid_status
 
     cells, states = grid_status(results)
     if _print_status(cells, states, value(fmt)):
