@@ -175,14 +175,15 @@ def test_a_crashing_job_is_marked_failed_with_its_log_and_a_rerun_retries_only_f
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cluster", ["debug", "local"])
-def test_the_slurm_path_runs_through_submitit_without_a_cluster(models, data_root, tmp_path, cluster):
-    """submitit's debug (in this process) and local (subprocesses) executors run the same job array the
-    Slurm executor submits; each job's log is submitit's."""
+def test_the_slurm_path_runs_through_submitit_without_a_cluster(models, data_root, tmp_path):
+    """submitit's local executor (subprocesses) runs the job array the Slurm executor submits, through the
+    same checkpointable GridJob; each job logs where submitit puts Slurm logs."""
     from embench.grid.slurm import SlurmSettings
 
     spec = GridSpec(models=list(models), tasks=["STSBenchmark"], protocols=[{}], data=str(data_root),
                     cache_dir=str(tmp_path / "cache"))
-    p = run_grid(spec, tmp_path / "grid", executor="slurm", slurm=SlurmSettings(timeout_min=10), cluster=cluster)
+    p = run_grid(spec, tmp_path / "grid", executor="slurm", slurm=SlurmSettings(timeout_min=10), cluster="local")
     assert len(p.submitted) == 2 and p.count("done") == 2
+    logs = list((tmp_path / "grid" / ".grid" / "slurm").glob("*/*_log.err"))
+    assert len(logs) == 2 and all("job " in f.read_text() for f in logs)
     assert len(list((tmp_path / "grid").glob("tiny-*/STSBenchmark-*.json"))) == 2

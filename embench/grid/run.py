@@ -33,7 +33,8 @@ def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", wo
     job_files = write_jobs(p, spec, results)
     if dry_run or not job_files:
         if dry_run and executor == "slurm" and job_files:
-            from .slurm import SlurmSettings, dry_run as write_sbatch
+            from .slurm import SlurmSettings
+            from .slurm import dry_run as write_sbatch
 
             p.sbatch = write_sbatch(job_files, results, slurm or SlurmSettings())
         return p

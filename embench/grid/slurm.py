@@ -3,7 +3,7 @@ per task, requeued on preemption or timeout (``GridJob`` is checkpointable; a re
 cells its first run stored). Nothing here knows a particular cluster: partition, GPUs, time and
 parallelism are options, anything else goes through ``--slurm-option key=value``.
 
-submitit's ``local`` and ``debug`` executors run the same jobs without a cluster (the tests use them),
+submitit's ``local`` executor runs the same jobs as subprocesses without a cluster (the tests use it),
 and ``dry_run`` writes the sbatch file of the array without submitting it.
 """
 
@@ -61,8 +61,11 @@ class GridJob(submitit.helpers.Checkpointable if submitit is not None else objec
     """A grid job as submitit runs it; on preemption or timeout submitit requeues it with the same job file."""
 
     def __call__(self, job_file: str) -> list[str]:
-        env = submitit.JobEnvironment()
-        failed = run_job(job_file, str(env.paths.stdout))
+        try:
+            log = str(submitit.JobEnvironment().paths.stdout)
+        except KeyError:  # submitit's debug executor runs in this process and sets no job environment
+            log = None
+        failed = run_job(job_file, log)
         if failed:  # the array task shows FAILED in sacct; the cells' markers hold the reasons
             raise EmbenchError(f"{len(failed)} cell(s) of {Path(job_file).stem} failed: {', '.join(failed)}")
         return failed
