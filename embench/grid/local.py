@@ -53,7 +53,10 @@ def run_local(job_files: Sequence[Path], results: Path, workers: int = 1,
 def _mark_killed(job_file: Path, state: GridState, sig: int, log: Path) -> None:
     job = read_json(job_file) or {}
     store = ResultStore(state.results)
-    name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
     for raw in job.get("cells", []):
         cell = Cell.from_dict(raw)
         if store.find(cell.model, cell.task, cell.key) is None:

@@ -53,13 +53,15 @@ def run_job(job_file: Path | str, log_path: str | None = None) -> list[str]:
                 failed.append(c.id)
 
     try:
-        encoder = load_model(job["model"], **job["model_options"])
+        devices = job.get("devices") or []
+        options = {**job["model_options"], **({"device": devices[0]} if len(devices) == 1 else {})}
+        encoder = load_model(job["model"], **options)
         desc = encoder.describe()
         changed = [c for c in cells if record_key(c.task, desc, c.protocol) != c.key]
         if changed:  # the checkpoint was rewritten after planning: its records would not be the plan's cells
             raise RuntimeError(f"{job['model']} is not the checkpoint the grid was planned with (its weights or "
                                "settings changed); run `embench grid` again to plan it afresh")
-        if len(job.get("devices") or []) > 1:
+        if len(devices) > 1:
             _prefill(job, cells, encoder)
     except Exception as e:  # an unreadable model fails every cell of its job, with the reason
         fail(cells, e)
