@@ -1,8 +1,40 @@
-"""embench: benchmark and analyse sentence embeddings under every evaluation protocol."""
+"""embench: benchmark and analyse sentence embeddings under every evaluation protocol.
 
-from .api import Comparison, Evaluation, compare, evaluate, results
+The public names are imported on first use (PEP 562), so ``import embench`` and every ``embench --help``
+start without torch, pandas or scipy; ``embench.evaluate`` and the rest are there when asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .core.version import __version__
-from .evaluation.protocols import EvalProtocol
-from .models.loader import load_model
 
+_PUBLIC = {
+    "Comparison": "embench.api",
+    "Evaluation": "embench.api",
+    "compare": "embench.api",
+    "evaluate": "embench.api",
+    "results": "embench.api",
+    "EvalProtocol": "embench.evaluation.protocols",
+    "load_model": "embench.models.loader",
+}
 __all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "evaluate", "load_model", "results"]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from .api import Comparison, Evaluation, compare, evaluate, results
+    from .evaluation.protocols import EvalProtocol
+    from .models.loader import load_model
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'embench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -41,12 +41,12 @@ def test_numeric_options_and_devices_are_checked_before_any_work(env, tiny_bert_
 
 
 def _no_encoding(monkeypatch):
-    from embench.encoding.engine import Engine
+    from embench.encoding import engine
 
-    def refuse(self, keys, texts):
+    def refuse(*_args, **_kwargs):
         raise AssertionError("encoding started")
 
-    monkeypatch.setattr(Engine, "_encode", refuse)
+    monkeypatch.setattr(engine, "shared_pass", refuse)
 
 
 def test_a_results_folder_that_is_a_file_stops_the_run_before_any_encoding(env, tiny_bert_dir, capsys, monkeypatch):

@@ -16,56 +16,40 @@
 
 Both need attention weights, i.e. the eager attention implementation: an encoder loaded with
 SDPA or flash attention is switched to eager when transformers allows it, otherwise a clear
-error says which implementation is needed.
+error says which implementation is needed. Both read their states from a per-token pass
+(:mod:`embench.analysis.token_pass`), which they share with each other and with
+``token-dependency`` when run together (``embench analyze attention,cls-energy,token-dependency``).
 """
 
 from __future__ import annotations
 
 import string
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-import torch
 
 from ..core.errors import EmbenchError
 from ..report import style
 from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv, write_json
+from .token_pass import TokenRequest, token_pass
 
 EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
-VALUE_NAMES = ("value", "v_proj", "v", "v_lin", "value_proj")
-
-
-def ensure_eager(encoder) -> None:
-    """Make ``encoder.model`` return attention weights, or raise a clear EmbenchError."""
-    model = encoder.model
-    impl = getattr(model.config, "_attn_implementation", None)
-    if impl in (None, "eager"):
-        return
-    try:
-        model.set_attn_implementation("eager")
-    except Exception as e:  # a model class without an eager path, or an old transformers
-        raise EmbenchError(
-            f"{encoder.name}: attention analyses need attention weights, which the {impl!r} attention "
-            f"implementation does not return, and switching to 'eager' failed ({type(e).__name__}: {e}). "
-            f"Load the model with attn_implementation='eager'."
-        ) from None
 
 
 def attention_outputs(encoder, texts: list[str]):
-    """(tokenized batch, model output with ``attentions`` and ``hidden_states``), eager attention enforced."""
-    ensure_eager(encoder)
-    enc = encoder.tokenize(texts)
-    with torch.inference_mode():
-        out = encoder.forward_hidden(enc, True, output_attentions=True)
-    att = getattr(out, "attentions", None)
-    if not att or any(a is None for a in att):
-        impl = getattr(getattr(encoder.model, "config", None), "_attn_implementation", "unknown")
-        raise EmbenchError(
-            f"{encoder.name}: the model returned no attention weights (attention implementation {impl!r}); "
-            f"attention analyses need attn_implementation='eager'"
-        )
-    return enc, out
+    """(tokenized batch, output with ``attentions`` and ``hidden_states``) for distinct ``texts``, eager attention enforced."""
+    tb = _one_batch(TokenRequest(encoder, texts, lambda *_: None, attentions=True))
+    return tb.enc, SimpleNamespace(attentions=tb.attentions, hidden_states=tb.hidden_states)
+
+
+def _one_batch(request: TokenRequest):
+    """The TokenBatch of ``request.texts`` run as one batch."""
+    got = []
+    request.consume = lambda tb, _rows: got.append(tb)
+    token_pass([request], max(len(request.texts), 1))
+    return got[0]
 
 
 def _real_lengths(enc) -> np.ndarray:
@@ -122,44 +106,48 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     """Per-layer attention maps of ``sentences`` and attention-sink shares over STS-B sentences."""
     texts = [sentences] if isinstance(sentences, str) else list(sentences)
     corpus = _corpus(ctx, split, text, limit, seed)
-    rows, maps = [], {}
+    shown, in_corpus = set(texts), set(corpus)
+    maps: dict[str, dict[str, dict]] = {}
+    sums: dict[str, dict[str, dict[int, dict[str, float]]]] = {}  # model -> sentence -> layer -> shares
+    requests = []
     for ref in refs:
         enc_model = ref.encoder()
-        tok = enc_model.tokenizer
-        special = _special_ids(tok)
-        enc, o = attention_outputs(enc_model, texts)
-        _assume_right_padding(enc)
-        lengths = _real_lengths(enc)
-        for i, sent in enumerate(texts):
-            ids = enc["input_ids"][i, : lengths[i]].tolist()
-            maps.setdefault(ref.label, []).append({
-                "sentence": sent, "tokens": tok.convert_ids_to_tokens(ids),
-                "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[: lengths[i], : lengths[i]].tolist() for a in o.attentions],
-            })
-        sums: dict[int, dict[str, list[float]]] = {}
-        for b in range(0, len(corpus), batch_size):
-            batch = corpus[b : b + batch_size]
-            enc, o = attention_outputs(enc_model, batch)
-            _assume_right_padding(enc)
-            lengths = _real_lengths(enc)
-            for i in range(len(batch)):
-                ids = enc["input_ids"][i, : lengths[i]].tolist()
-                punct = final_punctuation(tok.convert_ids_to_tokens(ids), ids, special)
-                for layer, a in enumerate(o.attentions, start=1):
-                    s = sink_shares(a[i].float().cpu().numpy(), lengths[i], punct, heads)
-                    d = sums.setdefault(layer, {"cls": [], "sep": [], "punct": []})
-                    for key in d:
-                        d[key].append(s[key])
-        for layer, d in sorted(sums.items()):
-            p = np.asarray(d["punct"])
-            rows.append({"model": ref.label, "layer": layer, "cls_share": float(np.mean(d["cls"])), "sep_share": float(np.mean(d["sep"])),
+        tok, special = enc_model.tokenizer, _special_ids(enc_model.tokenizer)
+
+        def consume(tb, rows, label=ref.label, tok=tok, special=special):
+            _assume_right_padding(tb.enc)
+            for i in rows:
+                n, sent = tb.lengths[i], tb.texts[i]
+                ids = tb.enc["input_ids"][i, :n].tolist()
+                if sent in shown:
+                    maps.setdefault(label, {})[sent] = {
+                        "sentence": sent, "tokens": tok.convert_ids_to_tokens(ids),
+                        "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[:n, :n].tolist() for a in tb.attentions],
+                    }
+                if sent in in_corpus:
+                    punct = final_punctuation(tok.convert_ids_to_tokens(ids), ids, special)
+                    sums.setdefault(label, {})[sent] = {
+                        layer: sink_shares(a[i].float().cpu().numpy(), n, punct, heads)
+                        for layer, a in enumerate(tb.attentions, start=1)}
+
+        requests.append(TokenRequest(enc_model, texts + corpus, consume, attentions=True, batch_size=batch_size))
+    yield requests
+    rows = []
+    for ref in refs:
+        per_sentence = [sums[ref.label][sent] for sent in corpus]  # in the corpus' order, whatever the pass' order
+        for layer in sorted(per_sentence[0]) if per_sentence else []:
+            p = np.asarray([d[layer]["punct"] for d in per_sentence])
+            rows.append({"model": ref.label, "layer": layer,
+                         "cls_share": float(np.mean([d[layer]["cls"] for d in per_sentence])),
+                         "sep_share": float(np.mean([d[layer]["sep"] for d in per_sentence])),
                          "punct_share": float(np.nanmean(p)) if np.isfinite(p).any() else float("nan"),
-                         "n_sentences": len(d["cls"]), "n_with_punct": int(np.isfinite(p).sum()), "heads": str(heads)})
+                         "n_sentences": len(per_sentence), "n_with_punct": int(np.isfinite(p).sum()), "heads": str(heads)})
+    ordered_maps = {ref.label: [maps[ref.label][t] for t in texts] for ref in refs}
     frame = pd.DataFrame(rows)
-    files = [write_csv(frame, out, "attention_sinks"), write_json(maps, out, "attention_maps")]
+    files = [write_csv(frame, out, "attention_sinks"), write_json(ordered_maps, out, "attention_maps")]
     files += _plot_sinks(frame, refs, out)
-    files += _plot_maps(maps, refs, out)
-    return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": maps})
+    files += _plot_maps(ordered_maps, refs, out)
+    return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": ordered_maps})
 
 
 def _corpus(ctx, split, text, limit, seed) -> list[str]:
@@ -217,17 +205,6 @@ def _plot_maps(maps, refs, out) -> list:
 
 
 # -- CLS energy weight ------------------------------------------------------------------------
-def value_modules(model, num_layers: int) -> list[torch.nn.Module]:
-    """The value projection of every self-attention layer, in layer order."""
-    found = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in VALUE_NAMES]
-    if len(found) != num_layers:
-        raise EmbenchError(
-            f"cls-energy reads each layer's value projection (a Linear named one of {VALUE_NAMES}); "
-            f"found {len(found)} for {num_layers} layers in {type(model).__name__}"
-        )
-    return found
-
-
 def cls_energy_weight(context: np.ndarray, length: int, exclude: set[int] | None = None) -> float:
     """||context[0]|| / ||context[others]||_F for one sentence's (T, D) context tensor (real tokens only)."""
     others = [p for p in range(1, length) if not exclude or p not in exclude]
@@ -237,36 +214,9 @@ def cls_energy_weight(context: np.ndarray, length: int, exclude: set[int] | None
 
 
 def context_tensors(encoder, texts: list[str]):
-    """(enc, per-layer context tensors (B, H, T, d) = softmax(QK^T/sqrt d) V)."""
-    model = encoder.model
-    values: list[torch.Tensor] = []
-    hooks = [m.register_forward_hook(lambda _m, _i, o: values.append(o.detach())) for m in value_modules(model, encoder.num_layers)]
-    try:
-        enc, out = attention_outputs(encoder, texts)
-    finally:
-        for h in hooks:
-            h.remove()
-    contexts = []
-    for att, v in zip(out.attentions, values, strict=True):
-        b, h, t, _ = att.shape
-        d = _head_dim(model.config, h)
-        v = v.float().view(b, t, -1, d)  # (B, T, key/value heads, d)
-        kv_heads = v.shape[2]
-        v = v.permute(0, 2, 1, 3)
-        if kv_heads != h:  # grouped-query attention: each key/value head serves h / kv_heads query heads
-            v = v.repeat_interleave(h // kv_heads, dim=1)
-        contexts.append(torch.matmul(att.float(), v))
-    return enc, contexts
-
-
-def _head_dim(config, heads: int) -> int:
-    d = getattr(config, "head_dim", None)
-    if isinstance(d, int) and d > 0:
-        return d
-    hidden = getattr(config, "hidden_size", None) or getattr(getattr(config, "text_config", None), "hidden_size", None)
-    if not hidden:
-        raise EmbenchError(f"cannot tell the attention head size of a {type(config).__name__} model")
-    return int(hidden) // int(getattr(config, "num_attention_heads", heads))
+    """(enc, per-layer context tensors (B, H, T, d) = softmax(QK^T/sqrt d) V) of distinct ``texts``, one batch."""
+    tb = _one_batch(TokenRequest(encoder, texts, lambda *_: None, values=True))
+    return tb.enc, tb.contexts
 
 
 @analysis("cls-energy")
@@ -276,27 +226,35 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     if heads not in ("concat", "mean"):
         raise EmbenchError(f"invalid --heads {heads!r} for cls-energy; choose concat or mean")
     corpus = _corpus(ctx, split, text, limit, seed)
-    rows = []
+    energies: dict[str, dict[str, list[float]]] = {}  # model -> sentence -> E_CLS per layer
+    requests = []
     for ref in refs:
         encoder = ref.encoder()
         special = _special_ids(encoder.tokenizer)
-        per_layer: dict[int, list[float]] = {}
-        for b in range(0, len(corpus), batch_size):
-            enc, contexts = context_tensors(encoder, corpus[b : b + batch_size])
-            _assume_right_padding(enc)
-            lengths = _real_lengths(enc)
-            for i in range(len(lengths)):
-                ids = enc["input_ids"][i, : lengths[i]].tolist()
+
+        def consume(tb, rows, label=ref.label, special=special):
+            _assume_right_padding(tb.enc)
+            for i in rows:
+                n = tb.lengths[i]
+                ids = tb.enc["input_ids"][i, :n].tolist()
                 excl = {p for p, t in enumerate(ids) if t in special} if exclude_special else None
-                for layer, c in enumerate(contexts, start=1):
+                per_layer = []
+                for c in tb.contexts:
                     ci = c[i].cpu().numpy()  # (H, T, d)
                     if heads == "concat":
-                        e = cls_energy_weight(ci.transpose(1, 0, 2).reshape(ci.shape[1], -1), lengths[i], excl)
+                        per_layer.append(cls_energy_weight(ci.transpose(1, 0, 2).reshape(ci.shape[1], -1), n, excl))
                     else:
-                        e = float(np.mean([cls_energy_weight(ci[h], lengths[i], excl) for h in range(ci.shape[0])]))
-                    per_layer.setdefault(layer, []).append(e)
-        for layer, es in sorted(per_layer.items()):
-            rows.append({"model": ref.label, "layer": layer, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
+                        per_layer.append(float(np.mean([cls_energy_weight(ci[h], n, excl) for h in range(ci.shape[0])])))
+                energies.setdefault(label, {})[tb.texts[i]] = per_layer
+
+        requests.append(TokenRequest(encoder, corpus, consume, values=True, batch_size=batch_size))
+    yield requests
+    rows = []
+    for ref in refs:
+        table = np.asarray([energies[ref.label][t] for t in corpus])  # (sentences, layers)
+        for layer in range(table.shape[1]):
+            es = table[:, layer]
+            rows.append({"model": ref.label, "layer": layer + 1, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
                          "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special})
     frame = pd.DataFrame(rows)
     summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()

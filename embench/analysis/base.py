@@ -8,7 +8,6 @@ the models, the data root and the embedding cache and checks the options. The re
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -31,45 +30,50 @@ class AnalysisResult:
 
 
 def analysis(name: str):
-    """Give ``impl(refs, ctx, out, **options)`` the public signature of analysis ``name``."""
+    """Give ``impl(refs, ctx, out, **options)`` the public signature of analysis ``name``.
+
+    An ``impl`` that reads per-token states is a generator (:mod:`embench.analysis.token_pass`): it yields
+    its requests, the pass runs, and it returns its result; :func:`run_many` shares one pass between several.
+    """
 
     def deco(impl: Callable[..., AnalysisResult]) -> Callable[..., AnalysisResult]:
         params = {n: p.default for n, p in inspect.signature(impl).parameters.items() if n not in ("refs", "ctx", "out")}
-        option_names = list(params)
 
         @functools.wraps(impl)
         def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
                    batch_size: int = 64, progress: bool = False, pooling: str | None = None,
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
                    normalize: bool | None = None, prompt: str | None = None, **options: Any) -> AnalysisResult:
-            unknown = sorted(set(options) - set(option_names))
-            if unknown:
-                raise EmbenchError(f"analysis {name!r} has no option(s) {unknown}; its options are: {', '.join(option_names)}")
+            check_options(name, params, options)
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
                               normalize=normalize, prompt=prompt)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
-            out = Path(out)
-            out.mkdir(parents=True, exist_ok=True)
-            return impl(refs, ctx, out, **options)
+            return finish(start(public, refs, ctx, out, options))
 
         public.options = params  # type: ignore[attr-defined]  # option -> default (the CLI coerces by it)
+        public.impl = impl  # type: ignore[attr-defined]
+        public.analysis_name = name  # type: ignore[attr-defined]
         return public
 
     return deco
 
 
-def parse_value(raw: str, default: Any) -> Any:
-    """An option value given as text (``--set``, ``--eval-analysis``), typed after the option's default
-    (tuple defaults take comma lists)."""
-    if isinstance(default, tuple) or (default is None and "," in raw):
-        return [parse_value(x.strip(), None) for x in raw.split(",") if x.strip()]
-    if isinstance(default, bool) or raw.lower() in ("true", "false"):
-        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise EmbenchError(f"--set value {raw!r} must be true or false")
-        return raw.lower() in ("true", "1", "yes")
-    if raw.lower() == "none":
-        return None
-    for kind in (int, float):
-        with contextlib.suppress(ValueError):
-            return kind(raw)
-    return raw
+def check_options(name: str, known: dict[str, Any], options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise EmbenchError(f"analysis {name!r} has no option(s) {unknown}; its options are: {', '.join(known)}")
+
+
+def start(public: Callable[..., AnalysisResult], refs, ctx, out, options: dict[str, Any]):
+    """Begin an analysis: its result, or (for a per-token analysis) its generator, waiting for the pass."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return public.impl(refs, ctx, out, **options)  # type: ignore[attr-defined]
+
+
+def finish(started) -> AnalysisResult:
+    if inspect.isgenerator(started):
+        from .token_pass import drive
+
+        return drive(started)
+    return started

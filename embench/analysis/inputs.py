@@ -17,7 +17,7 @@ import numpy as np
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
-from ..encoding.engine import Engine
+from ..encoding.engine import Engine, embed_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
@@ -34,10 +34,17 @@ class ModelRef:
     _encoders: dict[Any, HFEncoder] = field(default_factory=dict, repr=False)
 
     def encoder(self, layer: int | None = None, **overrides: Any) -> HFEncoder:
-        """The encoder pooling ``layer`` (None = the last), loaded once per (layer, overrides)."""
+        """The encoder pooling ``layer`` (None = the last), made once per (layer, overrides).
+
+        Another layer or pooling is a view of the model loaded once (:meth:`HFEncoder.view`), so
+        several of them can be served by one forward pass (:meth:`Context.embed_views`); other
+        overrides (maximum length, dtype, ...) load the model with those settings."""
         key = (layer, tuple(sorted(overrides.items())))
         if key not in self._encoders:
-            if isinstance(self.spec, HFEncoder) and layer is None and not overrides:
+            view_only = set(overrides) <= {"pooling"}
+            if (layer is not None or overrides) and view_only:
+                self._encoders[key] = self.encoder().view(layer, overrides.get("pooling"))
+            elif isinstance(self.spec, HFEncoder) and layer is None and not overrides:
                 self._encoders[key] = self.spec
             else:
                 spec = self.spec.model if isinstance(self.spec, HFEncoder) else self.spec
@@ -67,6 +74,10 @@ class Context:
 
     def embed(self, encoder: HFEncoder, texts: list[str]) -> np.ndarray:
         return self.engine(encoder).embed(texts)
+
+    def embed_views(self, encoders: list[HFEncoder], texts: list[str]) -> list[np.ndarray]:
+        """The vectors of ``texts`` under each of ``encoders`` (views of one model), one forward pass per batch."""
+        return embed_views([self.engine(e) for e in encoders], texts)
 
 
 def make_context(data: str | Path | DataRoot | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,

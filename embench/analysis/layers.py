@@ -2,8 +2,10 @@
 
 Layer 0 is the embedding output, layer L the last transformer layer, as in the authors' code
 (``hidden_states[layer]``). Each layer is pooled with mean pooling unless ``--pooling`` says
-otherwise (the cropping paper's representation), through ``load_model(..., layer=N)`` so the
-vectors go through the engine and its cache. Measures per layer:
+otherwise (the cropping paper's representation). Every layer is a view of one loaded model, and
+all of them come from ONE forward pass per batch (:func:`embench.encoding.engine.embed_views`),
+each stored in the embedding cache under its own key (``embench run --layer N`` finds it).
+Measures per layer:
 
 * STS-B Spearman of cosine similarities (``split``, default test);
 * kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
@@ -60,15 +62,19 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
     rows = []
     for ref in refs:
         overrides = {} if ref.options.get("pooling") else {"pooling": "mean"}
-        n_layers = ref.encoder(**overrides).num_layers
-        for layer in parse_layers(layers, n_layers):
-            enc = ref.encoder(layer=layer, **overrides)
+        chosen = parse_layers(layers, ref.encoder().num_layers)
+        encoders = [ref.encoder(layer=layer, **overrides) for layer in chosen]
+        # Every layer from ONE forward pass per batch over the STS-B and kNN texts together.
+        texts = unique(sentences + (labelled.texts if labelled is not None else []))
+        per_layer = ctx.embed_views(encoders, texts)
+        for layer, enc, vectors in zip(chosen, encoders, per_layer, strict=True):
             row = {"model": ref.label, "layer": layer, "pooling": enc.pooling}
-            emb = dict(zip(sentences, ctx.embed(enc, sentences), strict=True))
+            emb = dict(zip(texts, vectors, strict=True))
             cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
             row["stsb_spearman"] = float(spearmanr(cos, pairs.gold)[0]) if np.ptp(cos) > 0 else float("nan")
             if labelled is not None:
-                r = knn_accuracy(ctx.embed(enc, labelled.texts), labelled.labels, k=k, metric=metric, transform=transform, seed=seed)
+                r = knn_accuracy(np.stack([emb[t] for t in labelled.texts]), labelled.labels, k=k, metric=metric,
+                                 transform=transform, seed=seed)
                 row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"]})
             if suite:
                 row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 from scipy.stats import rankdata
 
 from ..core.errors import EmbenchError
@@ -21,6 +20,7 @@ from ..models.loader import default_pooling
 from ..report import style
 from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
+from .token_pass import TokenRequest
 
 
 def spearman_rows(pivot: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -52,7 +52,8 @@ def token_dependency(refs, ctx, out, pivot: str = "auto", layer: int | None = No
     if limit is not None and limit < len(corpus):
         rng = np.random.default_rng(seed)
         corpus = [corpus[i] for i in sorted(rng.choice(len(corpus), limit, replace=False))]
-    frames = []
+    found: dict[str, dict[str, float]] = {}  # model -> sentence -> its dependency
+    requests, settings = [], {}
     for ref in refs:
         encoder = ref.encoder()
         which = pivot if pivot != "auto" else ("last" if default_pooling(encoder.config) == "last_token" else "first")
@@ -61,19 +62,22 @@ def token_dependency(refs, ctx, out, pivot: str = "auto", layer: int | None = No
         li = n if layer is None else (layer + n + 1 if layer < 0 else layer)
         if not 0 <= li <= n:
             raise EmbenchError(f"--layer {layer} is out of range for {ref.label}: layers 0 to {n}")
-        values = []
-        for b in range(0, len(corpus), batch_size):
-            enc = encoder.tokenize(corpus[b : b + batch_size])
-            with torch.inference_mode():
-                hs = encoder.forward_hidden(enc, True).hidden_states[li].float().cpu().numpy()
-            mask = enc["attention_mask"].cpu().numpy().astype(bool)
-            ids = enc["input_ids"].cpu().numpy()
-            for i in range(len(hs)):
+        settings[ref.label] = (which, li)
+
+        def consume(tb, rows, label=ref.label, which=which, li=li, special=special):
+            hs = tb.hidden_states[li].float().cpu().numpy()
+            mask = tb.enc["attention_mask"].cpu().numpy().astype(bool)
+            ids = tb.enc["input_ids"].cpu().numpy()
+            for i in rows:
                 real = np.flatnonzero(mask[i]).tolist()
                 p = real[0] if which == "first" else real[-1]
                 keep = [q for q in real if include_special or ids[i, q] not in special]
-                values.append(sentence_dependency(hs[i], p, keep))
-        frames.append(pd.DataFrame({"model": ref.label, "sentence": corpus, "spearman": values, "pivot": which, "layer": li}))
+                found.setdefault(label, {})[tb.texts[i]] = sentence_dependency(hs[i], p, keep)
+
+        requests.append(TokenRequest(encoder, corpus, consume, batch_size=batch_size))
+    yield requests
+    frames = [pd.DataFrame({"model": ref.label, "sentence": corpus, "spearman": [found[ref.label][t] for t in corpus],
+                            "pivot": settings[ref.label][0], "layer": settings[ref.label][1]}) for ref in refs]
     frame = pd.concat(frames, ignore_index=True)
     summary = frame.groupby("model", sort=False)["spearman"].agg(["mean", "median", "std", "count"]).reset_index()
     files = [write_csv(frame, out, "token_dependency"), write_csv(summary, out, "token_dependency_summary")]

@@ -3,14 +3,17 @@
 The audit varies one knob at a time from a baseline (:mod:`embench.audit.knobs`), plus the full
 aggregation x correlation grid of SimCSE's Table B.2. Every evaluation goes through
 :func:`embench.evaluate`, so each distinct encoding is computed once (the embedding cache) and the
-rest is re-scoring. Batch-size variants are the exception: they bypass the cache, since measuring
-them means encoding again. Matching published numbers is :mod:`embench.audit.reported`.
+rest is re-scoring; the baseline and every pooling share one forward pass, and the batch-size knob
+re-encodes a seeded sample (:mod:`embench.audit.passes`). Matching published numbers is
+:mod:`embench.audit.reported`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +21,22 @@ from typing import Any
 import pandas as pd
 
 from ..api import evaluate
+from ..data.root import DataRoot
+from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
 from ..models.loader import load_model
+from ..models.precision import native_precision
 from ..tasks import TASKS
 from .knobs import BASELINE_BATCH, KNOBS, Variant, variants
+from .passes import (
+    DEFAULT_SAMPLE,
+    PassLog,
+    sample_texts,
+    sampled_note,
+    sampled_variant,
+    shared_pass,
+    suite_texts,
+)
 from .reported import match_reported, verdict
 
 
@@ -38,21 +53,37 @@ class AuditResult:
     meta: dict[str, Any] = field(default_factory=dict)
     baseline_intervals: dict[str, tuple[float, float]] = field(default_factory=dict)  # column -> the baseline's interval
     interval_note: str | None = None
+    passes: PassLog = field(default_factory=PassLog)  # every forward pass, and why
+    sample_note: str | None = None  # how the sampled rows were made
+    sample_diffs: dict[str, float] = field(default_factory=dict)  # sampled row -> largest |change| of a coordinate
 
 
 def _task_list(tasks: list[str] | None) -> list[str]:
     return [TASKS.canonical(t) for t in tasks] if tasks else list(SUITES.get("sts-all").tasks)
 
 
-def _evaluate_variant(model: str, v: Variant, tasks: list[str], common: dict[str, Any],
-                      ci: dict[str, Any] | None = None) -> tuple[dict[str, float], Any]:
-    batch = v.knobs.get("batch_size", BASELINE_BATCH)
-    extra: dict[str, Any] = dict(ci or {})
-    if "batch_size" in v.knobs:
-        # Same protocol and encoder as the baseline: bypass the cache and the stored records.
-        extra.update(use_cache=False, save=False)
-    ev = evaluate(model, None, tasks=tasks, batch_size=batch, **common, **extra, **v.protocol(), **v.model_options())
+def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: dict[str, Any],
+                      extra: dict[str, Any]) -> tuple[dict[str, float], Any]:
+    if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
+        common = {k: v for k, v in common.items() if k not in ("device", "prompt")}
+    ev = evaluate(model, None, tasks=tasks, **common, **extra, **v.protocol(),
+                  **(v.model_options() if isinstance(model, (str, Path)) else {}))
     return {r.display: r.main_score for r in ev.records}, ev
+
+
+def _encoded(ev: Any, log: PassLog, label: str) -> str:
+    """How many texts a variant encoded and how fast, for its progress line."""
+    own = [r for r in log.rows if r["pass"] in (label, f"{label} (sample)")]
+    if not own:
+        return "every vector from the shared pass or the cache"
+    return f"{own[-1]['texts']:,} texts encoded, {own[-1]['texts'] / max(own[-1]['seconds'], 1e-3):.0f} texts/s"
+
+
+def _why_full_pass(v: Variant) -> str:
+    knob, value = next(iter(v.knobs.items()))
+    return {"max_length": "a shorter maximum length changes the tokenisation itself",
+            "dtype": f"{value} is native on this device: a full pass costs no more than fp32",
+            "batch_size": "--full-batch-check"}.get(knob, "a different encoder setting")
 
 
 def audit(
@@ -69,22 +100,64 @@ def audit(
     prompt: str | None = None,
     ci: float | None = None,
     resamples: int | None = None,
+    sample: int = DEFAULT_SAMPLE,
+    sample_seed: int = 42,
+    full_batch_check: bool = False,
+    full_dtype_check: bool = False,
+    progress: bool = False,
+    on_step: Callable[[str], None] | None = None,
 ) -> AuditResult:
     """Evaluate ``model`` under every protocol variant; optionally match ``reported`` numbers (x100).
 
     ``prompt`` (a template with ``{text}``) wraps every text in every variant, as ``load_model`` applies it.
     ``ci`` (e.g. 95) draws the baseline's bootstrap intervals and says, per knob, whether its effect
-    leaves them (beyond the noise of the test sets) or not.
+    leaves them (beyond the noise of the test sets) or not. The baseline and every pooling come from
+    one forward pass; the batch-size knob (and bf16/fp16 on a CPU without native arithmetic) re-encode
+    a seeded ``sample`` of texts unless ``full_batch_check`` / ``full_dtype_check``
+    (:mod:`embench.audit.passes`). ``on_step`` receives a line per step (which variant, which pass).
     """
+    # (Over 60 lines with its signature and docstring; the body is the audit's order of work.)
+    say = on_step or (lambda _msg: None)
     knobs = list(knobs) if knobs else list(KNOBS)
     task_names = _task_list(tasks)
-    common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "device": device, "prompt": prompt}
-    load_model(model, device=device, prompt=prompt or "")  # fail early, with the list of what was tried, on a bad name
+    load_opts = {k: v for k, v in (("device", device), ("prompt", prompt)) if v is not None}
+    common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts}
+    base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
     vs = variants(knobs)
-    rows, intervals, note = {}, {}, None
-    for v in vs:
-        with_ci = {"ci": ci, "resamples": resamples} if ci is not None and v.label == "baseline" else None
-        rows[v.label], ev = _evaluate_variant(model, v, task_names, common, with_ci)
+    root = DataRoot.resolve(data)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    log = PassLog()
+    say(f"audit of {base.name}: {len(vs)} variants over {len(task_names)} task(s)")
+    protocols = [v.protocol() for v in vs if not v.model_options() and "batch_size" not in v.knobs]
+    all_texts = suite_texts(task_names, protocols, root)
+    poolings = [p for v in vs if (p := v.model_options().get("pooling")) and len(v.knobs) == 1]
+    say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
+    base_engine = shared_pass(base, poolings, all_texts, cache, BASELINE_BATCH, progress, log)
+    say(f"shared pass: done ({_encoded(None, log, 'baseline + pooling views')})")
+    baseline_texts = suite_texts(task_names, [{}], root)
+    picked = sample_texts(baseline_texts, sample, sample_seed)
+    rows, intervals, note, diffs = {}, {}, None, {}
+    for i, v in enumerate(vs, 1):
+        start = time.perf_counter()
+        knob, value = next(iter(v.knobs.items())) if len(v.knobs) == 1 else (None, None)
+        with_ci = {"ci": ci, "resamples": resamples} if ci is not None and v.label == "baseline" else {}
+        emulated = knob == "dtype" and value != "fp32" and not native_precision(base.device, value)
+        if (knob == "batch_size" and not full_batch_check) or (emulated and not full_dtype_check):
+            say(f"[{i}/{len(vs)}] {v.label}: re-encoding a seeded sample of {len(picked):,} texts")
+            encoder = base if knob == "batch_size" else load_model(model, dtype=value, **load_opts)
+            why = ("does a vector depend on its batch? (a sample: --full-batch-check for every text)" if knob == "batch_size"
+                   else f"{value} is emulated on this CPU, about 6x slower than fp32 (a sample: --full-dtype-check for every text)")
+            sampled, diffs[v.label] = sampled_variant(base_engine, encoder, value if knob == "batch_size" else BASELINE_BATCH,
+                                                      picked, knob, value, baseline_texts, progress, log, why)
+            rows[v.label], ev = _evaluate_variant(sampled, v, task_names, common, {"save": False, "use_cache": False})
+        else:
+            # a batch-size check over every text bypasses the cache and the records: encoding is what it measures
+            extra = {"use_cache": False, "save": False} if knob == "batch_size" else {}
+            rows[v.label], ev = _evaluate_variant(model, v, task_names, common,
+                                                  {**extra, **with_ci, "batch_size": value if knob == "batch_size" else BASELINE_BATCH})
+            if ev.encode_stats.get("encoded", 0):
+                log.add(v.label, ev.encode_stats["encoded"], 1, ev.encode_stats["encode_seconds"], _why_full_pass(v))
+        say(f"[{i}/{len(vs)}] {v.label}: done in {time.perf_counter() - start:.1f} s ({_encoded(ev, log, v.label)})")
         if with_ci:
             intervals = {col: iv for (_, col), iv in ev.intervals.items()}
             note = ev.interval_note()
@@ -93,7 +166,9 @@ def audit(
     frame.index.name = "protocol"
     effects = knob_effects(frame, vs, intervals)
     result = AuditResult(model=model, tasks=task_names, rows=frame, variants=vs, knob_effects=effects,
-                         baseline_intervals=intervals, interval_note=note)
+                         baseline_intervals=intervals, interval_note=note, passes=log,
+                         sample_note=sampled_note(diffs, len(picked), sample_seed), sample_diffs=diffs)
+    say(log.summary())
     if reported:
         result.reported = reported
         result.matches = match_reported(model, reported, tolerance, common, knobs)
@@ -152,6 +227,9 @@ def audit_to_json(result: AuditResult) -> str:
         "knob_effects": json.loads(result.knob_effects.to_json(orient="records")),
         "baseline_intervals": {k: list(v) for k, v in result.baseline_intervals.items()} or None,
         "interval_note": result.interval_note,
+        "sample_note": result.sample_note,
+        "sample_max_abs_diff": result.sample_diffs or None,
+        "forward_passes": result.passes.rows,
         "reported": result.reported,
         "verdict": result.verdict,
         "matches": json.loads(result.matches.head(20).to_json(orient="records")) if result.matches is not None else None,

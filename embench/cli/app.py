@@ -33,13 +33,10 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("EMBENCH_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("default", module="embench")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-    except ImportError:
-        pass
+    # transformers' weight-loading bars and advisory logs stay out of embench's output; set through the
+    # environment (read when transformers is first imported) so that --help does not import it
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         app()
     except EmbenchError as e:

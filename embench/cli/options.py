@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from ..evaluation.protocols import CHOICES
-from ..report.tables import FORMATS
+from ..report.formats import FORMATS
 
 # models.encoder.DTYPES holds these names with their torch types; importing it here would import torch
 # with every command (tests/test_cli_options.py checks that the two agree).

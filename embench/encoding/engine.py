@@ -49,7 +49,8 @@ class Engine:
             self.cache.check_writable()  # before any encoding: an unwritable cache warns now, then is read-only
         self.progress = progress
         self._memory: dict[str, np.ndarray] = {}
-        self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0}
+        self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0,
+                      "forward_batches": 0}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, in order (one row per input text, duplicates included)."""
@@ -71,6 +72,14 @@ class Engine:
 
     def _ensure(self, groups: list[list[tuple[str, str]]]) -> list[dict[str, int]]:
         """Put every (key, text) of ``groups`` in memory: from memory, the disk cache, or one encoding pass."""
+        owned, todo, hits = self._lookup(groups)
+        rest = [k for k in todo if k not in hits]
+        if rest:
+            shared_pass([self], rest, [todo[k] for k in rest], [set(rest)])
+        return [{"encoded": sum(k not in hits for k in mine), "from_cache": sum(k in hits for k in mine)} for mine in owned]
+
+    def _lookup(self, groups: list[list[tuple[str, str]]]) -> tuple[list[list[str]], dict[str, str], set[str]]:
+        """Per group the keys it brings first; every key not in memory (with its text); those found on disk."""
         owned: list[list[str]] = []
         todo: dict[str, str] = {}
         for keyed in groups:
@@ -87,47 +96,96 @@ class Engine:
             self._memory.update(found)
             self.stats["from_cache"] += len(found)
             hits = set(found)
-        rest = [k for k in todo if k not in hits]
-        if rest:
-            self._encode(rest, [todo[k] for k in rest])
-        return [{"encoded": sum(k not in hits for k in mine), "from_cache": sum(k in hits for k in mine)} for mine in owned]
-
-    def _encode(self, keys: list[str], texts: list[str]) -> None:
-        empty = [t for t in texts if not t.strip()]
-        if empty:
-            warnings.warn(
-                f"{len(empty)} empty text(s) encoded as they are (only special tokens); they are not dropped",
-                stacklevel=4,  # the caller of embed() or of prefetch()
-            )
-        lengths = self.encoder.token_lengths(texts)
-        order = np.argsort(-lengths, kind="stable")
-        pending_keys: list[str] = []
-        pending_vecs: list[np.ndarray] = []
-        start = time.perf_counter()
-        try:
-            with RateProgress(self.progress, "encoding", self.encoder.name, len(texts), "texts", ">7.0f", transient=True) as bar:
-                for b in range(0, len(order), self.batch_size):
-                    idx = order[b : b + self.batch_size]
-                    batch = [texts[i] for i in idx]
-                    vecs = self.encoder.encode_batch(batch)
-                    bad = ~np.isfinite(vecs).all(axis=1)
-                    if bad.any():
-                        t = batch[int(np.flatnonzero(bad)[0])]
-                        raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({self.encoder.name})")
-                    for i, v in zip(idx, vecs, strict=True):
-                        self._memory[keys[i]] = v
-                        pending_keys.append(keys[i])
-                        pending_vecs.append(v)
-                    self.stats["encoded"] += len(idx)
-                    if len(pending_keys) >= FLUSH_EVERY:
-                        self._flush(pending_keys, pending_vecs)
-                    bar.advance(len(idx))
-        finally:
-            self._flush(pending_keys, pending_vecs)
-            self.stats["encode_seconds"] += time.perf_counter() - start
+        return owned, todo, hits
 
     def _flush(self, keys: list[str], vecs: list[np.ndarray]) -> None:
         if self.cache is not None and keys:
             self.cache.put_many(list(keys), np.stack(vecs))
         keys.clear()
         vecs.clear()
+
+
+def embed_views(engines: Sequence[Engine], texts: Sequence[str]) -> list[np.ndarray]:
+    """The vectors of ``texts`` under every engine's encoder, from one forward pass per batch.
+
+    The encoders must be views of one model (:meth:`HFEncoder.view`: any layers x poolers, one maximum
+    length, dtype and prompt). Each engine keeps its own memory and cache folder, so a later request
+    for one view alone is a hit. A text that some views lack is encoded once for all the views that
+    lack it; views that have every text are not computed. Encoders without ``encode_views``
+    (ensembles, custom encoders) are served one at a time.
+    """
+    if not all(hasattr(e.encoder, "encode_views") for e in engines):
+        return [e.embed(texts) for e in engines]
+    passes = {e.encoder.pass_key() for e in engines}
+    if len(passes) > 1:
+        raise EmbenchError("views served by one forward pass must share one model, maximum length, dtype and prompt; got: "
+                           + "; ".join(dict.fromkeys(f"{e.encoder.name} (max length {e.encoder.settings.max_length}, "
+                                                     f"{e.encoder.settings.dtype})" for e in engines)))
+    keyed = [(text_key(t), t) for t in texts]
+    todo: dict[str, str] = {}
+    missing: list[set[str]] = []
+    for e in engines:
+        e.stats["requested"] += len(keyed)
+        _, mine, hits = e._lookup([keyed])
+        lacking = {k for k in mine if k not in hits}
+        missing.append(lacking)
+        for k in lacking:
+            todo.setdefault(k, mine[k])
+    if todo:
+        needing = [i for i, m in enumerate(missing) if m]
+        shared_pass([engines[i] for i in needing], list(todo), list(todo.values()), [missing[i] for i in needing])
+    if not keyed:
+        return [np.zeros((0, 0), dtype=np.float32) for _ in engines]
+    return [np.stack([e._memory[k] for k, _ in keyed]) for e in engines]
+
+
+def shared_pass(engines: Sequence[Engine], keys: list[str], texts: list[str], wanted: Sequence[set[str]]) -> None:
+    """Encode ``texts`` once, sorted by token length, for every engine (views of one model): engine i
+    keeps, in memory and in its cache, the vectors of the keys in ``wanted[i]``. Finished batches are
+    flushed to the caches as encoding goes, so an interruption keeps them."""
+    first = engines[0]
+    empty = sum(not t.strip() for t in texts)
+    if empty:
+        warnings.warn(
+            f"{empty} empty text(s) encoded as they are (only special tokens); they are not dropped",
+            stacklevel=4,  # the caller of embed(), prefetch() or embed_views()
+        )
+    # Tokenise once: the lengths order the batches, and each batch is padded from the same ids.
+    tokens = first.encoder.pretokenize(texts) if hasattr(first.encoder, "pretokenize") else None
+    lengths = (np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(texts)) if tokens is not None
+               else first.encoder.token_lengths(texts))
+    order = np.argsort(-lengths, kind="stable")
+    views = [e.encoder for e in engines]
+    pending: list[tuple[list[str], list[np.ndarray]]] = [([], []) for _ in engines]
+    what = first.encoder.name if len(engines) == 1 else f"{first.encoder.name}, {len(engines)} views in one pass"
+    start = time.perf_counter()
+    try:
+        with RateProgress(first.progress, "encoding", what, len(texts), "texts", ">7.0f", transient=True) as bar:
+            for b in range(0, len(order), first.batch_size):
+                idx = order[b : b + first.batch_size]
+                batch = [texts[i] for i in idx]
+                if tokens is not None:
+                    enc = first.encoder.collate({k: [v[i] for i in idx] for k, v in tokens.items()})
+                    outs = first.encoder.encode_views(batch, views, enc)
+                else:
+                    outs = [first.encoder.encode_batch(batch)]
+                first.stats["forward_batches"] += 1
+                for e, vecs, want, (pk, pv) in zip(engines, outs, wanted, pending, strict=True):
+                    bad = ~np.isfinite(vecs).all(axis=1)
+                    if bad.any():
+                        t = batch[int(np.flatnonzero(bad)[0])]
+                        raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({e.encoder.name})")
+                    for i, v in zip(idx, vecs, strict=True):
+                        if keys[i] in want:
+                            e._memory[keys[i]] = v
+                            pk.append(keys[i])
+                            pv.append(v)
+                            e.stats["encoded"] += 1
+                    if len(pk) >= FLUSH_EVERY:
+                        e._flush(pk, pv)
+                bar.advance(len(idx))
+    finally:
+        elapsed = time.perf_counter() - start
+        for e, (pk, pv) in zip(engines, pending, strict=True):
+            e._flush(pk, pv)
+            e.stats["encode_seconds"] += elapsed / len(engines)

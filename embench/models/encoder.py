@@ -8,7 +8,8 @@ engine's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -104,6 +105,28 @@ class HFEncoder:
         self._dense_load: Callable[[], list[torch.nn.Module]] | None = None
         self._dense: list[torch.nn.Module] | None = None
         self.dense_modules: list[str] = []
+        self._owner: HFEncoder = self  # the encoder holding the weights; views of it share them
+
+    def view(self, layer: int | None = None, pooling: str | None = None) -> HFEncoder:
+        """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
+        output; negative from the end) with ``pooling`` (None = this encoder's). The view shares the
+        weights (loaded once), and its cache key is the one ``load_model(..., layer=, pooling=)`` gives,
+        so vectors computed for a view are found by a later request for that encoder alone.
+        An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding."""
+        pooling = pooling or self.settings.pooling
+        POOLERS.canonical(pooling)  # did-you-mean on a typo
+        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=dict(self.settings.extra))
+        owner = self._owner
+        v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
+                      device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
+        v._owner = owner
+        v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
+        return v
+
+    def pass_key(self) -> tuple:
+        """What one forward pass depends on: encoders with equal keys can share it (views of one model)."""
+        s = self.settings
+        return (id(self._owner), self.fingerprint, s.max_length, s.dtype, s.lowercase, s.prompt, self.device)
 
     def set_dense(self, load: Callable[[], list[torch.nn.Module]], names: list[str]) -> None:
         """sentence-transformers ``Dense`` modules applied after pooling (before normalisation)."""
@@ -122,22 +145,24 @@ class HFEncoder:
 
     @property
     def model(self) -> torch.nn.Module:
-        if self._model is None:
-            model, tokenizer = self._load()
-            self._model = model.eval().to(self.device)
-            if self._tokenizer is None:
-                self._tokenizer = tokenizer
-        return self._model
+        owner = self._owner
+        if owner._model is None:
+            model, tokenizer = owner._load()
+            owner._model = model.eval().to(owner.device)
+            if owner._tokenizer is None:
+                owner._tokenizer = tokenizer
+        return owner._model
 
     @property
     def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            self.model  # noqa: B018  (loads both)
-        return self._tokenizer
+        owner = self._owner
+        if owner._tokenizer is None:
+            owner.model  # noqa: B018  (loads both)
+        return owner._tokenizer
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._owner._model is not None
 
     def pooler_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         head = getattr(self.model, "pooler", None)
@@ -150,39 +175,68 @@ class HFEncoder:
             texts = [t.lower() for t in texts]
         return apply_prompt(s.prompt, texts)
 
+    def pretokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        """Token ids (and masks, type ids) of each text, unpadded: tokenised once, padded per batch by :meth:`collate`."""
+        enc = self.tokenizer(self._prepare(texts), truncation=True, max_length=self.settings.max_length, add_special_tokens=True)
+        return {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
     def token_lengths(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenizer(
-            self._prepare(texts), truncation=True, max_length=self.settings.max_length, add_special_tokens=True
-        )
-        return np.fromiter((len(ids) for ids in enc["input_ids"]), dtype=np.int64, count=len(texts))
+        ids = self.pretokenize(texts)["input_ids"]
+        return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
+
+    def collate(self, features: dict[str, list[list[int]]]) -> dict[str, torch.Tensor]:
+        """Pad pretokenised rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does."""
+        tok = self.tokenizer
+        pads = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": getattr(tok, "pad_token_type_id", 0)}
+        rows = features["input_ids"]
+        width = max(map(len, rows))
+        left = tok.padding_side == "left"
+        out = {}
+        for name, seqs in features.items():
+            arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
+            for i, seq in enumerate(seqs):
+                if left:
+                    arr[i, width - len(seq):] = seq
+                else:
+                    arr[i, : len(seq)] = seq
+            out[name] = torch.from_numpy(arr).to(self.device)
+        return out
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        enc = self.tokenizer(
-            self._prepare(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.settings.max_length,
-            return_tensors="pt",
-        )
-        return {k: v.to(self.device) for k, v in enc.items()}
+        return self.collate(self.pretokenize(texts))
 
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
         """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
         with self._autocast():
             return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **kwargs)
 
-    @torch.inference_mode()
     def encode_batch(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenize(texts)
-        all_layers = self.layer != self.num_layers or self.pooling in NEEDS_ALL_LAYERS
+        return self.encode_views(texts, [self])[0]
+
+    @torch.inference_mode()
+    def encode_views(self, texts: list[str], views: Sequence[HFEncoder],
+                     enc: dict[str, torch.Tensor] | None = None) -> list[np.ndarray]:
+        """The vectors of one batch under each of ``views`` (views of this encoder: :meth:`view`), from ONE
+        forward pass; every hidden state is asked for only when a view reads more than the last layer.
+        Each view is pooled from the batch's states at once, so only pooled vectors outlive the batch.
+        ``enc`` is the batch already tokenised (:meth:`collate` of :meth:`pretokenize`), as the engine passes it."""
+        for v in views:
+            if v.pass_key() != self.pass_key():
+                raise EmbenchError(f"{v.name} (layer {v.layer}, {v.pooling}) is not a view of this encoder: "
+                                   "views share one model, maximum length, dtype and prompt")
+        enc = self.tokenize(texts) if enc is None else enc
+        all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
         out = self.forward_hidden(enc, all_layers)
         if all_layers:
             hidden = tuple(out.hidden_states)
         else:
-            # Only the last layer is read: index it where the pooler expects it.
+            # Only the last layer is read: index it where the poolers expect it.
             hidden = (None,) * self.num_layers + (out.last_hidden_state,)
+        return [v._pool(hidden, enc["attention_mask"]) for v in views]
+
+    def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> np.ndarray:
         with self._autocast():
-            pooled = self.pooler(PoolInput(hidden, enc["attention_mask"], self.layer, self.pooler_head()))
+            pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
             pooled = self._apply_dense(pooled)
         pooled = pooled.float()
         if self.settings.normalize:

@@ -28,6 +28,7 @@ from ..core.registry import Registry
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .families import FAMILIES, Family, check_prompt, detect
 from .pooling import POOLERS
+from .precision import warn_if_emulated
 from .st_folder import load_dense, read_json, sentence_transformers_config
 
 log = logging.getLogger(__name__)
@@ -238,6 +239,7 @@ def load_model(
         settings.extra["family"] = fam.name
     if fam.padding_side != "right":
         settings.extra["padding_side"] = fam.padding_side
+    warn_if_emulated(device, settings.dtype)
     encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.fingerprint, source=src.source,
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
     if st_cfg.get("dense"):

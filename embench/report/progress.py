@@ -1,7 +1,12 @@
-"""One rich progress bar for everything that counts units against a total (texts encoded, steps trained)."""
+"""One progress display for everything that counts units against a total (texts encoded, steps trained):
+a rich bar in a terminal; where stderr is not a terminal (a log file, a batch job), a plain line every
+``EMBENCH_PROGRESS_EVERY`` seconds (default 30) and one at the end, never silence."""
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from typing import Any
 
 
@@ -19,6 +24,12 @@ class RateProgress:
 
     def __enter__(self) -> RateProgress:
         if not self.enabled:
+            return self
+        self._log = not sys.stderr.isatty()
+        if self._log:
+            self._every = float(os.environ.get("EMBENCH_PROGRESS_EVERY", "30"))
+            self._start = self._last = time.monotonic()
+            self._done, self._fields = self.completed, dict.fromkeys(self.fields, "-")
             return self
         from rich.progress import (
             BarColumn,
@@ -44,10 +55,28 @@ class RateProgress:
         return self
 
     def advance(self, n: int = 1, **fields: Any) -> None:
-        if self.enabled:
+        if not self.enabled:
+            return
+        if not self._log:
             self._p.update(self._task, advance=n, **fields)
+            return
+        self._done += n
+        self._fields.update(fields)
+        if time.monotonic() - self._last >= self._every:
+            self._line()
+
+    def _line(self, end: str = "") -> None:
+        self._last = time.monotonic()
+        elapsed = max(self._last - self._start, 1e-9)
+        rate = (self._done - self.completed) / elapsed
+        left = f", {(self.total - self._done) / rate:.0f} s left" if rate > 0 and self._done < self.total and not end else ""
+        extra = "".join(f", {k} {v}" for k, v in self._fields.items())
+        print(f"{self.verb} {self.name}: {self._done}/{self.total} {self.unit}{extra}, {rate:{self.rate_format}} "
+              f"{self.unit}/s{left}{end}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc) -> bool:
-        if self.enabled:
+        if self.enabled and self._log:
+            self._line(f" ({time.monotonic() - self._start:.1f} s)")
+        elif self.enabled:
             self._p.__exit__(*exc)
         return False

@@ -12,7 +12,7 @@ import pandas as pd
 if TYPE_CHECKING:  # records are read by their fields only: report imports nothing of the layers above it
     from ..evaluation.results import Record
 
-FORMATS = ("table", "json", "csv", "markdown", "latex")
+from .formats import FORMATS  # noqa: E402,F401  (re-exported: the formats tables render to)
 
 
 def summary_frame(records: Sequence[Record]) -> pd.DataFrame:

@@ -52,8 +52,8 @@ def _suites() -> list[str]:
 
 
 def analysis_specs(items: list[str]) -> list[EvalSpec]:
-    from ..analysis.base import parse_value
     from ..analysis.registry import get
+    from ..core.values import parse_value
 
     specs = []
     for item in items:

@@ -28,6 +28,7 @@ import torch
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..models.loader import pick_device
+from ..models.precision import warn_if_emulated
 from ..report.progress import RateProgress
 from . import checkpoints, distributed
 from .accumulation import cached_step
@@ -94,6 +95,8 @@ class Trainer:
         if precision == "auto":
             precision = "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "fp32"
         self.precision = precision
+        if precision != "fp32":
+            warn_if_emulated(device.split(":")[0], "bf16")  # bf16 training on a CPU without bf16 arithmetic is slow
         self.root = DataRoot.resolve(cfg.data_root)
         self.out = Path(cfg.out)
         self.history: list[dict[str, Any]] = []

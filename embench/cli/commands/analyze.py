@@ -2,7 +2,9 @@
 
 Options common to several analyses have their own flags (``--dataset``, ``--limit``, ``--seed``,
 ...); any other option of an analysis is given as ``--set KEY=VALUE`` (repeatable; a comma makes a
-list). ``embench analyze list`` shows every analysis with its options and defaults.
+list). ``embench analyze list`` shows every analysis with its options and defaults. Several analyses
+joined by commas (``embench analyze attention,cls-energy,token-dependency``) run on models loaded once,
+and the per-token ones share one forward pass per batch; each flag goes to the analyses that have it.
 """
 
 from __future__ import annotations
@@ -12,20 +14,25 @@ from typing import Annotated, Any
 
 import typer
 
-from ...analysis.base import parse_value
 from ...core.errors import EmbenchError
+from ...core.values import parse_value
 from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
 from ..output import emit
 
+RENAMES = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
 
-def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] | str | int | None], sets: list[str]) -> dict[str, Any]:
-    """Map CLI flags and ``--set`` pairs onto the analysis' own option names and types."""
+
+def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] | str | int | None], sets: list[str],
+                  strict: bool = True) -> dict[str, Any]:
+    """Map CLI flags and ``--set`` pairs onto the analysis' own option names and types (``strict=False``:
+    skip what this analysis does not have, when several analyses run together)."""
     opts: dict[str, Any] = {}
-    renames = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
     for flag, value in flags.items():
         if value is None or value == []:
             continue
-        target = next((t for t in renames.get(flag, (flag,)) if t in known), None)
+        target = next((t for t in RENAMES.get(flag, (flag,)) if t in known), None)
+        if target is None and not strict:
+            continue
         if target is None:
             raise EmbenchError(f"analysis {name!r} has no --{flag} option; its options are: {', '.join(known)}")
         values = value if isinstance(value, list) else [value]
@@ -39,6 +46,8 @@ def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] |
     for pair in sets:
         key, sep, raw = pair.partition("=")
         key = key.strip().replace("-", "_")
+        if sep and key not in known and not strict:
+            continue
         if not sep or key not in known:
             raise EmbenchError(f"--set {pair!r}: expected KEY=VALUE with KEY one of: {', '.join(known)}")
         opts[key] = parse_value(raw.strip(), known[key])
@@ -46,7 +55,7 @@ def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] |
 
 
 def analyze(
-    name: Annotated[str, typer.Argument(help="Analysis name, or 'list' to show every analysis and its options.")],
+    name: Annotated[str, typer.Argument(help="Analysis name, several joined by commas (run together: per-token analyses share one forward pass), or 'list'.")],
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to overlay several.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the CSV/JSON numbers and PNG/PDF figures.")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", help="Figure label per --model, in the same order.")] = None,
@@ -74,14 +83,14 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table or progress output.")] = False,
 ) -> None:
     """Run one analysis (geometry, kNN, layers, attention, t-SNE, token dependency) and draw its figure."""
-    from rich.console import Console
 
-    from ...analysis.registry import get
+    from ...analysis.registry import get, run_many
 
     if name == "list":
         _list_analyses()
         return
-    fn = get(name)
+    names = [n.strip() for n in name.split(",") if n.strip()]
+    fns = {n: get(n) for n in names}  # did-you-mean on a typo, before anything loads
     if not model:
         raise EmbenchError("give at least one --model")
     if out is None:
@@ -89,12 +98,26 @@ def analyze(
     flags = {"dataset": dataset, "limit": limit, "seed": seed, "layers": layers, "sentence": sentence, "heads": heads,
              "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
              "suite": suite}
-    options = build_options(name, fn.options, flags, set_ or [])
-    result = fn(list(model), out, labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache,
-                batch_size=batch_size, progress=not quiet and Console(stderr=True).is_terminal, pooling=pooling,
-                max_length=max_length, device=device, prompt=prompt, **options)
+    common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
+                  progress=not quiet, pooling=pooling, max_length=max_length,
+                  device=device, prompt=prompt)
+    if len(names) == 1:
+        results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
+    else:
+        results = list(run_many(names, list(model), out, _options_for_many(fns, flags, set_ or []), **common).values())
     if not quiet:
-        _print_result(result)
+        for result in results:
+            _print_result(result)
+
+
+def _options_for_many(fns: dict[str, Any], flags: dict[str, Any], sets: list[str]) -> dict[str, dict[str, Any]]:
+    """Each analysis' options from the shared flags; a flag or --set key that none of them has is an error."""
+    per = {n: build_options(n, fn.options, flags, sets, strict=False) for n, fn in fns.items()}
+    given = [f for f, v in flags.items() if v not in (None, [])] + [s.partition("=")[0].strip().replace("-", "_") for s in sets]
+    for g in given:
+        if not any(t in fn.options for fn in fns.values() for t in RENAMES.get(g, (g,))):
+            raise EmbenchError(f"none of the analyses {', '.join(fns)} has a --{g} option")
+    return per
 
 
 def _list_analyses() -> None:

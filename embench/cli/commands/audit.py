@@ -18,6 +18,7 @@ from ..options import (
     Fmt,
     FmtOpt,
     PromptOpt,
+    QuietOpt,
     ResamplesOpt,
     ResultsOpt,
     value,
@@ -44,7 +45,11 @@ def audit(
     cache_dir: CacheDirOpt = None,
     ci: CIOpt = None,
     resamples: ResamplesOpt = None,
+    sample: Annotated[int, typer.Option(min=1, help="Texts (a seeded sample of the suite's) re-encoded for the batch-size knob, and for bf16/fp16 on a CPU without native arithmetic.")] = 2000,
+    full_batch_check: Annotated[bool, typer.Option("--full-batch-check", help="Re-encode every text at each batch size instead of a sample.")] = False,
+    full_dtype_check: Annotated[bool, typer.Option("--full-dtype-check", help="Encode every text in bf16/fp16 even on a CPU that emulates them (about 6x slower).")] = False,
     fmt: FmtOpt = Fmt.table,
+    quiet: QuietOpt = False,
 ) -> None:
     """Protocol audit: one model under every protocol variant, and which protocol published numbers match."""
     if ctx.invoked_subcommand is not None:
@@ -60,8 +65,13 @@ def audit(
         raise EmbenchError("give --reported or --reported-file, not both")
     rep = parse_reported(reported) if reported else read_reported_file(reported_file) if reported_file else None
     knob_list = [k.strip() for k in knobs.split(",")] if knobs else None
+    def step(msg: str) -> None:  # a line per step, in a terminal and in logs alike
+        err.print(f"[dim]audit[/] {escape(msg)}", highlight=False)
+
     result = run_audit(model, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci, resamples=resamples)
+                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci, resamples=resamples,
+                       sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
+                       progress=not quiet, on_step=None if quiet else step)
     if value(fmt) == "json":
         emit(audit_to_json(result))
         return
@@ -70,15 +80,23 @@ def audit(
 
 def _print_tables(result, model: str, f: str) -> None:
     """The variants, the knobs ranked by effect, and (with reported numbers) the closest protocols and the verdict."""
+    import pandas as pd
+
     from ...report.tables import render
 
     base = {("baseline", c): iv for c, iv in result.baseline_intervals.items()}
-    emit(render(result.rows, f, title=f"{model}: protocol variants", intervals=base or None, note=result.interval_note))
+    note = "; ".join(n for n in (result.interval_note, result.sample_note) if n) or None
+    emit(render(result.rows, f, title=f"{model}: protocol variants", intervals=base or None, note=note))
     eff = result.knob_effects.copy()
     if not eff.empty:
         eff = eff.set_index("knob")
         note = ("beyond_noise: the knob's score lies outside the baseline's interval" if result.baseline_intervals else None)
         emit(render(eff, f, scaled=["delta_avg", "delta_task"], title="knobs ranked by how far they move Avg. (x100)", note=note))
+    if result.passes.rows:
+        passes = pd.DataFrame(result.passes.rows).set_index("pass")
+        emit(render(passes, f, scaled=[], title=f"forward passes: {result.passes.summary()}"))
+    else:
+        emit(render(pd.DataFrame({"forward passes": [result.passes.summary()]}), f, scaled=[]))
     if result.matches is None:
         return
     m = result.matches.head(10).copy()

@@ -61,6 +61,6 @@ def compare(
     c = compare_models(
         model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
         data=data, results_dir=results_dir, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-        progress=not quiet and err.is_terminal, dtype=value(dtype), device=device, **(protocol or {}),
+        progress=not quiet, dtype=value(dtype), device=device, **(protocol or {}),
     )
     emit(render_comparison(c, value(fmt)))

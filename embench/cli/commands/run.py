@@ -76,7 +76,7 @@ def run(
         try:
             ev = evaluate(
                 name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
-                use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet and err.is_terminal,
+                use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
                 ci=ci, resamples=resamples, ci_seed=ci_seed,

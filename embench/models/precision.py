@@ -1,0 +1,50 @@
+"""Whether this device computes bf16/fp16 natively, and a warning where it does not.
+
+On a CPU without bf16 (or fp16) instructions (``avx512_bf16``/``amx_bf16``, ``avx512_fp16``/``amx_fp16``)
+torch computes those dtypes by converting to and from fp32 around every kernel: measured on a 2-core
+AVX2 machine, 256 texts took 8.6 s in fp32 and 53 s in bf16 (about 6x slower), with vectors that only
+differ by rounding. GPUs (and Apple's MPS) compute both natively.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from pathlib import Path
+
+NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (Linux ``/proc/cpuinfo``; empty where that cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+def native_precision(device: str, dtype: str) -> bool:
+    """True where ``dtype`` runs at native speed on ``device`` (fp32 always; bf16/fp16 on GPUs, and on CPUs
+    with the instructions above). An unknown CPU (flags unreadable) counts as native: no false alarm."""
+    if dtype == "fp32" or not device.startswith("cpu"):
+        return True
+    flags = cpu_flags()
+    return not flags or any(f in flags for f in NATIVE_FLAGS.get(dtype, ()))
+
+
+def warn_if_emulated(device: str, dtype: str) -> bool:
+    """Warn (once per calling line, as Python's warnings do) that ``dtype`` is emulated here; returns whether it is."""
+    if native_precision(device, dtype):
+        return False
+    warnings.warn(
+        f"--dtype {dtype} on this CPU has no native {dtype} arithmetic ({' or '.join(NATIVE_FLAGS[dtype])} missing): "
+        f"torch emulates it, about 6x slower than fp32, with the same vectors up to rounding. Use --dtype fp32 unless "
+        f"{dtype} itself is what you measure.",
+        stacklevel=3,
+    )
+    return True

@@ -1,0 +1,3 @@
+"""The output formats every table renders to (light: the CLI reads it while building ``--help``)."""
+
+FORMATS = ("table", "json", "csv", "markdown", "latex")
