@@ -21,7 +21,7 @@ LAYERS = (
     ("evaluation",),
     ("tasks",),
     ("api",),
-    ("analysis", "audit", "train"),
+    ("analysis", "audit", "train", "grid"),
     ("__init__",),
     ("cli",),
 )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +51,7 @@ class Items:
             arrays.update({f"gold{i}": g for i, g in enumerate(self.gold)})
         arrays["groups"] = np.array(self.groups, dtype=str)
         arrays["meta"] = np.array([self.kind, self.digest], dtype=str)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        tmp = path.with_name(f"{path.name}.tmp{unique_suffix()}")
         try:
             with open(tmp, "wb") as fh:
                 np.savez(fh, **arrays)
@@ -67,6 +69,12 @@ class Items:
             values = [z[f"values{i}"] for i in range(len(groups))]
             gold = [z[f"gold{i}"] for i in range(len(groups))] if "gold0" in z.files else None
         return cls(kind=kind, groups=groups, values=values, gold=gold, digest=digest)
+
+
+def unique_suffix() -> str:
+    """Host, process and a random part: no two writers of one shared folder, on any machine, pick the
+    same temporary name (a process id alone repeats across the nodes of a cluster)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def file_sha256(path: Path) -> str:

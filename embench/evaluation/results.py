@@ -23,7 +23,7 @@ from typing import Any
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..core.paths import plain_name, unwritable
-from .items import Items, file_sha256
+from .items import Items, file_sha256, unique_suffix
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class ResultStore:
         p.parent.mkdir(parents=True, exist_ok=True)
         if items is not None:
             record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(self.items_path(record))}
-        tmp = p.with_suffix(f".json.tmp{os.getpid()}")
+        tmp = p.with_suffix(f".json.tmp{unique_suffix()}")  # unique across the machines of a shared folder
         try:
             tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
             os.replace(tmp, p)

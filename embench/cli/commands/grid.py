@@ -1,0 +1,127 @@
+"""``embench grid``: models x tasks x protocols, one job per model, locally or on Slurm; ``embench grid status DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ..options import (
+    BatchSizeOpt,
+    CacheDirOpt,
+    DataOpt,
+    DeviceOpt,
+    DTypeOpt,
+    Fmt,
+    FmtOpt,
+    MaxLengthOpt,
+    PoolingOpt,
+    value,
+)
+from ..output import emit, err
+
+grid_app = typer.Typer(invoke_without_command=True)
+ResultsDirArg = Annotated[Path, typer.Argument(help="The results folder of the grid.")]
+
+
+def _print_status(cells, states, fmt: str) -> int:
+    """The table of cells not done (each failure with its log), then the counts; returns how many are not done."""
+    from ...grid.status import status_frame, summary
+    from ...report.tables import render
+
+    counts = summary(states)
+    frame = status_frame(cells, states)
+    if len(frame):
+        # the log paths after the table, whole: a table cut to the terminal's width would cut them
+        emit(render(frame.drop(columns=["log"]), fmt))
+        for log, rows in frame[frame["log"] != ""].groupby("log", sort=False):
+            emit(f"{', '.join(sorted(set(rows['state'])))}: {len(rows)} cell(s), log {log}")
+    err.print(" ".join(f"{k}: {v}" for k, v in counts.items()) + f" (of {len(cells)} cells)", highlight=False)
+    return len(cells) - counts["done"]
+
+
+@grid_app.callback()
+def grid(
+    ctx: typer.Context,
+    models: Annotated[list[str] | None, typer.Option("--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s), after the suite's when --suite is given too; repeatable.")] = None,
+    protocols: Annotated[Path | None, typer.Option("--protocols", help="YAML or JSON list of protocol settings, e.g. '- {aggregation: all}' '- {aggregation: wmean, correlation: pearson}' (default: one, SimCSE's).")] = None,
+    results: Annotated[Path | None, typer.Option("--results", "--results-dir", help="The results folder all jobs write into (shared by every node).")] = None,
+    executor: Annotated[str, typer.Option(help="local (processes on this machine) or slurm (a submitit job array).")] = "local",
+    workers: Annotated[int, typer.Option(help="Local executor: jobs at once.")] = 1,
+    slurm_partition: Annotated[str | None, typer.Option(help="Slurm partition.")] = None,
+    gpus_per_job: Annotated[int, typer.Option(help="Slurm: GPUs per job.")] = 0,
+    cpus_per_job: Annotated[int | None, typer.Option(help="Slurm: CPUs per job.")] = None,
+    array_parallelism: Annotated[int, typer.Option(help="Slurm: array tasks running at once.")] = 64,
+    timeout_min: Annotated[int, typer.Option(help="Slurm: time limit per job in minutes (a job past it is requeued).")] = 240,
+    slurm_option: Annotated[list[str] | None, typer.Option(help="Any other sbatch option as key=value (e.g. account=abc); repeatable.")] = None,
+    devices: Annotated[str | None, typer.Option(help="Encode on several devices of a node, one process each: cuda:0,cuda:1 (results as on one).")] = None,
+    dry_run: Annotated[bool, typer.Option(help="Write the job files (and for slurm the sbatch file of the array); run nothing.")] = False,
+    pooling: PoolingOpt = None,
+    max_length: MaxLengthOpt = None,
+    dtype: DTypeOpt = None,
+    device: DeviceOpt = None,
+    batch_size: BatchSizeOpt = 128,
+    data: DataOpt = None,
+    cache_dir: CacheDirOpt = None,
+    fmt: FmtOpt = Fmt.table,
+) -> None:
+    """Evaluate every model on every task under every protocol, one job per model; cells already stored are skipped."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ...core.errors import EmbenchError
+    from ...encoding.sharded import parse_devices
+    from ...grid import GridSpec, expand_models, read_protocols, run_grid
+    from ...grid.slurm import SlurmSettings
+
+    if not models or results is None:
+        raise EmbenchError("embench grid needs --models and --results (see embench grid --help); "
+                           "`embench grid status DIR` shows a grid's cells")
+    extra = {}
+    for item in slurm_option or []:
+        key, sep, val = item.partition("=")
+        if not sep or not key:
+            raise EmbenchError(f"--slurm-option {item!r}: expected key=value, e.g. account=abc")
+        extra[key.strip()] = val.strip()
+    spec = GridSpec(
+        models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),
+        suite=suite if suite or task else "sts-all",
+        model_options={"pooling": pooling, "max_length": max_length, "dtype": value(dtype), "device": device},
+        data=str(data) if data else None, cache_dir=str(cache_dir) if cache_dir else None,
+        batch_size=batch_size, devices=parse_devices(devices),
+    )
+    slurm = SlurmSettings(partition=slurm_partition, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job,
+                          array_parallelism=array_parallelism, timeout_min=timeout_min, extra=extra)
+    err.print(f"grid: {len(spec.models)} model(s) x {len(spec.protocols)} protocol(s); planning ...", highlight=False)
+    try:
+        p = run_grid(spec, results, executor=executor, workers=workers, slurm=slurm, dry_run=dry_run)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]: finished cells are stored; run the same command again to do the rest.")
+        raise typer.Exit(130) from None
+    todo = sum(len(j.cells) for j in p.jobs)
+    err.print(f"{len(p.cells)} cells, {len(p.cells) - todo} already done or running, {todo} in {len(p.jobs)} job(s)",
+              highlight=False)
+    if dry_run:
+        where = p.sbatch or (Path(results) / ".grid" / "jobs")
+        err.print(f"dry run: nothing submitted; see {escape(str(where))}", highlight=False)
+        return
+    if executor == "slurm":
+        ids = sorted({str(j.job_id).split("_")[0] for j in p.submitted})
+        err.print(f"submitted Slurm array {', '.join(ids) or '-'}; `embench grid status {escape(str(results))}` follows it",
+                  highlight=False)
+        return
+    if _print_status(p.cells, p.states, value(fmt)):
+        raise typer.Exit(1)
+
+
+@grid_app.command("status")
+def status(results: ResultsDirArg, fmt: FmtOpt = Fmt.table) -> None:
+    """Each cell of the grids run into DIR: done, running, failed (with its log) or missing."""
+    from ...grid.status import grid_status
+
+    cells, states = grid_status(results)
+    if _print_status(cells, states, value(fmt)):
+        raise typer.Exit(1)

@@ -1,0 +1,64 @@
+"""Encoding on several devices of one node: the unique texts are split over one process per device,
+each loads the model on its device and writes its vectors to the shared embedding cache (whose
+write-once shards are safe for concurrent writers); the evaluation then reads every vector from the
+cache. The vectors are the engine's own, so they equal one device's up to float noise (a text's
+batch neighbours differ, as with any batch size).
+
+>>> prefill_sharded("all-MiniLM-L6-v2", {}, texts, ["cuda:0", "cuda:1"], cache_dir)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import EmbenchError
+from .cache import text_key
+from .engine import Engine
+
+
+def split_texts(texts: Sequence[str], parts: int) -> list[list[str]]:
+    """The unique texts in ``parts`` near-equal shares (round robin over the texts sorted by length, so
+    each device gets long and short texts alike and finishes about when the others do)."""
+    unique = sorted(dict.fromkeys(texts), key=lambda t: (len(t), text_key(t)))
+    return [unique[i::parts] for i in range(parts)]
+
+
+def _encode_share(model: str, options: dict[str, Any], device: str, texts: list[str], cache_dir: str,
+                  batch_size: int) -> str:
+    from ..models.loader import load_model
+
+    encoder = load_model(model, device=device, **options)
+    Engine(encoder, batch_size=batch_size, cache_dir=cache_dir).prefetch([texts])
+    return encoder.cache_key()
+
+
+def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], devices: Sequence[str],
+                    cache_dir: str | Path, batch_size: int = 128, expect_cache_key: str | None = None) -> None:
+    """Put the vectors of ``texts`` in the cache at ``cache_dir``, encoded by one process per device."""
+    if not devices:
+        raise EmbenchError("--devices: give at least one device, e.g. cuda:0,cuda:1")
+    if cache_dir is None:
+        raise EmbenchError("--devices needs the embedding cache (the shards meet there); drop --no-cache")
+    shares = split_texts(texts, len(devices))
+    # spawn, not fork: CUDA cannot be used in a forked child, and a fresh interpreter holds no locks
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(len(devices)) as pool:
+        keys = pool.starmap(_encode_share, [(model, options, d, share, str(cache_dir), batch_size)
+                                            for d, share in zip(devices, shares, strict=True)])
+    if expect_cache_key is not None and any(k != expect_cache_key for k in keys):
+        # a device whose default dtype differs (bf16 on one GPU, fp32 elsewhere) would fill another cache
+        raise EmbenchError(f"--devices {','.join(devices)}: the devices encode under different settings "
+                           f"({sorted(set(keys))}); give --dtype so that every device uses the same")
+
+
+def parse_devices(raw: str | None) -> list[str]:
+    """``cuda:0,cuda:1`` -> ["cuda:0", "cuda:1"]."""
+    if not raw:
+        return []
+    devices = [d.strip() for d in raw.split(",") if d.strip()]
+    if not devices:
+        raise EmbenchError(f"--devices {raw!r}: no device named; e.g. --devices cuda:0,cuda:1")
+    return devices

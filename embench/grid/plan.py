@@ -1,0 +1,112 @@
+"""From a grid to cells and jobs: each cell keyed by the record key ``embench run`` would store it under,
+cells already in the results folder left out, the rest grouped into one job per model.
+
+Only each model's config and weights fingerprint are read here (``load_model`` reads weights on
+first use), so a grid of many checkpoints is planned in seconds and a missing model is named
+before any job is submitted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..api import resolve_tasks
+from ..core.hashing import stable_hash
+from ..data.root import DataRoot
+from ..encoding.cache import default_cache_dir
+from ..evaluation.protocols import EvalProtocol
+from ..evaluation.results import ResultStore, record_key, slug
+from ..evaluation.suites import SUITES
+from ..models.loader import load_model
+from .spec import GridSpec
+from .state import Cell, GridState, atomic_write
+from .status import cell_states
+
+# the encoder settings a job pins to what the plan saw, so the job's record keys are the plan's
+# (a GPU node would otherwise pick its own default dtype)
+PINNED = ("pooling", "layer", "max_length", "dtype", "normalize", "prompt")
+
+
+@dataclass
+class Job:
+    """One model's pending cells: the model is loaded, and each text encoded, once for all of them."""
+
+    id: str
+    model: str
+    model_options: dict[str, Any]
+    cells: list[Cell]
+
+    def to_dict(self, spec: GridSpec, results: Path) -> dict[str, Any]:
+        return {"id": self.id, "model": self.model, "model_options": self.model_options,
+                "cells": [c.to_dict() for c in self.cells], "results": str(results), "data": spec.data,
+                "cache_dir": spec.cache_dir, "batch_size": spec.batch_size, "devices": spec.devices}
+
+
+@dataclass
+class Plan:
+    cells: list[Cell]
+    states: dict[str, dict[str, Any]]  # cell id -> {"state": done|running|failed|missing, ...}
+    jobs: list[Job] = field(default_factory=list)
+    sbatch: Path | None = None  # the dry run's sbatch file
+    submitted: list[Any] = field(default_factory=list)  # submitit jobs
+
+    def count(self, state: str) -> int:
+        return sum(1 for s in self.states.values() if s["state"] == state)
+
+
+def protocol_label(entry: dict[str, Any]) -> str:
+    """How a protocol is shown: its name in the protocols file, else the axes it sets."""
+    if entry.get("name"):
+        return str(entry["name"])
+    return ",".join(f"{k}={v}" for k, v in entry.items() if k != "name") or "default"
+
+
+def make_cells(spec: GridSpec) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+    """Every cell of the grid, and each model's pinned encoder settings (model -> options for its job)."""
+    tasks, _ = resolve_tasks(spec.suite, spec.tasks)
+    suite_defaults = SUITES.get(spec.suite).protocol if spec.suite else {}
+    protocols = [(protocol_label(p), EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in p.items() if k != "name"}}).to_dict())
+                 for p in spec.protocols]
+    cells, pinned = [], {}
+    for model in spec.models:
+        encoder = load_model(model, **{k: v for k, v in spec.model_options.items() if v is not None})
+        desc = encoder.describe()
+        pinned[model] = {**{k: v for k, v in spec.model_options.items() if v is not None},
+                         **{k: desc.get(k) for k in PINNED}}
+        for label, proto in protocols:
+            for task in tasks:
+                cells.append(Cell(model, task, proto, record_key(task, desc, proto), label))
+    return cells, pinned
+
+
+def plan(spec: GridSpec, results: Path | str) -> Plan:
+    """The grid's cells, their states, and one job per model for those neither done nor running."""
+    results = Path(results)
+    state = GridState(results)
+    state.init()
+    spec.data = str(DataRoot.resolve(spec.data).path)  # jobs on other machines read the same root
+    spec.cache_dir = str(Path(spec.cache_dir or default_cache_dir()).expanduser().resolve())
+    cells, pinned = make_cells(spec)
+    name = stable_hash({"spec": spec.to_dict(), "cells": [c.id for c in cells]}, 12)
+    state.save_plan(name, {"spec": spec.to_dict(), "cells": [c.to_dict() for c in cells]})
+    states = cell_states(cells, ResultStore(results), state)
+    jobs: list[Job] = []
+    for model in spec.models:
+        todo = [c for c in cells if c.model == model and states[c.id]["state"] in ("missing", "failed")]
+        if todo:
+            jobs.append(Job(f"{slug(model)}-{stable_hash([c.id for c in todo], 8)}", model, pinned[model], todo))
+    return Plan(cells, states, jobs)
+
+
+def write_jobs(p: Plan, spec: GridSpec, results: Path) -> list[Path]:
+    """One job file per job (what a worker, local or on a cluster node, reads)."""
+    state = GridState(results)
+    paths = []
+    for job in p.jobs:
+        path = state.job_path(job.id)
+        atomic_write(path, json.dumps(job.to_dict(spec, results.resolve()), indent=1, default=str) + "\n")
+        paths.append(path)
+    return paths

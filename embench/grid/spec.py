@@ -1,0 +1,125 @@
+"""What a grid is made of: models (names, a list file or a glob), tasks, and a protocols file.
+
+Everything here is checked before any job is submitted: a glob that matches nothing, an empty list
+file, an unknown protocol axis or value in the protocols file (named with the file and the entry).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import EmbenchError
+from ..evaluation.protocols import EvalProtocol
+
+GLOB_CHARS = "*?["
+MODEL_FILE_SUFFIXES = (".txt", ".list", ".lst")
+
+
+def expand_models(entries: Sequence[str]) -> list[str]:
+    """Model names in order, each once: a ``.txt``/``.list`` file gives one model per line (``#`` comments),
+    a pattern with ``* ? [`` gives its sorted matches, anything else is a model name, alias or folder.
+
+    A pattern that matches nothing, or a list file that names no model, is an error now, before any
+    job exists.
+    """
+    out: list[str] = []
+    for entry in entries:
+        path = Path(entry).expanduser()
+        if path.is_file() and path.suffix in MODEL_FILE_SUFFIXES:
+            names = _read_model_list(path)
+        elif any(c in entry for c in GLOB_CHARS) and not path.exists():
+            names = sorted(glob.glob(str(path)))
+            if not names:
+                raise EmbenchError(f"--models {entry!r}: the pattern matches nothing; no job was submitted")
+        else:
+            names = [entry]
+        out += names
+    if not out:
+        raise EmbenchError("no models: give --models NAME, a list file (.txt, one model a line) or a glob")
+    return list(dict.fromkeys(out))
+
+
+def _read_model_list(path: Path) -> list[str]:
+    names = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names += _list_entry(path.parent, line)
+    if not names:
+        raise EmbenchError(f"{path}: the model list names no model (one name, folder or glob a line)")
+    return names
+
+
+def _list_entry(base: Path, line: str) -> list[str]:
+    """One line of a model list: a relative folder or pattern is relative to the list file, as its reader
+    would expect; a name that is no file there (an alias, a hub id) is kept as it is."""
+    rel = line if Path(line).is_absolute() else str(base / line)
+    if any(c in line for c in GLOB_CHARS):
+        found = sorted(glob.glob(rel))
+        if not found:
+            raise EmbenchError(f"{base}: the pattern {line!r} in the model list matches nothing; no job was submitted")
+        return found
+    return [rel] if Path(rel).exists() else [line]
+
+
+def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
+    """The protocols of a grid from a YAML or JSON file: a list of mappings of protocol axes
+    (``embench list`` / ``evaluation/protocols.py``), each validated; no file means one protocol,
+    the default (SimCSE's). A mapping may carry a ``name`` shown in the status table."""
+    if path is None:
+        return [{}]
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise EmbenchError(f"--protocols {path}: cannot read it ({e.strerror or e})") from None
+    try:
+        if path.suffix == ".json":
+            raw = json.loads(text)
+        else:
+            import yaml
+
+            raw = yaml.safe_load(text)
+    except Exception as e:  # yaml and json both: the parser's message names the line
+        raise EmbenchError(f"--protocols {path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from None
+    if isinstance(raw, dict) and "protocols" in raw:
+        raw = raw["protocols"]
+    if not isinstance(raw, list) or not raw:
+        raise EmbenchError(f"--protocols {path}: expected a non-empty list of protocol settings, e.g. "
+                           "'- {aggregation: all}' then '- {aggregation: wmean, correlation: pearson}'")
+    out = []
+    for i, entry in enumerate(raw, 1):
+        if entry is None:
+            entry = {}
+        if not isinstance(entry, dict):
+            raise EmbenchError(f"--protocols {path}: entry {i} is a {type(entry).__name__}, not a mapping of protocol options")
+        settings = {k.replace("-", "_"): v for k, v in entry.items() if k != "name"}
+        try:
+            EvalProtocol.from_options(**settings)
+        except EmbenchError as e:
+            raise EmbenchError(f"--protocols {path}: entry {i}: {e}") from None
+        out.append({**settings, **({"name": str(entry["name"])} if "name" in entry else {})})
+    return out
+
+
+@dataclass
+class GridSpec:
+    """A grid as the user gave it (models expanded, protocols read): what ``plan`` turns into cells."""
+
+    models: list[str]
+    tasks: list[str]
+    protocols: list[dict[str, Any]]
+    suite: str | None = None
+    model_options: dict[str, Any] = field(default_factory=dict)
+    data: str | None = None
+    cache_dir: str | None = None
+    batch_size: int = 128
+    devices: list[str] = field(default_factory=list)  # more than one: texts sharded over one process each
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -1,0 +1,94 @@
+"""The state of each cell of a grid, and the status table.
+
+done: its record is in the results folder (whatever wrote it: a grid job, ``embench run``, an older
+embench whose record still checks out). running: a live job holds it (a marker from this machine
+with a live process, or from another machine, whose processes this one cannot see). failed: its job
+wrote why, and the log. missing: anything else, a killed job's cells included.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.errors import EmbenchError
+from ..evaluation.results import ResultStore
+from .state import Cell, GridState
+
+STATES = ("done", "running", "failed", "missing")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, Any]:
+    if store.find(cell.model, cell.task, cell.key) is not None:
+        return {"state": "done"}
+    marker = state.marker(cell) or {}
+    if marker.get("state") == "running":
+        here = marker.get("host") == socket.gethostname()
+        if not here or _alive(int(marker.get("pid", 0))):
+            return {"state": "running", "job": marker.get("job"), "log": marker.get("log"), "host": marker.get("host")}
+        return {"state": "missing", "note": f"its job {marker.get('job')} stopped without a word (killed?)",
+                "log": marker.get("log")}
+    if marker.get("state") == "failed":
+        return {"state": "failed", "job": marker.get("job"), "log": marker.get("log"), "error": marker.get("error")}
+    return {"state": "missing"}
+
+
+def cell_states(cells: Sequence[Cell], store: ResultStore, state: GridState) -> dict[str, dict[str, Any]]:
+    return {c.id: cell_state(c, store, state) for c in cells}
+
+
+def grid_cells(results: Path | str) -> list[Cell]:
+    """Every cell of every grid submitted into ``results`` (from the plans kept there; no model is loaded)."""
+    state = GridState(results)
+    state.check_format()
+    seen: dict[str, Cell] = {}
+    for plan in state.plans():
+        for raw in plan.get("cells", []):
+            cell = Cell.from_dict(raw)
+            seen.setdefault(cell.id, cell)
+    return list(seen.values())
+
+
+def status_frame(cells: Sequence[Cell], states: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per cell that is not done (model, task, protocol, state, log, why), done cells last as a count."""
+    rows = [{"model": c.model, "task": c.task, "protocol": c.label, "state": states[c.id]["state"],
+             "log": states[c.id].get("log") or "", "why": states[c.id].get("error") or states[c.id].get("note") or ""}
+            for c in cells if states[c.id]["state"] != "done"]
+    return pd.DataFrame(rows, columns=["model", "task", "protocol", "state", "log", "why"])
+
+
+def summary(states: dict[str, dict[str, Any]]) -> dict[str, int]:
+    counts = {s: 0 for s in STATES}
+    for st in states.values():
+        counts[st["state"]] += 1
+    return counts
+
+
+def grid_status(results: Path | str) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+    """Every cell of the grids submitted into ``results`` and its state: done, running, failed (with its
+    log) or missing."""
+    results = Path(results)
+    if not results.is_dir():
+        raise EmbenchError(f"{results}: no such results folder")
+    cells = grid_cells(results)
+    if not cells:
+        raise EmbenchError(f"{results}: no grid was run here (no {GridState(results).root}/plans); "
+                           "`embench results show --results-dir` lists its records")
+    return cells, cell_states(cells, ResultStore(results), GridState(results))
+
+

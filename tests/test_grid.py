@@ -1,0 +1,160 @@
+"""The grid's inputs, states and files, without running a model: globs, list files, the protocols file,
+cell states from records and markers, an older grid folder, the Slurm dry run."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from embench.cli.app import app
+from embench.core.errors import EmbenchError
+from embench.evaluation.protocols import EvalProtocol
+from embench.evaluation.results import Record, ResultStore, record_key
+from embench.grid.spec import expand_models, read_protocols
+from embench.grid.state import GRID_FORMAT, Cell, GridState
+from embench.grid.status import cell_states, grid_status, status_frame, summary
+
+
+def test_a_model_glob_that_matches_nothing_is_an_error_before_any_job(tmp_path):
+    with pytest.raises(EmbenchError, match="matches nothing; no job was submitted"):
+        expand_models([str(tmp_path / "ckpt-*")])
+    res = CliRunner().invoke(app, ["grid", "--models", str(tmp_path / "step-*"), "--results", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "matches nothing" in str(res.exception or res.output)
+    assert not (tmp_path / "r").exists()  # nothing planned, nothing written
+
+
+def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path):
+    for name in ("step-2", "step-10", "other"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "models.txt").write_text("# the baselines\nall-MiniLM-L6-v2\nstep-10   # relative to the file\n\n")
+    got = expand_models([str(tmp_path / "step-*"), str(tmp_path / "models.txt"), "all-MiniLM-L6-v2"])
+    assert got == [str(tmp_path / "step-10"), str(tmp_path / "step-2"), "all-MiniLM-L6-v2"]
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    with pytest.raises(EmbenchError, match="names no model"):
+        expand_models([str(tmp_path / "empty.txt")])
+
+
+def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_choices(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("- {}\n- {name: bert-flow, aggregation: wmean, sick-split: full}\n")
+    assert read_protocols(f) == [{}, {"aggregation": "wmean", "sick_split": "full", "name": "bert-flow"}]
+    assert read_protocols(None) == [{}]
+    j = tmp_path / "p.json"
+    j.write_text(json.dumps({"protocols": [{"correlation": "pearson"}]}))
+    assert read_protocols(j) == [{"correlation": "pearson"}]
+    f.write_text("- {aggregation: all}\n- {agregation: wmean}\n")
+    with pytest.raises(EmbenchError, match=r"p.yaml: entry 2: unknown protocol option\(s\): agregation"):
+        read_protocols(f)
+    f.write_text("- {aggregation: median}\n")
+    with pytest.raises(EmbenchError, match=r"entry 1: invalid value 'median' for option --aggregation"):
+        read_protocols(f)
+    f.write_text("aggregation: all\n")
+    with pytest.raises(EmbenchError, match="expected a non-empty list"):
+        read_protocols(f)
+
+
+def _record(cell: Cell, encoder: dict) -> Record:
+    return Record(task=cell.task, display=cell.task, kind="sts", model=cell.model, main_score=0.5, scores={},
+                  protocol=cell.protocol, encoder=encoder, key=cell.key)
+
+
+def test_each_cell_is_done_running_failed_or_missing(tmp_path):
+    """done: its record is stored; running: a live process holds it; failed: with its log; a dead
+    process's cell (a killed worker) is missing."""
+    encoder = {"fingerprint": "abc", "pooling": "mean"}
+    proto = EvalProtocol().to_dict()
+    cells = [Cell("m", t, proto, record_key(t, encoder, proto)) for t in ("STS12", "STS13", "STS14", "STS15", "STS16")]
+    store, state = ResultStore(tmp_path), GridState(tmp_path)
+    store.save(_record(cells[0], encoder))
+    state.mark(cells[1], "running", job="j1", log="j1.log")  # this process: alive
+    state.mark(cells[2], "failed", job="j1", log="j1.log", error="ValueError: bad")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    state.mark(cells[3], "running", job="j2", log="j2.log")
+    marker = json.loads(state.marker_path(cells[3]).read_text())
+    state.marker_path(cells[3]).write_text(json.dumps({**marker, "pid": int(dead.stdout)}))
+    states = cell_states(cells, store, state)
+    assert [states[c.id]["state"] for c in cells] == ["done", "running", "failed", "missing", "missing"]
+    assert states[cells[2].id]["log"] == "j1.log" and "bad" in states[cells[2].id]["error"]
+    assert summary(states) == {"done": 1, "running": 1, "failed": 1, "missing": 2}
+    frame = status_frame(cells, states)
+    assert list(frame["task"]) == ["STS13", "STS14", "STS15", "STS16"]  # done cells are only counted
+    # a marker from another machine: its process cannot be seen from here, so it is trusted
+    state.mark(cells[4], "running", job="j3")
+    m = json.loads(state.marker_path(cells[4]).read_text())
+    state.marker_path(cells[4]).write_text(json.dumps({**m, "host": socket.gethostname() + "-other", "pid": 1}))
+    assert cell_states(cells, store, state)[cells[4].id]["state"] == "running"
+
+
+def test_grid_files_are_never_read_as_records(tmp_path):
+    state = GridState(tmp_path)
+    state.init()
+    state.save_plan("p", {"cells": []})
+    state.mark(Cell("m", "STS12", {}, "k"), "failed")
+    assert ResultStore(tmp_path).records() == []
+
+
+def test_a_grid_folder_of_another_format_names_both_versions(tmp_path):
+    (tmp_path / ".grid").mkdir()
+    (tmp_path / ".grid" / "FORMAT").write_text("grid-format 0\nembench 0.0.9\n")
+    with pytest.raises(EmbenchError, match=rf"embench 0.0.9 in grid format 0; this is embench .* \(grid format {GRID_FORMAT}\)"):
+        grid_status(tmp_path)
+    with pytest.raises(EmbenchError, match="no grid was run here"):
+        grid_status(tmp_path / "..")
+
+
+def test_records_of_an_older_embench_count_as_done(tmp_path):
+    """A record's identity is its key; the embench version that wrote it is provenance, not identity."""
+    encoder = {"fingerprint": "abc"}
+    proto = EvalProtocol().to_dict()
+    cell = Cell("m", "STS12", proto, record_key("STS12", encoder, proto))
+    rec = _record(cell, encoder)
+    rec.provenance = {"embench": "0.0.1"}
+    ResultStore(tmp_path).save(rec)
+    assert cell_states([cell], ResultStore(tmp_path), GridState(tmp_path))[cell.id]["state"] == "done"
+
+
+def test_status_command_lists_the_cells_not_done_with_each_log(tmp_path):
+    proto = EvalProtocol().to_dict()
+    cells = [Cell("m", t, proto, f"k{i}", "default") for i, t in enumerate(("STS12", "STS13"))]
+    state = GridState(tmp_path)
+    state.init()
+    state.save_plan("p", {"cells": [c.to_dict() for c in cells]})
+    state.mark(cells[0], "failed", job="j", log=str(tmp_path / "j.log"), error="RuntimeError: boom")
+    res = CliRunner().invoke(app, ["grid", "status", str(tmp_path)])
+    assert res.exit_code == 1
+    assert f"log {tmp_path / 'j.log'}" in res.output and "boom" in res.output
+    assert "done: 0 running: 0 failed: 1 missing: 1 (of 2 cells)" in res.output
+    assert os.path.isdir(tmp_path / ".grid" / "cells")
+
+
+@pytest.mark.slow
+def test_slurm_dry_run_writes_the_sbatch_file_of_one_array_and_submits_nothing(tiny_bert_dir, data_root, tmp_path):
+    import shutil
+
+    protocols = tmp_path / "p.yaml"
+    protocols.write_text("- {}\n- {correlation: pearson}\n")
+    other = tmp_path / "tiny-copy"  # a second checkpoint
+    shutil.copytree(tiny_bert_dir, other)
+    (other / "config.json").write_text((other / "config.json").read_text().replace('"hidden_dropout_prob": 0.1', '"hidden_dropout_prob": 0.2'))
+    res = CliRunner().invoke(app, [
+        "grid", "--models", str(tiny_bert_dir), "--models", str(other), "-t", "STSBenchmark", "-t", "STS16",
+        "--protocols", str(protocols), "--results", str(tmp_path / "r"), "--executor", "slurm", "--dry-run",
+        "--slurm-partition", "gpu-short", "--gpus-per-job", "1", "--array-parallelism", "1",
+        "--slurm-option", "account=nlp", "--data", str(data_root), "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 0, res.output
+    sbatch = (tmp_path / "r" / ".grid" / "slurm" / "dry-run.sbatch").read_text()
+    for line in ("#SBATCH --array=0-1%1", "#SBATCH --partition=gpu-short", "#SBATCH --gpus-per-node=1",
+                 "#SBATCH --account=nlp", "#SBATCH --job-name=embench-grid", "#SBATCH --signal=USR2@"):
+        assert line in sbatch, line
+    assert "%A_%a" in sbatch  # one log per array task
+    array = (tmp_path / "r" / ".grid" / "slurm" / "dry-run.array.txt").read_text().splitlines()
+    jobs = [json.loads(open(line.split("\t")[1]).read()) for line in array]
+    assert [len(j["cells"]) for j in jobs] == [4, 4]  # one job per model: 2 tasks x 2 protocols
+    assert {j["model"] for j in jobs} == {str(tiny_bert_dir), str(other)}
+    assert not list((tmp_path / "r").glob("*/*.json"))  # nothing ran

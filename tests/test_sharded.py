@@ -1,0 +1,34 @@
+"""Encoding sharded over devices (one process each) gives one device's vectors: checked on CPU with
+``cpu,cpu``, the way ``--devices cuda:0,cuda:1`` runs on a GPU node."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embench.core.errors import EmbenchError
+from embench.encoding.engine import Engine
+from embench.encoding.sharded import parse_devices, prefill_sharded, split_texts
+from embench.models.loader import load_model
+
+
+def test_texts_are_split_once_each_into_near_equal_shares():
+    texts = ["a", "bb", "a", "ccc", "dddd", "ee", "f"]
+    shares = split_texts(texts, 2)
+    assert sorted(t for s in shares for t in s) == sorted(set(texts))
+    assert abs(len(shares[0]) - len(shares[1])) <= 1
+    assert parse_devices("cuda:0, cuda:1") == ["cuda:0", "cuda:1"] and parse_devices(None) == []
+    with pytest.raises(EmbenchError, match="no device named"):
+        parse_devices(",")
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_fill_the_cache_with_the_vectors_one_process_computes(tiny_bert_dir, tmp_path, one_thread):
+    texts = [f"sentence number {i} " + "word " * (i % 13) for i in range(300)] + ["sentence number 3 "]
+    prefill_sharded(str(tiny_bert_dir), {"dtype": "fp32"}, texts, ["cpu", "cpu"], tmp_path / "cache", batch_size=32)
+    encoder = load_model(tiny_bert_dir, dtype="fp32", device="cpu")
+    from_shards = Engine(encoder, batch_size=32, cache_dir=tmp_path / "cache")
+    got = from_shards.embed(texts)
+    assert from_shards.stats["encoded"] == 0 and from_shards.stats["from_cache"] == len(set(texts))
+    want = Engine(encoder, batch_size=32, cache_dir=None).embed(texts)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)  # batch neighbours differ: float noise only
