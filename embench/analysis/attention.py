@@ -40,15 +40,14 @@ EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores
 
 def attention_outputs(encoder, texts: list[str]):
     """(tokenized batch, output with ``attentions`` and ``hidden_states``) for distinct ``texts``, eager attention enforced."""
-    tb = _one_batch(TokenRequest(encoder, texts, lambda *_: None, attentions=True))
+    tb = _one_batch(encoder, texts, attentions=True)
     return tb.enc, SimpleNamespace(attentions=tb.attentions, hidden_states=tb.hidden_states)
 
 
-def _one_batch(request: TokenRequest):
-    """The TokenBatch of ``request.texts`` run as one batch."""
+def _one_batch(encoder, texts: list[str], **needs: bool):
+    """The TokenBatch of distinct ``texts`` run as one batch (``needs``: attentions, values)."""
     got = []
-    request.consume = lambda tb, _rows: got.append(tb)
-    token_pass([request], max(len(request.texts), 1))
+    token_pass([TokenRequest(encoder, texts, lambda tb, _rows: got.append(tb), **needs)], max(len(texts), 1))
     return got[0]
 
 
@@ -216,7 +215,7 @@ def cls_energy_weight(context: np.ndarray, length: int, exclude: set[int] | None
 
 def context_tensors(encoder, texts: list[str]):
     """(enc, per-layer context tensors (B, H, T, d) = softmax(QK^T/sqrt d) V) of distinct ``texts``, one batch."""
-    tb = _one_batch(TokenRequest(encoder, texts, lambda *_: None, values=True))
+    tb = _one_batch(encoder, texts, values=True)
     return tb.enc, tb.contexts
 
 

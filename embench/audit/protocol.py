@@ -129,12 +129,12 @@ def audit(
     log = PassLog()
     say(f"audit of {base.name}: {len(vs)} variants over {len(task_names)} task(s)")
     protocols = [v.protocol() for v in vs if not v.model_options() and "batch_size" not in v.knobs]
-    all_texts = suite_texts(task_names, protocols, root)
+    baseline_texts = suite_texts(task_names, [{}], root)
+    all_texts = list(dict.fromkeys(baseline_texts + suite_texts(task_names, [p for p in protocols if p], root)))
     poolings = [p for v in vs if (p := v.model_options().get("pooling")) and len(v.knobs) == 1]
     say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
     base_engine = shared_pass(base, poolings, all_texts, cache, BASELINE_BATCH, progress, log)
     say(f"shared pass: done ({_encoded(None, log, 'baseline + pooling views')})")
-    baseline_texts = suite_texts(task_names, [{}], root)
     picked = sample_texts(baseline_texts, sample, sample_seed)
     rows, intervals, note, diffs = {}, {}, None, {}
     for i, v in enumerate(vs, 1):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -127,12 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log", default=None, help="this job's log file, named in the markers of failed cells")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    try:  # a log of what was done, not of progress bars
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except ImportError:
-        pass
+    # a log of what was done, not of progress bars: read by transformers when it is first imported (as in cli.app)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     failed = run_job(args.job, args.log)
     if failed:
         print(f"{len(failed)} cell(s) failed: {', '.join(failed)}", file=sys.stderr)
