@@ -14,10 +14,12 @@ from typing import Any
 
 import pandas as pd
 
+from .core.defaults import BATCH_SIZE
 from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
+from .encoding.st_face import progress_default
 from .evaluation.comparison import Comparison, Side, compare_seeds, compare_sides
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
@@ -27,6 +29,7 @@ from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
 from .models.encoder import Encoder
+from .models.foreign import ForeignEncoder
 from .models.loader import load_model
 from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
@@ -129,7 +132,7 @@ def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[
 
 
 def evaluate(
-    model: str | Path | Encoder,
+    model: str | Path | Encoder | Any,
     suite: str | None = None,
     *,
     tasks: Sequence[str] | None = None,
@@ -139,8 +142,8 @@ def evaluate(
     use_cache: bool = True,
     overwrite: bool = False,
     save: bool = True,
-    batch_size: int = 128,
-    progress: bool = False,
+    batch_size: int = BATCH_SIZE,
+    progress: bool | None = None,
     on_task: Callable[[str, str, Record], None] | None = None,
     ci: float | None = None,
     resamples: int | None = None,
@@ -152,6 +155,10 @@ def evaluate(
     >>> ev = evaluate("all-MiniLM-L6-v2", "sts-all")   # doctest: +SKIP
     >>> ev.frame.round(4)                                # doctest: +SKIP
 
+    ``model`` is a name, alias or folder, an encoder from :func:`load_model`, or any object with an
+    ``encode(texts) -> array`` method, a ``SentenceTransformer`` among them (its vectors are cached and
+    its records reused only when its state can be fingerprinted: see ``embench/models/foreign.py``).
+    ``progress`` (default: on when stderr is a terminal) shows a bar or, in a log, a line every 30 s.
     ``options`` are protocol options (``aggregation``, ``correlation``, ``text``, ``sick_split``,
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
     (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
@@ -176,10 +183,11 @@ def evaluate(
     settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
     encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
     root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
-    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    reusable = getattr(encoder, "reusable", True)  # False: an object without a fingerprint (models/foreign.py)
+    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache and reusable else None
     if save:
         store.check_writable()  # before any encoding: an unwritable results folder must not cost a run
-    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
+    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress_default(progress))
     if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
         encoder.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
     result = Evaluation(records=[], view=view)
@@ -196,7 +204,7 @@ def evaluate(
     for name in task_names:
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
-        stored = store.find(encoder.name, name, key) if save and not overwrite else None
+        stored = store.find(encoder.name, name, key) if save and not overwrite and reusable else None
         stored_items = store.load_items(stored) if stored is not None and settings is not None else None
         if stored is not None and (settings is None or stored_items is not None or task.kind == "mteb"):
             if stored_items is not None:
@@ -333,7 +341,8 @@ def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome
     }
 
 
-def _as_encoder(model: str | Path | Encoder, model_opts: dict[str, Any]) -> Encoder:
+def _as_encoder(model: Any, model_opts: dict[str, Any]) -> Encoder:
+    """A name or folder loaded; an embench encoder as it is; any other object with ``encode`` wrapped."""
     if isinstance(model, (str, Path)):
         return load_model(model, **model_opts)
     if model_opts:
@@ -341,7 +350,9 @@ def _as_encoder(model: str | Path | Encoder, model_opts: dict[str, Any]) -> Enco
             f"model options {sorted(model_opts)} apply when the model is given by name; "
             "pass them to load_model() instead"
         )
-    return model
+    if hasattr(model, "encode_batch") and hasattr(model, "cache_key"):
+        return model
+    return ForeignEncoder(model)  # a SentenceTransformer, or a user's object with encode(texts)
 
 
 def results(results_dir: str | Path | None = None, model: str | None = None, task: str | None = None) -> list[Record]:

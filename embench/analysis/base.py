@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from .inputs import make_context, model_refs
 
@@ -41,7 +42,7 @@ def analysis(name: str):
 
         @functools.wraps(impl)
         def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
-                   batch_size: int = 64, progress: bool = False, pooling: str | None = None,
+                   batch_size: int = BATCH_SIZE, progress: bool = False, pooling: str | None = None,
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
                    normalize: bool | None = None, prompt: str | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)

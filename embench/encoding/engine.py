@@ -13,13 +13,17 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbeddingError, EmbenchError
-from ..models.encoder import Encoder
 from ..report.progress import RateProgress
 from .cache import EmbeddingCache, text_key
+
+if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
+    from ..models.encoder import Encoder
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY = 4096  # texts between cache writes
@@ -36,7 +40,7 @@ class Engine:
         self,
         encoder: Encoder,
         *,
-        batch_size: int = 128,
+        batch_size: int = BATCH_SIZE,
         cache_dir: Path | str | None = None,
         progress: bool = False,
     ):

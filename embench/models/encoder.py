@@ -18,6 +18,7 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
+from ..encoding.st_face import SentenceEncode
 from .families import apply_prompt
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 
@@ -58,7 +59,7 @@ class EncoderSettings:
         return d
 
 
-class HFEncoder:
+class HFEncoder(SentenceEncode):
     """A ``transformers`` model + tokenizer + pooler.
 
     Inference runs under ``torch.inference_mode``; a non-fp32 ``dtype`` runs under autocast

@@ -34,7 +34,7 @@ RECIPES.add("simcse-unsup", Recipe(
      "pooling": "cls_before_pooler", "mlp": "train", **_SIMCSE_COMMON}))
 RECIPES.add("simcse-sup", Recipe(
     "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives (the paper's data is "
-                  "nli_for_simcse.csv, --data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
+                  "nli_for_simcse.csv, --train-data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
     "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), §4 (3 epochs, alpha = 1), run_sup_example.sh "
     "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
     {"method": "sup-simcse", "data": ["snli"], "batch_size": 512, "lr": 5e-5, "epochs": 3, "pooling": "cls",
@@ -60,7 +60,7 @@ RECIPES.add("jtcse-bert", Recipe(
     "jtcse-bert", "JTCSE on two BERT-base towers (each first trained with unsupervised SimCSE): one epoch",
     "JTCSE §V.A and Eq. 15 (all weights 1, tau 0.05, 6 CAELs: Table IX); the authors' train_jtcse_bert.py (AdamW, "
     "lr 1.3e-6, batch 64, 1 epoch, max_len 64, STS-B dev of the summed [CLS] every 100 steps, the best kept). The "
-    "paper's data is Wiki1M + the SICK-R sentences (--data FILE); the script keeps lr constant, embench decays it",
+    "paper's data is Wiki1M + the SICK-R sentences (--train-data FILE); the script keeps lr constant, embench decays it",
     {**_JTCSE, "lr": 1.3e-6, "batch_size": 64}))
 RECIPES.add("jtcse-roberta", Recipe(
     "jtcse-roberta", "JTCSE on two RoBERTa-base towers: one epoch, batch 256",

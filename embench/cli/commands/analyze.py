@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ...core.defaults import BATCH_SIZE
 from ...core.errors import EmbenchError
 from ...core.values import parse_value
 from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
@@ -76,7 +77,7 @@ def analyze(
     max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 64,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -64,7 +65,7 @@ def grid(
     max_length: MaxLengthOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     fmt: FmtOpt = Fmt.table,
@@ -73,8 +74,8 @@ def grid(
     if ctx.invoked_subcommand is not None:
         return
     from ...core.errors import EmbenchError
-    from ...encoding.sharded import parse_devices
     from ...grid import GridSpec, expand_models, read_protocols, run_grid
+    from ...grid.sharded import parse_devices
     from ...grid.slurm import SlurmSettings
 
     if not models or results is None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -59,7 +60,7 @@ def run(
     prompt: PromptOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,

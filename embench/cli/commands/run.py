@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -48,7 +49,7 @@ def run(
     prompt: PromptOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
