@@ -52,6 +52,7 @@ class Evaluation:
     interval_settings: IntervalSettings | None = None
     seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
     per_seed: bool = False  # show each seed's row under its group's mean
+    labels: dict[str, str] = field(default_factory=dict)  # model name -> display name of its row (run --label)
 
     @classmethod
     def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:
@@ -64,6 +65,7 @@ class Evaluation:
             out.interval_settings = out.interval_settings or ev.interval_settings
             out.seed_groups.update(ev.seed_groups)
             out.per_seed = out.per_seed or ev.per_seed
+            out.labels.update(ev.labels)
             out.unsaved.update(ev.unsaved)
         return out
 
@@ -83,7 +85,7 @@ class Evaluation:
             if not self.per_seed:
                 frame = frame.drop(index=members)
             frame.loc[self.group_label(name)] = mean
-        return frame
+        return frame.rename(index=self.labels)
 
     def group_label(self, name: str) -> str:
         return f"{name} (mean of {len(self.seed_groups[name])} seeds)"
@@ -100,14 +102,42 @@ class Evaluation:
         return breakdown_frame(self.records)
 
     def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return self.to_json()
         if self.view == "breakdown":
             return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
         note = self.interval_note()
         if self.seed_groups:
             note = "; ".join(filter(None, [note, "seed groups: mean +- sample standard deviation over seeds"]))
         # several models: best bold, second underlined
-        return render(self.frame, fmt, highlight=True, intervals=self.intervals or None, note=note,
+        intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
+        return render(self.frame, fmt, highlight=True, intervals=intervals or None, note=note,
                       spreads=self.spreads or None)
+
+    def to_json(self) -> str:
+        """The table as JSON that says what it holds: the scale of the scores, each column's metric, and the
+        protocol (once when every record shares it, else per model and task), then the rows."""
+        import json
+
+        if self.view == "breakdown":
+            rows = json.loads(render(self.breakdown, "json"))
+        else:
+            intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
+            rows = json.loads(render(self.frame, "json", intervals=intervals or None, spreads=self.spreads or None))
+        protocols = {(r.model, r.display): r.protocol for r in self.records}
+        distinct = {json.dumps(p, sort_keys=True) for p in protocols.values()}
+        out: dict[str, Any] = {
+            "scale": "fractions: 0.8203 is printed 82.03 in the tables (x100)",
+            "metrics": {r.display: metric_of(r) for r in self.records},
+        }
+        if len(distinct) <= 1:
+            out["protocol"] = next(iter(protocols.values()), {})
+        else:
+            out["protocols"] = {f"{m} / {t}": p for (m, t), p in protocols.items()}
+        if self.interval_settings is not None:
+            out["intervals"] = self.interval_note()
+        out["rows"] = rows
+        return json.dumps(out, indent=2)
 
     def interval_note(self) -> str | None:
         """The footnote of a table with intervals: how they were drawn, and which scores have none."""
@@ -118,6 +148,16 @@ class Evaluation:
         if missing:
             note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
         return note
+
+
+def metric_of(record: Record) -> str:
+    """What a record's main score measures, in words."""
+    p = record.protocol
+    if record.kind == "sts":
+        return f"{p.get('correlation')} correlation of {p.get('similarity')} similarities with the gold scores"
+    if record.kind == "transfer":
+        return "test accuracy of a classifier on frozen embeddings"
+    return f"mteb's main score ({(record.scores or {}).get('main_score_name', 'main_score')})"
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
@@ -355,9 +395,14 @@ def _as_encoder(model: Any, model_opts: dict[str, Any]) -> Encoder:
     return ForeignEncoder(model)  # a SentenceTransformer, or a user's object with encode(texts)
 
 
-def results(results_dir: str | Path | None = None, model: str | None = None, task: str | None = None) -> list[Record]:
-    """Stored records, optionally filtered by model (substring) and task."""
-    return ResultStore(results_dir).records(model=model, task=task)
+def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
+            task: str | Sequence[str] | None = None) -> list[Record]:
+    """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task
+    (a name or alias such as ``STS-B``, as ``run`` takes them; several: any of them)."""
+    models = [model] if isinstance(model, str) else list(model or [])
+    tasks = {TASKS.canonical(t) for t in ([task] if isinstance(task, str) else task or [])}
+    return [r for r in ResultStore(results_dir).records()
+            if (not models or any(m.lower() in r.model.lower() for m in models)) and (not tasks or r.task in tasks)]
 
 
 __all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]

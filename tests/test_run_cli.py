@@ -25,8 +25,11 @@ def _run(*args):
 def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    out = json.loads(r.stdout)
+    rows = out["rows"]
     assert list(rows[0]) == ["model", *STS_COLUMNS]
+    assert out["protocol"]["aggregation"] == "all" and out["scale"].startswith("fractions")
+    assert out["metrics"]["STS12"].startswith("spearman correlation of cosine")
     assert all(-1 <= rows[0][c] <= 1 for c in STS_COLUMNS)
     csv = _run("run", "--model", str(tiny_bert_dir), "--format", "csv", "-q")
     assert csv.stdout.splitlines()[0] == ",".join(["model", *STS_COLUMNS])
@@ -50,9 +53,9 @@ def test_tasks_given_with_a_suite_are_added_after_the_suites_own(env, tiny_bert_
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "-t", "STSBenchmark", "-t", "TREC",
              "--classifier", "prototyping", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
-    assert list(json.loads(r.stdout)[0]) == ["model", *STS_COLUMNS[:-1], "TREC", "Avg."]
+    assert list(json.loads(r.stdout)["rows"][0]) == ["model", *STS_COLUMNS[:-1], "TREC", "Avg."]
     only = _run("run", "--model", str(tiny_bert_dir), "-t", "STS12", "--format", "json", "-q")  # alone: just that task
-    assert list(json.loads(only.stdout)[0]) == ["model", "STS12", "Avg."]
+    assert list(json.loads(only.stdout)["rows"][0]) == ["model", "STS12", "Avg."]
 
 
 @pytest.mark.slow

@@ -92,7 +92,7 @@ def py(ctx: Ctx, work: Path, source: str) -> Run:
 
 def scores(run: Run) -> dict[str, float] | None:
     try:
-        return {k: v for k, v in json.loads(run.out)[0].items() if k != "model"}
+        return {k: v for k, v in json.loads(run.out)["rows"][0].items() if k != "model"}
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
         return None
 

@@ -46,7 +46,7 @@ def _print_status(cells, states, fmt: str) -> int:
 @grid_app.callback()
 def grid(
     ctx: typer.Context,
-    models: Annotated[list[str] | None, typer.Option("--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
+    models: Annotated[list[str] | None, typer.Option("--model", "--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s), after the suite's when --suite is given too; repeatable.")] = None,
     protocols: Annotated[Path | None, typer.Option("--protocols", help="YAML or JSON list of protocol settings, e.g. '- {aggregation: all}' '- {aggregation: wmean, correlation: pearson}' (default: one, SimCSE's).")] = None,

@@ -12,14 +12,19 @@ from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
     DataOpt,
+    DeviceOpt,
+    DTypeOpt,
     Fmt,
     FmtOpt,
     LayerOpt,
+    MaxLengthOpt,
     ModelsOpt,
+    NoCacheOpt,
     NormalizeOpt,
     OverwriteOpt,
     PoolingOpt,
     PromptOpt,
+    QuietOpt,
     ResultsOpt,
     protocol_options,
     value,
@@ -57,16 +62,21 @@ def run(
     normalize: NormalizeOpt = None,
     pooling: PoolingOpt = None,
     layer: LayerOpt = None,
+    max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
+    dtype: DTypeOpt = None,
+    device: DeviceOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
     batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
     overwrite: OverwriteOpt = False,
     mteb_output: OutputOpt = None,
     fmt: FmtOpt = Fmt.table,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run MTEB tasks with mteb's evaluators on local data; print scores and block averages."""
     from ...api import Evaluation, evaluate
@@ -78,11 +88,13 @@ def run(
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             how = "stored" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
-            typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
+            if not quiet:
+                typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
 
         ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
-                      overwrite=overwrite, batch_size=batch_size, on_task=on_task, **(protocol or {}),
-                      seed=seed, normalize=normalize, pooling=pooling, layer=layer, prompt=prompt)
+                      use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
+                      on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
+                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device)
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))
     emit(_blocks_table(records, value(fmt)))

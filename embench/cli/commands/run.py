@@ -38,6 +38,7 @@ from ..output import emit, err
 @protocol_options()
 def run(
     model: ModelsOpt,
+    label: Annotated[list[str] | None, typer.Option("--label", help="Display name of each --model's row, in the same order (records keep the model's own name).")] = None,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
     protocol: dict[str, str] | None = None,
@@ -67,6 +68,10 @@ def run(
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)
+    if label and len(label) != len(model):
+        from ...core.errors import EmbenchError
+
+        raise EmbenchError(f"--label: {len(label)} label(s) for {len(model)} --model(s); give one per model, in order")
     evaluations, unsaved = [], {}
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
@@ -85,6 +90,8 @@ def run(
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
+        if label:
+            ev.labels.update({r.model: label[len(evaluations)] for r in ev.records})
         evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed
