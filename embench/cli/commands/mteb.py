@@ -33,7 +33,7 @@ from ..output import emit
 
 mteb_app = typer.Typer(no_args_is_help=True)
 OutputOpt = Annotated[Path | None, typer.Option("--mteb-output", help="Also write the results in mteb's format here (mteb.ResultCache layout).")]
-ModelFilterOpt = Annotated[str | None, typer.Option("--model", "-m", help="Only models whose name contains this.")]
+ModelFilterOpt = Annotated[list[str] | None, typer.Option("--model", "-m", help="Only models whose name contains this; repeatable.")]
 
 
 def _blocks_table(records, fmt: str) -> str:
@@ -108,7 +108,7 @@ def run(
 
 @mteb_app.command("export")
 def export(
-    output: Annotated[Path, typer.Option("--mteb-output", "-o", help="Folder for mteb's result layout.")],
+    output: Annotated[Path, typer.Option("--out", "-o", "--mteb-output", help="Folder for mteb's result layout.")],
     results_dir: ResultsOpt = None,
     model: ModelFilterOpt = None,
 ) -> None:
