@@ -36,7 +36,7 @@ def options():
 
 def test_a_short_flag_names_the_same_option_everywhere():
     longs_of = defaultdict(set)
-    for path, p in options():
+    for _path, p in options():
         for short in (o for o in p.opts if not o.startswith("--")):
             longs_of[short].add(next(o for o in p.opts if o.startswith("--")))
     assert {s: ls for s, ls in longs_of.items() if len(ls) > 1} == {}

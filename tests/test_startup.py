@@ -59,3 +59,15 @@ def test_progress_off_a_terminal_is_a_log_line_every_interval_and_at_the_end(mon
     with RateProgress(False, "encoding", "model-x", 10, "texts") as bar:
         bar.advance(10)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("package", ["embench", "embench.models", "embench.train", "embench.train.methods", "embench.stats"])
+def test_no_lazy_name_is_also_a_submodule(package):
+    """A submodule imported elsewhere would shadow a lazily exported name of the same spelling."""
+    import importlib
+    import importlib.util
+
+    mod = importlib.import_module(package)
+    for name in mod.__all__:
+        assert importlib.util.find_spec(f"{package}.{name}") is None, f"{package}.{name} is both a name and a module"
+        assert not isinstance(getattr(mod, name), type(sys)), f"{package}.{name} resolved to a module"

@@ -16,7 +16,7 @@ from ..core.lazy import lazy_exports
 
 _EXPORTS = {"TrainConfig": ".config", "make_config": ".configure", "METHODS": ".methods", "Batch": ".methods.base",
             "Method": ".methods.base", "Outputs": ".methods.base", "RECIPES": ".recipes", "Recipe": ".recipes",
-            "resolve": ".resolve", "Trainer": ".trainer", "TrainingDivergedError": ".trainer", "TrainResult": ".trainer",
+            "resolve": ".resolution", "Trainer": ".trainer", "TrainingDivergedError": ".trainer", "TrainResult": ".trainer",
             "train": ".trainer"}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)  # listing methods or recipes imports no torch
 __all__ = ["METHODS", "RECIPES", "Batch", "Method", "Outputs", "Recipe", "TrainConfig", "TrainResult", "Trainer",
@@ -28,5 +28,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from .methods import METHODS
     from .methods.base import Batch, Method, Outputs
     from .recipes import RECIPES, Recipe
-    from .resolve import resolve
+    from .resolution import resolve
     from .trainer import Trainer, TrainingDivergedError, TrainResult, train
