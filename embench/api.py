@@ -35,6 +35,7 @@ from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
 
 log = logging.getLogger(__name__)
+AGGREGATIONS = ("all", "mean", "wmean")  # the rows breakdown_frame adds after a task's subsets
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family")
 
 
@@ -99,7 +100,14 @@ class Evaluation:
 
     @property
     def breakdown(self) -> pd.DataFrame:
-        return breakdown_frame(self.records)
+        """Every subset with its all/mean/wmean rows; a task of one subset (STS-B, SICK-R) shows that row
+        alone, since its three aggregates repeat it."""
+        frame = breakdown_frame(self.records)
+        if frame.empty or "subset" not in frame.columns:
+            return frame
+        aggregate = frame["subset"].isin(AGGREGATIONS)
+        parts = (~aggregate).groupby([frame["model"], frame["task"]]).transform("sum")
+        return frame[~(aggregate & (parts == 1))].reset_index(drop=True)
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":

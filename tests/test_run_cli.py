@@ -66,6 +66,7 @@ def test_sts_suite_shows_every_subset_and_aggregation(env, tiny_bert_dir):
     sts12 = frame[frame.task == "STS12"]
     assert list(sts12.subset) == ["MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews", "all", "mean", "wmean"]
     assert list(frame.columns) == ["model", "task", "subset", "n", "pearson", "spearman"]
+    assert list(frame[frame.task == "STS-B"].subset) == ["test"]  # one subset: its aggregates would repeat it
 
 
 @pytest.mark.slow

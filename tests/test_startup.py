@@ -71,3 +71,14 @@ def test_no_lazy_name_is_also_a_submodule(package):
     for name in mod.__all__:
         assert importlib.util.find_spec(f"{package}.{name}") is None, f"{package}.{name} is both a name and a module"
         assert not isinstance(getattr(mod, name), type(sys)), f"{package}.{name} resolved to a module"
+
+
+def test_loading_a_model_says_what_it_loads_and_quiet_says_nothing(tiny_bert_dir, capsys):
+    from embench.encoding.engine import Engine
+    from embench.models.loader import load_model
+
+    Engine(load_model(tiny_bert_dir), progress=True).embed(["a sentence", "another one"])
+    err = capsys.readouterr().err
+    assert f"loading {load_model(tiny_bert_dir).name} from {tiny_bert_dir}" in err and "texts" in err
+    Engine(load_model(tiny_bert_dir), progress=False).embed(["a sentence"])
+    assert capsys.readouterr().err == ""
