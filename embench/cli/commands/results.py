@@ -39,9 +39,10 @@ def results_frame(recs):
     and a note of the settings every row shares."""
     import pandas as pd
 
+    from ...models.aliases import ALIASES
     from ...tasks import TASKS
 
-    settings = [{**{f"{k}": v for k, v in r.protocol.items()},
+    settings = [{"fingerprint": r.encoder.get("fingerprint"), **{f"{k}": v for k, v in r.protocol.items()},
                  "pooling": r.encoder.get("pooling"), "layer": r.encoder.get("layer"), "dtype": r.encoder.get("dtype"),
                  "max_length": r.encoder.get("max_length"), "prompt": r.encoder.get("prompt") or None} for r in recs]
     keys = list(dict.fromkeys(k for s in settings for k in s))
@@ -49,7 +50,10 @@ def results_frame(recs):
     shared = {k: settings[0].get(k) for k in keys if k not in differing and settings[0].get(k) is not None}
     rows: dict[tuple, dict] = {}
     for r, s in zip(recs, settings, strict=True):
-        rows.setdefault((r.model, *(s.get(k) for k in differing)), {})[r.display] = r.main_score
+        # an alias and its hub id (all-MiniLM-L6-v2, sentence-transformers/all-MiniLM-L6-v2) are one row
+        # when their weights are the same (differing fingerprints show as a column)
+        name = ALIASES.canonical(r.model) if r.model in ALIASES else r.model
+        rows.setdefault((name, *(s.get(k) for k in differing)), {})[r.display] = r.main_score
     order = {n: i for i, n in enumerate(TASKS.names())}
     shown = {r.display: order.get(r.task, len(order)) for r in recs}
     frame = pd.DataFrame.from_dict(rows, orient="index")
