@@ -32,7 +32,8 @@ from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
 
 log = logging.getLogger(__name__)
-MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family")
+MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
+                 "adapter")
 
 
 @dataclass
