@@ -41,9 +41,11 @@ class ModelRef:
         overrides (maximum length, dtype, ...) load the model with those settings."""
         key = (layer, tuple(sorted(overrides.items())))
         if key not in self._encoders:
-            view_only = set(overrides) <= {"pooling"}
+            view_only = set(overrides) <= {"pooling", "final_norm"}
             if (layer is not None or overrides) and view_only and hasattr(self.encoder(), "view"):
-                self._encoders[key] = self.encoder().view(layer, overrides.get("pooling"))
+                view = self.encoder().view
+                self._encoders[key] = (view(layer, overrides.get("pooling"), final_norm=True) if overrides.get("final_norm")
+                                       else view(layer, overrides.get("pooling")))
             elif isinstance(self.spec, HFEncoder) and layer is None and not overrides:
                 self._encoders[key] = self.spec
             else:

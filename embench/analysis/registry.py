@@ -20,6 +20,7 @@ for _name, _path in (
     ("cosine-density", "cosine_density:cosine_density"),
     ("knn", "knn:knn"),
     ("layers", "layers:layers"),
+    ("layer-removal", "layer_removal:layer_removal"),
     ("attention", "attention:attention"),
     ("cls-energy", "attention:cls_energy"),
     ("tsne", "tsne:tsne"),

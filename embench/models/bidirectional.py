@@ -55,8 +55,12 @@ def decoder_stack(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Mod
 
 
 def final_norm(model: torch.nn.Module) -> torch.nn.Module | None:
-    """The norm a decoder applies after its last layer (``norm``, ``ln_f``, ...), or None if it has none."""
-    base, _ = decoder_stack(model)
+    """The norm a decoder applies after its last layer (``norm``, ``ln_f``, ...), or None if it has none
+    (encoders such as BERT normalise inside each layer)."""
+    try:
+        base, _ = decoder_stack(model)
+    except EmbenchError:
+        return None
     for name in _NORM_NAMES:
         norm = getattr(base, name, None)
         if isinstance(norm, torch.nn.Module):
