@@ -90,18 +90,23 @@ def padding_only_mask(keys: torch.Tensor, like: torch.Tensor | None, queries: in
     """The B x 1 x T x S mask with no causal part (Eq. 4): every query sees every real key, never padding.
     Padded queries see the real keys too, so no row is empty (an empty row gives NaN under SDPA)."""
     allowed = keys[:, None, None, :].expand(keys.shape[0], 1, queries, keys.shape[1])
-    if like is not None and like.dtype == torch.bool or like is None and dtype == torch.bool:
+    if dtype == torch.bool:
         return allowed
-    float_dtype = like.dtype if like is not None else dtype
+    float_dtype = like.dtype if like is not None and like.dtype != torch.bool else dtype
     zero = torch.zeros((), dtype=float_dtype, device=keys.device)
     return torch.where(allowed, zero, torch.tensor(torch.finfo(float_dtype).min, dtype=float_dtype, device=keys.device))
 
 
-def _hook(attention: str):
+def _hook(config: Any):
     def pre_hook(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         hidden = args[0] if args else kwargs["hidden_states"]
         mask = kwargs.get("attention_mask")
         keys = key_padding(mask, hidden)
+        # read at each call: analyses switch a model from SDPA to eager to get attention weights
+        attention = getattr(config, "_attn_implementation", None) or "eager"
+        if attention not in SUPPORTED_ATTENTION:
+            raise EmbenchError(f"bidirectional layers are built for {' and '.join(SUPPORTED_ATTENTION)} attention; "
+                               f"the model now uses {attention}")
         kind = torch.bool if attention == "sdpa" else hidden.dtype
         kwargs["attention_mask"] = padding_only_mask(keys, mask, hidden.shape[1], kind)
         return args, kwargs
@@ -150,7 +155,7 @@ def make_bidirectional(model: torch.nn.Module, last: int) -> torch.nn.Module:
             handle.remove()
             delattr(layer, HOOK_ATTR)
     for layer in list(layers)[len(layers) - last:] if last else []:
-        setattr(layer, HOOK_ATTR, layer.register_forward_pre_hook(_hook(attention), with_kwargs=True))
+        setattr(layer, HOOK_ATTR, layer.register_forward_pre_hook(_hook(model.config), with_kwargs=True))
     return model
 
 
