@@ -247,9 +247,11 @@ def load_model(
         src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code)
     fam, st_cfg, tok = src.family, src.st_cfg, src.tokenizer
     check_max_length(max_length, src.config)
-    bidirectional_last = check_bidirectional(bidirectional_last, src.config, fam.causal, src.display)
     if info is not None:
         src = info.attach(src)  # checks the base first: an adapter of another model is refused here
+    if bidirectional_last is None:  # a checkpoint embench trained keeps the attention it was trained with
+        bidirectional_last = _trained_setting(src.trained_folder, "bidirectional_last")
+    bidirectional_last = check_bidirectional(bidirectional_last, src.config, fam.causal, src.display)
     if bidirectional_last:
         src = _with_bidirectional(src, bidirectional_last)
     if tok.pad_token is None:
@@ -358,6 +360,11 @@ def _with_bidirectional(src: _Source, last: int) -> _Source:
         return make_bidirectional(model, last), tok
 
     return dataclasses.replace(src, load=load)
+
+
+def _trained_setting(folder: Path | None, key: str) -> Any:
+    meta = folder / "embench_training.json" if folder is not None else None
+    return read_json(meta).get(key) if meta is not None and meta.is_file() else None
 
 
 def _trained_prompt(folder: Path | None) -> str:
