@@ -11,6 +11,8 @@ from rich.markup import escape
 
 from ...audit.knobs import KNOBS
 from ..options import (
+    AdapterOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
     DataOpt,
@@ -39,6 +41,8 @@ def audit(
     reported_file: Annotated[Path | None, typer.Option(help="CSV of published numbers (rows task,value or a header of tasks and one row).")] = None,
     tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match.")] = 0.01,
     prompt: PromptOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     device: DeviceOpt = None,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
@@ -69,7 +73,8 @@ def audit(
         err.print(f"[dim]audit[/] {escape(msg)}", highlight=False)
 
     result = run_audit(model, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci, resamples=resamples,
+                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci,
+                       bidirectional_last=bidirectional_last, adapter=adapter, resamples=resamples,
                        sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
                        progress=not quiet, on_step=None if quiet else step)
     if value(fmt) == "json":

@@ -8,7 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from ..options import (
+    AdapterOpt,
     BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     DataOpt,
     Fmt,
@@ -57,6 +59,8 @@ def run(
     pooling: PoolingOpt = None,
     layer: LayerOpt = None,
     prompt: PromptOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
     batch_size: BatchSizeOpt = 128,
@@ -81,7 +85,8 @@ def run(
 
         ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                       overwrite=overwrite, batch_size=batch_size, on_task=on_task, **(protocol or {}),
-                      seed=seed, normalize=normalize, pooling=pooling, layer=layer, prompt=prompt)
+                      seed=seed, normalize=normalize, pooling=pooling, layer=layer, prompt=prompt,
+                      bidirectional_last=bidirectional_last, adapter=adapter)
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))
     emit(_blocks_table(records, value(fmt)))
