@@ -55,7 +55,7 @@ def test_the_three_per_token_analyses_run_on_a_decoder(tiny_llama_dir, tiny_bert
                    {"attention": {"limit": 12}, "cls-energy": {"limit": 12}, "token-dependency": {"limit": 12}},
                    labels=["llama", "bert"], data=data_root, use_cache=False, prompt=None)
     energy = res["cls-energy"].tables["cls_energy"]
-    assert set(zip(energy["model"], energy["pivot"])) == {("llama", "last"), ("bert", "first")}
+    assert set(zip(energy["model"], energy["pivot"], strict=True)) == {("llama", "last"), ("bert", "first")}
     assert energy["cls_energy"].notna().all()
     sinks = res["attention"].tables["attention_sinks"]
     assert sinks[["cls_share", "sep_share"]].notna().all().all() and len(sinks) == 4

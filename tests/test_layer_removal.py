@@ -43,7 +43,7 @@ def test_removing_layers_equals_a_model_built_with_fewer_layers(tiny_llama_dir, 
 
 
 def test_a_bert_has_no_final_norm_so_its_layer_states_are_the_truncated_model(tiny_bert_dir):
-    from embench.models.bidirectional import final_norm
+    from embench.models.decoder_stack import final_norm
 
     enc = embench.load_model(tiny_bert_dir, pooling="mean")
     assert final_norm(enc.model) is None

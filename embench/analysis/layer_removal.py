@@ -32,7 +32,7 @@ from .layers import _suite_average, _suite_spec, parse_layers
 def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "senteval",
                   suite: str | None = None) -> AnalysisResult:
     """STS-B Spearman (and optionally a suite's average) of each model with only its first N layers kept."""
-    from ..models.bidirectional import final_norm
+    from ..models.decoder_stack import final_norm
 
     if isinstance(suite, (list, tuple)):
         suite = ",".join(suite) + ("," if len(suite) == 1 else "")

@@ -241,7 +241,7 @@ class HFEncoder:
 
     def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> np.ndarray:
         if self.settings.extra.get("final_norm"):
-            from .bidirectional import final_norm
+            from .decoder_stack import final_norm
 
             norm = final_norm(self.model)
             if norm is not None:

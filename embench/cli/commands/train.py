@@ -20,7 +20,7 @@ Opt = typer.Option
 # One parameter per option, as typer wants them: the signature is long, the body short.
 def train(
     method: Annotated[str | None, Opt("--method", help="Training method (embench list methods).")] = None,
-    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch.")] = None,
+    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm.")] = None,
     show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
     model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
     data: Annotated[list[str] | None, Opt("--data", help="Training data: a path, or corpora | snli | 20newsgroups (data root); repeatable.")] = None,
