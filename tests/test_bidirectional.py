@@ -174,3 +174,19 @@ def test_dequantised_gguf_weights_are_read_back_from_the_cache(tmp_path, monkeyp
     assert calls == [1] and (tmp_path / "abc123" / "config.json").is_file()
     for (n1, p1), (n2, p2) in zip(first.state_dict().items(), second.state_dict().items(), strict=True):
         assert n1 == n2 and torch.equal(p1, p2)
+
+
+def test_a_gguf_file_of_an_architecture_transformers_cannot_read_is_named_with_those_it_can(tmp_path):
+    import gguf
+
+    path = tmp_path / "odd.gguf"
+    writer = gguf.GGUFWriter(str(path), arch="madeup")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(EmbenchError, match=r"odd\.gguf: GGUF model with architecture madeup .* reads GGUF files of .*llama") as e:
+        embench.load_model(path)
+    assert "tokenizer" not in str(e.value).split("architectures:")[1]

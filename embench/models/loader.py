@@ -324,7 +324,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
             from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
             raise EmbenchError(f"{folder / gguf}: {e} transformers reads GGUF files of these architectures: "
-                               f"{', '.join(sorted(GGUF_SUPPORTED_ARCHITECTURES))}") from None
+                               f"{', '.join(sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {'general', 'tokenizer'}))}") from None
         raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
     fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
     fingerprint = _fingerprint_files(_stat(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
