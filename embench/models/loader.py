@@ -30,7 +30,7 @@ from .bidirectional import check_bidirectional, make_bidirectional
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
-from .gguf_cache import load_gguf_cached
+from .gguf_cache import cached_gguf_folder, load_gguf_cached
 from .lora_adapter import AdapterInfo, read_adapter
 from .pooling import POOLERS
 from .precision import warn_if_emulated
@@ -314,11 +314,13 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     gguf = gguf_file_of(raw_name)
     extra = {"gguf_file": gguf} if gguf else {}
     has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
+    # a GGUF file loaded before: its config, tokenizer and fp32 weights are read from the cache, not the file
+    cached = cached_gguf_folder(_fingerprint_files(_stat(folder / gguf))) if gguf else None
     try:
-        config = AutoConfig.from_pretrained(hf_folder, trust_remote_code=trust_remote_code, **extra)
+        config = AutoConfig.from_pretrained(cached or hf_folder, trust_remote_code=trust_remote_code, **({} if cached else extra))
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(hf_folder if has_tok or gguf else folder,
-                                                      trust_remote_code=trust_remote_code, **extra)
+            tokenizer = AutoTokenizer.from_pretrained(cached or (hf_folder if has_tok or gguf else folder),
+                                                      trust_remote_code=trust_remote_code, **({} if cached else extra))
     except Exception as e:
         if gguf and "is not supported" in str(e):
             from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
@@ -341,7 +343,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
                                                  torch_dtype=torch.float32, **extra, **fam.load_kwargs())
 
             # dequantising a GGUF file takes long: its fp32 weights are kept as safetensors for the next load
-            model = load_gguf_cached(fingerprint, read, fam.load_kwargs()) if gguf else read()
+            model = load_gguf_cached(fingerprint, read, fam.load_kwargs(), loaded_tokenizer) if gguf else read()
         except EmbenchError:
             raise
         except Exception as e:
