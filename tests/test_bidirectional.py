@@ -159,21 +159,32 @@ def test_bad_bidirectional_settings_and_prompts_are_clear_errors(tiny_llama_dir,
     assert embench.load_model(tiny_llama_dir, prompt="bellm").settings.prompt == PROMPTS["bellm"]
 
 
-def test_dequantised_gguf_weights_are_read_back_from_the_cache(tmp_path, monkeypatch):
-    from embench.models.gguf_cache import load_gguf_cached
+@pytest.mark.slow
+def test_dequantised_gguf_weights_are_read_back_from_the_cache(tmp_path, monkeypatch, minilm_path):
+    from transformers import AutoTokenizer
+
+    from embench.models.gguf_cache import cached_gguf_folder, load_gguf_cached
 
     monkeypatch.setenv("EMBENCH_GGUF_CACHE", str(tmp_path))
     calls = []
 
-    def read():
+    def read():  # stands for transformers' dequantisation: a model that save_pretrained refuses, as a GGUF one
         calls.append(1)
-        return tiny_llama("sdpa", layers=1)
+        model = tiny_llama("sdpa", layers=1)
+        model.config.quantization_config = {"quant_method": "gguf"}
+        model.save_pretrained = lambda *a, **k: pytest.fail("save_pretrained refuses GGUF-loaded models")
+        return model
 
-    first = load_gguf_cached("abc123", read, {})
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    assert cached_gguf_folder("abc123") is None
+    first = load_gguf_cached("abc123", read, {}, tok)
     second = load_gguf_cached("abc123", lambda: pytest.fail("dequantised again"), {})
-    assert calls == [1] and (tmp_path / "abc123" / "config.json").is_file()
+    assert calls == [1] and cached_gguf_folder("abc123") == tmp_path / "abc123"
+    assert getattr(second.config, "quantization_config", None) is None
     for (n1, p1), (n2, p2) in zip(first.state_dict().items(), second.state_dict().items(), strict=True):
         assert n1 == n2 and torch.equal(p1, p2)
+    again = AutoTokenizer.from_pretrained(tmp_path / "abc123")
+    assert again("A man plays a guitar.")["input_ids"] == tok("A man plays a guitar.")["input_ids"]
 
 
 def test_a_gguf_file_of_an_architecture_transformers_cannot_read_is_named_with_those_it_can(tmp_path):
