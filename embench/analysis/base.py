@@ -44,10 +44,11 @@ def analysis(name: str):
         def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
                    batch_size: int = BATCH_SIZE, progress: bool = False, pooling: str | None = None,
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
-                   normalize: bool | None = None, prompt: str | None = None, **options: Any) -> AnalysisResult:
+                   normalize: bool | None = None, prompt: str | None = None, bidirectional_last: int | None = None,
+                   adapter: str | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
-                              normalize=normalize, prompt=prompt)
+                              normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
             return finish(start(public, refs, ctx, out, options))
 

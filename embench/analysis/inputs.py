@@ -22,7 +22,7 @@ from ..encoding.engine import Engine, embed_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
-MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt")
+MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter")
 
 
 @dataclass
@@ -42,9 +42,11 @@ class ModelRef:
         overrides (maximum length, dtype, ...) load the model with those settings."""
         key = (layer, tuple(sorted(overrides.items())))
         if key not in self._encoders:
-            view_only = set(overrides) <= {"pooling"}
+            view_only = set(overrides) <= {"pooling", "final_norm"}
             if (layer is not None or overrides) and view_only and hasattr(self.encoder(), "view"):
-                self._encoders[key] = self.encoder().view(layer, overrides.get("pooling"))
+                view = self.encoder().view
+                self._encoders[key] = (view(layer, overrides.get("pooling"), final_norm=True) if overrides.get("final_norm")
+                                       else view(layer, overrides.get("pooling")))
             elif isinstance(self.spec, HFEncoder) and layer is None and not overrides:
                 self._encoders[key] = self.spec
             else:

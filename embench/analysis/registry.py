@@ -23,6 +23,8 @@ for _name, _path, _what in (
     ("cosine-density", "cosine_density:cosine_density", "SimCSE Figure G.1: cosine densities per gold-score group, one panel per model"),
     ("knn", "knn:knn", "cropping paper Table 2/S3: kNN accuracy on labelled sets (raw/centred/whitened, Euclidean/cosine)"),
     ("layers", "layers:layers", "per hidden layer: STS-B Spearman, kNN accuracy and optionally a suite average (one forward pass)"),
+    ("layer-removal", "layer_removal:layer_removal",
+     "BeLLM Figure 4: STS (or a suite) against the number of layers kept, the final norm applied to the truncated stack"),
     ("attention", "attention:attention", "JTCSE: per-layer attention maps of sentences and attention-sink shares over STS-B"),
     ("cls-energy", "attention:cls_energy", "JTCSE Eq. 6 per layer: the CLS row's share of the context tensor's energy"),
     ("tsne", "tsne:tsne", "cropping paper: t-SNE maps, datasets as rows and models side by side"),

@@ -66,7 +66,7 @@ def _task_list(tasks: list[str] | None) -> list[str]:
 def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: dict[str, Any],
                       extra: dict[str, Any]) -> tuple[dict[str, float], Any]:
     if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
-        common = {k: v for k, v in common.items() if k not in ("device", "prompt", "dtype")}
+        common = {k: v for k, v in common.items() if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter")}
     own = v.model_options() if isinstance(model, (str, Path)) else {}
     ev = evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol())  # a knob's dtype over the baseline's
     return {r.display: r.main_score for r in ev.records}, ev
@@ -101,6 +101,8 @@ def audit(
     prompt: str | None = None,
     dtype: str | None = None,
     batch_size: int = BATCH_SIZE,
+    bidirectional_last: int | None = None,
+    adapter: str | Path | None = None,
     ci: float | None = None,
     resamples: int | None = None,
     sample: int = DEFAULT_SAMPLE,
@@ -124,7 +126,8 @@ def audit(
     say = on_step or (lambda _msg: None)
     knobs = list(knobs) if knobs else list(KNOBS)
     task_names = _task_list(tasks)
-    load_opts = {k: v for k, v in (("device", device), ("prompt", prompt), ("dtype", dtype)) if v is not None}
+    load_opts = {k: v for k, v in (("device", device), ("prompt", prompt), ("dtype", dtype),
+                                   ("bidirectional_last", bidirectional_last), ("adapter", adapter)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts}
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
     vs = variants(knobs)

@@ -17,7 +17,17 @@ import typer
 from ...core.defaults import BATCH_SIZE
 from ...core.errors import EmbenchError
 from ...core.values import parse_value
-from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
+from ..options import (
+    AdapterOpt,
+    BatchSizeOpt,
+    BidirectionalOpt,
+    CacheDirOpt,
+    DataOpt,
+    DeviceOpt,
+    MaxLengthOpt,
+    NoCacheOpt,
+    PromptOpt,
+)
 from ..output import emit
 
 RENAMES = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
@@ -76,6 +86,8 @@ def analyze(
     pooling: Annotated[str | None, typer.Option(help="Pooler for every model (default: each model's own; layers: mean).")] = None,
     max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     device: DeviceOpt = None,
     batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
@@ -101,7 +113,7 @@ def analyze(
              "suite": suite}
     common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
                   progress=not quiet, pooling=pooling, max_length=max_length,
-                  device=device, prompt=prompt)
+                  device=device, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
     if len(names) == 1:
         results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
     else:

@@ -12,7 +12,9 @@ from rich.markup import escape
 from ...audit.knobs import KNOBS
 from ...core.defaults import BATCH_SIZE
 from ..options import (
+    AdapterOpt,
     BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
     DataOpt,
@@ -43,6 +45,8 @@ def audit(
     tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match.")] = 0.01,
     prompt: PromptOpt = None,
     dtype: DTypeOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     device: DeviceOpt = None,
     batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
@@ -78,7 +82,8 @@ def audit(
     for m in model:  # one after another: each model's tables are printed as soon as its audit ends
         result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
                            results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt,
-                           dtype=value(dtype), batch_size=batch_size, ci=ci, resamples=resamples,
+                           dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
+                           adapter=adapter, ci=ci, resamples=resamples,
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
                            progress=not quiet, on_step=None if quiet else step)
         if value(fmt) == "json":

@@ -9,7 +9,9 @@ import typer
 
 from ...core.defaults import BATCH_SIZE
 from ..options import (
+    AdapterOpt,
     BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     DataOpt,
     DeviceOpt,
@@ -66,6 +68,8 @@ def run(
     prompt: PromptOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
     batch_size: BatchSizeOpt = BATCH_SIZE,
@@ -94,7 +98,8 @@ def run(
         ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                       use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                       on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
-                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device)
+                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                      bidirectional_last=bidirectional_last, adapter=adapter)
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))
     emit(_blocks_table(records, value(fmt)))

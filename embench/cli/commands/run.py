@@ -9,7 +9,9 @@ from rich.markup import escape
 
 from ...core.defaults import BATCH_SIZE
 from ..options import (
+    AdapterOpt,
     BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
     CISeedOpt,
@@ -48,6 +50,8 @@ def run(
     layer: LayerOpt = None,
     max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
     batch_size: BatchSizeOpt = BATCH_SIZE,
@@ -85,6 +89,7 @@ def run(
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                bidirectional_last=bidirectional_last, adapter=adapter,
                 ci=ci, resamples=resamples, ci_seed=ci_seed,
             )
         except KeyboardInterrupt:

@@ -21,7 +21,7 @@ TRAIN_KEYWORDS = ("corpora", "snli", "20newsgroups", "twentynewsgroups")  # the 
 # One parameter per option, as typer wants them: the signature is long, the body short.
 def train(
     method: Annotated[str | None, Opt("--method", help="Training method (embench list methods).")] = None,
-    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch.")] = None,
+    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm.")] = None,
     show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
     model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
     train_data: Annotated[list[str] | None, Opt("--train-data", help="Training data: a path, or corpora | snli | 20newsgroups (from the data root); repeatable.")] = None,
@@ -42,6 +42,13 @@ def train(
     freeze_embeddings: Annotated[bool | None, Opt("--freeze-embeddings/--train-embeddings", help="Freeze the embedding layer.")] = None,
     freeze_layers: Annotated[int | None, Opt(help="Freeze the first n transformer layers.")] = None,
     lora_r: Annotated[int | None, Opt(help="Train LoRA adapters of this rank (peft) instead of the weights.")] = None,
+    lora_alpha: Annotated[float | None, Opt(help="LoRA alpha (scaling alpha / r; default 32).")] = None,
+    lora_dropout: Annotated[float | None, Opt(help="LoRA dropout (default 0.1).")] = None,
+    lora_target: Annotated[list[str] | None, Opt("--lora-target", help="Module name(s) LoRA adapts, e.g. q_proj (default: every linear layer); repeatable.")] = None,
+    bidirectional_last: Annotated[int | None, Opt(help="bellm: the last K decoder layers attend in both directions (default 1).")] = None,
+    ibn_weight: Annotated[float | None, Opt(help="bellm: weight of the in-batch + hard negative loss, Eq. 6 (default 1).")] = None,
+    cosine_weight: Annotated[float | None, Opt(help="bellm: weight of AnglE's CoSENT objective (default 0).")] = None,
+    angle_weight: Annotated[float | None, Opt(help="bellm: weight of AnglE's angle objective (default 0).")] = None,
     batch_size: Annotated[int | None, Opt(help="GLOBAL batch size (over processes and accumulation steps).")] = None,
     grad_accumulation: Annotated[int | None, Opt(help="Micro-batches per step (the loss still sees the whole batch).")] = None,
     lr: Annotated[float | None, Opt(help="Peak learning rate.")] = None,
@@ -76,7 +83,7 @@ def train(
     from ...train.config import parse_override
 
     overrides.update(compile=overrides.pop("compile_"), data=train_data or None, data_root=overrides.pop("data"), eval_tasks=overrides.pop("eval_task") or None,
-                     eval_analyses=overrides.pop("eval_analysis") or None)
+                     eval_analyses=overrides.pop("eval_analysis") or None, lora_targets=overrides.pop("lora_target") or None)
     for item in set_ or []:
         key, value = parse_override(item)
         overrides[key] = value

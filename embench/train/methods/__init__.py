@@ -25,6 +25,8 @@ METHODS.add("dropout", "embench.train.methods.crop:Dropout",
             description="the cropping paper's dropout baseline: one chunk, two dropout masks")
 METHODS.add("jtcse", "embench.train.methods.jtcse:JTCSE",
             description="JTCSE: twin towers, tensor-modulus constraint, cross-attention in training")
+METHODS.add("bellm", "embench.train.methods.bellm:BeLLM",
+            description="BeLLM: decoder LLM, bidirectional last layer(s), representative-word prompt, LoRA, NLI contrastive")
 METHODS.add("distill", "embench.train.methods.distill:Distill",
             description="distillation: MSE from the student's vector to a teacher's (e.g. an ensemble), computed once")
 
