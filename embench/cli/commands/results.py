@@ -11,7 +11,7 @@ from ..output import emit, err
 
 results_app = typer.Typer(no_args_is_help=True)
 # protocol fields shown only when they differ from these defaults (the STS axes are always shown)
-SHOWN_IF_CHANGED = (("scoring", "cosine"), ("classifier", "default"), ("pair_features", "uv"), ("seed", 1111))
+SHOWN_IF_CHANGED = (("scoring", "cosine"), ("classifier", "default"), ("pair_features", "senteval-code"), ("seed", 1111))
 
 
 @results_app.command("show")
