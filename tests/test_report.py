@@ -87,9 +87,11 @@ def test_different_protocols_are_an_error_naming_the_axis_or_split_on_request():
     recs = [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6, aggregation="wmean")]
     with pytest.raises(ProtocolMixError, match=r"(?s)aggregation.*--split"):
         paper_tables(recs)
-    tables = paper_tables(recs, split=True)
+    tables = paper_tables(recs, split="tables")
     assert [t.protocol["aggregation"] for t in tables] == ["all", "wmean"]
     assert all("aggregation=" in t.note() for t in tables)
+    (rows,) = paper_tables(recs, split="rows")  # SimCSE Table B.2's layout: the differing axis in the row name
+    assert list(rows.frame.index) == ["m1 (aggregation=all)", "m2 (aggregation=wmean)"] and "aggregation" not in rows.protocol
 
 
 def test_an_axis_a_task_ignores_does_not_split_it():
@@ -117,7 +119,7 @@ def test_mixed_protocols_from_the_cli_name_the_axis(tmp_path, capsys, monkeypatc
         main()
     err = " ".join(capsys.readouterr().err.split())
     assert exit_.value.code == 2 and "differ in correlation" in err and "--split" in err and "Traceback" not in err
-    split = CliRunner().invoke(app, ["report", "--results", str(root), "--split", "-f", "csv"])
+    split = CliRunner().invoke(app, ["report", "--results", str(root), "--split", "tables", "-f", "csv"])
     assert split.exit_code == 0 and split.stdout.count("Model") == 2
 
 

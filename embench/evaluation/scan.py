@@ -51,14 +51,14 @@ def _task_order(suite: str | None, tasks: Sequence[str] | None) -> list[str]:
 
 
 def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = (), suite: str | None = None,
-                  tasks: Sequence[str] | None = None, names: dict[str, str] | None = None, split: bool = False,
+                  tasks: Sequence[str] | None = None, names: dict[str, str] | None = None, split: str | None = None,
                   lower_is_better: Sequence[str] = (), caption: str | None = None) -> tuple[list[PaperTable], list[tuple[Path, str]]]:
     """Paper tables from result folders, and ``(file, problem)`` for every record that could not be read.
 
     ``models`` are model names as stored (or their last path part); ``suite``/``tasks`` pick the columns
     and their order (tasks by name or display name, any case; default: every task stored, in the
     suites' order). Records of one kind made under different protocols raise
-    :class:`~embench.report.paper.ProtocolMixError` unless ``split``.
+    :class:`~embench.report.paper.ProtocolMixError` unless ``split`` is ``"tables"`` or ``"rows"``.
 
     >>> tables, skipped = report_tables(["results"], suite="sts-all")  # doctest: +SKIP
     """

@@ -85,12 +85,17 @@ def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
             "\nchoose one with --model/--task, or pass --split for one table per protocol")
 
 
-def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None, split: bool = False,
+SPLITS = ("tables", "rows")  # how records of several protocols are shown: a table each, or a row each
+
+
+def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None, split: str | None = None,
                  lower_is_better: Iterable[str] = (), caption: str | None = None) -> list[PaperTable]:
-    """One table per kind of task (STS, transfer, MTEB), or per kind and protocol when ``split``.
+    """One table per kind of task (STS, transfer, MTEB); records of one kind under several protocols
+    are split as asked: ``split="tables"`` gives one table per protocol, ``split="rows"`` one row per
+    model and protocol with the differing axes in the row's name (SimCSE Table B.2's layout).
 
     Raises :class:`ProtocolMixError` when records of one kind differ in a protocol axis that changes
-    their numbers and ``split`` is False. Rows and columns keep the order in which they first appear.
+    their numbers and ``split`` is None. Rows and columns keep the order in which they first appear.
     """
     names = dict(names or {})
     by_kind: dict[str, dict[tuple, list[Any]]] = {}
@@ -98,10 +103,19 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
         by_kind.setdefault(r.kind, {}).setdefault(protocol_of(r), []).append(r)
     tables = []
     for kind, groups in by_kind.items():
-        if len(groups) > 1 and not split:
+        if len(groups) > 1 and split not in SPLITS:
             raise ProtocolMixError(_describe_mix(kind, groups))
+        suffix: dict[tuple, str] = {}
+        if len(groups) > 1 and split == "rows":
+            protos = [dict(p) for p in groups]
+            differing = [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
+            suffix = {p: " (" + ", ".join(f"{a}={dict(p)[a]}" for a in differing) + ")" for p in groups}
+            shared = tuple((a, v) for a, v in next(iter(groups)) if a not in differing)
+            groups = {shared: [r for recs in groups.values() for r in recs]}
         for proto, recs in groups.items():
             labels = _row_labels(recs, names)
+            if suffix:
+                labels = {i: labels[i] + suffix[protocol_of(r)] for i, r in enumerate(recs)}
             columns: list[str] = []
             cells: dict[str, dict[str, float]] = {}
             encoders: dict[str, dict[str, Any]] = {}

@@ -13,6 +13,7 @@ from ..options import choice_enum, value
 from ..output import emit, err
 
 ReportFmt = choice_enum("ReportFmt", REPORT_FORMATS)
+Split = choice_enum("Split", ("tables", "rows"))
 
 
 def _names(pairs: list[str]) -> dict[str, str]:
@@ -34,7 +35,7 @@ def report(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here (default: stdout). With --analysis, figures go to OUT's folder, <stem>-figures/.")] = None,
     name: Annotated[list[str] | None, typer.Option("--name", help="Display name of a model in tables and legends: MODEL=LABEL; repeatable.")] = None,
     caption: Annotated[str | None, typer.Option("--caption", help="Table caption (default: what the table holds).")] = None,
-    split: Annotated[bool, typer.Option("--split", help="Records of different protocols: one table per protocol (default: an error).")] = False,
+    split: Annotated[Split | None, typer.Option("--split", help="Records of several protocols: a table per protocol, or a row per model and protocol (SimCSE Table B.2); default: an error.")] = None,  # type: ignore[valid-type]
     lower: Annotated[list[str] | None, typer.Option("--lower-is-better", help="Column whose smallest value is best; repeatable.")] = None,
     standalone: Annotated[bool, typer.Option("--standalone", help="LaTeX: a whole document pdflatex compiles (article + booktabs).")] = False,
     analysis: Annotated[list[Path] | None, typer.Option("--analysis", "-a", help="Folder of `embench analyze`/`train` outputs to draw figures from; repeatable.")] = None,
@@ -55,7 +56,7 @@ def report(
     tables, problems = [], []
     if results:
         tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
-                                             split=split, lower_is_better=lower or (), caption=caption)
+                                             split=value(split), lower_is_better=lower or (), caption=caption)
     for path, problem in problems:
         err.print(f"[yellow]skipped[/] {path}: {problem} (the other records are reported)")
     made: list[tuple[Path, str]] = []
