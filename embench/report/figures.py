@@ -45,7 +45,8 @@ def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
             if path.suffix == ".jsonl":
                 rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
                 frame = pd.DataFrame(rows)
-                frame["model"] = path.name.split(".")[0].removesuffix("-metrics")
+                stem = path.name.split(".")[0].removesuffix("-metrics")
+                frame["model"] = path.parent.name if stem == "metrics" else stem  # a run folder's own log
             else:
                 frame = pd.read_csv(path)
             frame["source"] = str(path)
@@ -56,7 +57,7 @@ def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
 def _spectrum(ax, data, colours):
     for m, g in data.groupby("model", sort=False):
         ax.plot(g["index"], g["normalised"], color=colours[m], label=m)
-    ax.set(xscale="log", yscale="log", xlabel="singular value index", ylabel="normalised singular value")
+    ax.set(xlabel="singular value index", ylabel="normalised singular value")  # linear axes, as Figure F.1
 
 
 def _alignment(ax, data, colours):
@@ -99,12 +100,18 @@ def _knn(ax, data, colours):
     ax.set(ylabel="kNN accuracy (mean over sets)")
 
 
-def _training(ax, data, colours):
-    metric = next((c for c in data.columns if c.endswith("spearman") and data[c].notna().any()), "loss")
-    for m, g in data.groupby("model", sort=False):
-        g = g.dropna(subset=[metric])
-        ax.plot(g["step"], g[metric], marker="o" if metric != "loss" else None, color=colours[m], label=m)
-    ax.set(xlabel="training step", ylabel=metric)
+def _training_metric(column: str | None):
+    """Training curves of every run that logged ``column`` (None: the first ``*spearman`` column logged)."""
+    def draw(ax, data, colours):
+        metric = column or next((c for c in data.columns if c.endswith("spearman") and data[c].notna().any()), None)
+        if metric is None or metric not in data:
+            raise EmbenchError("no run logged an evaluation metric (train with --eval-steps N)")
+        for m, g in data.groupby("model", sort=False):
+            g = g.dropna(subset=[metric])
+            if len(g):  # runs that never logged it get no line and no legend entry
+                ax.plot(g["step"], g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
+        ax.set(xlabel="training step", ylabel=metric)
+    return draw
 
 
 COMPOSERS: dict[str, Composer] = {
@@ -122,8 +129,10 @@ COMPOSERS: dict[str, Composer] = {
                                 "embench analyze attention -m {model} --out {name}", "Share of attention to [CLS] per layer (JTCSE)"),
     "knn": Composer("knn.csv", _knn, "embench analyze knn -m {model} --out {name}",
                     "kNN accuracy per transform and metric (cropping paper Table S3)"),
-    "training": Composer("*metrics.jsonl", _training, "embench train ... --out {name} (its metrics.jsonl)",
-                         "Training curves of embench runs"),
+    "training-loss": Composer("*metrics.jsonl", _training_metric("loss"), "embench train ... --out {name} (its metrics.jsonl)",
+                              "Training loss of embench runs"),
+    "training-eval": Composer("*metrics.jsonl", _training_metric(None), "embench train ... --eval-steps N --out {name}",
+                              "Evaluation during training (embench runs with --eval-steps)"),
 }
 
 
@@ -148,5 +157,6 @@ def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: S
     with paper_style():
         fig, axes = figure()
         c.draw(axes[0][0], data, colours)
-        axes[0][0].legend()
+        # the legend above the panel, where it covers no data
+        axes[0][0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
         return save(fig, out, name.replace("-", "_"))

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ...core.errors import EmbenchError
 from ...report.formats import REPORT_FORMATS
 from ..options import choice_enum, value
 from ..output import emit, err
@@ -40,7 +41,7 @@ def report(
     standalone: Annotated[bool, typer.Option("--standalone", help="LaTeX: a whole document pdflatex compiles (article + booktabs).")] = False,
     analysis: Annotated[list[Path] | None, typer.Option("--analysis", "-a", help="Folder of `embench analyze`/`train` outputs to draw figures from; repeatable.")] = None,
     figure: Annotated[list[str] | None, typer.Option("--figure", help="Figures to draw (default: every one whose output is found): "
-                                                      "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, knn, training.")] = None,
+                                                      "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, knn, training-loss, training-eval.")] = None,
     title: Annotated[str, typer.Option("--title", help="HTML page title.")] = "embench report",
 ) -> None:
     """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
@@ -73,7 +74,13 @@ def report(
         else:
             colours = figs.model_colours(models)
         for n in wanted:
-            paths = figs.compose(n, analysis, fig_dir, models=models, colours=colours)
+            try:
+                paths = figs.compose(n, analysis, fig_dir, models=models, colours=colours)
+            except EmbenchError as e:
+                if figure:  # asked for by name: the user must hear why it cannot be drawn
+                    raise
+                err.print(f"[yellow]no figure {n}[/]: {e}")
+                continue
             made.append((paths[0], figs.COMPOSERS[n].caption))
             err.print(f"figure {n}: {', '.join(map(str, paths))}")
     if fmt_ == "html":
