@@ -52,7 +52,7 @@ class PaperTable:
         proto = ", ".join(f"{k}={v}" for k, v in self.protocol.items()) or "as stored"
         rows = "; ".join(f"{row}: " + ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, ""))
                          for row, enc in self.encoders.items())
-        return f"Protocol ({self.kind}): {proto}. Scores x100; Avg. over the columns shown. Encoders: {rows}."
+        return f"Protocol ({self.kind}): {proto}. Scores x100; Avg. over the columns shown." + (f" Encoders: {rows}." if rows else "")
 
 
 def _row_labels(records: Sequence[Any], names: Mapping[str, str]) -> dict[int, str]:
