@@ -42,6 +42,7 @@ def report(
     analysis: Annotated[list[Path] | None, typer.Option("--analysis", "-a", help="Folder of `embench analyze`/`train` outputs to draw figures from; repeatable.")] = None,
     figure: Annotated[list[str] | None, typer.Option("--figure", help="Figures to draw (default: every one whose output is found): "
                                                       "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, knn, training-loss, training-eval.")] = None,
+    image: Annotated[list[Path] | None, typer.Option("--image", help="HTML: a PNG made elsewhere (e.g. `embench analyze tsne`) to embed as it is; repeatable.")] = None,
     title: Annotated[str, typer.Option("--title", help="HTML page title.")] = "embench report",
 ) -> None:
     """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
@@ -52,7 +53,7 @@ def report(
 
     fmt_ = value(fmt)
     names = _names(name or [])
-    if not results and not analysis:
+    if not results and not analysis and not image:
         raise typer.BadParameter("give --results DIR (tables) and/or --analysis DIR (figures)", param_hint="--results")
     tables, problems = [], []
     if results:
@@ -83,6 +84,10 @@ def report(
                 continue
             made.append((paths[0], figs.COMPOSERS[n].caption))
             err.print(f"figure {n}: {', '.join(map(str, paths))}")
+    for path in image or []:
+        if not path.is_file() or path.suffix.lower() != ".png":
+            raise typer.BadParameter(f"{path} is not a PNG file", param_hint="--image")
+        made.append((path, f"{path.parent.name}/{path.name}"))
     if fmt_ == "html":
         sections = [("table", to_html(t)) for t in tables]
         if made:
