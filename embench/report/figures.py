@@ -71,11 +71,17 @@ def _alignment(ax, data, colours):
 
 
 def _density(ax, data, colours):
+    """One density per model and gold group (Figure G.1): the model's colour, fainter for lower gold groups."""
     import seaborn as sns
 
     for m, g in data.groupby("model", sort=False):
-        sns.kdeplot(x=g["cosine"], ax=ax, color=colours[m], label=m, bw_adjust=0.8, cut=0)
-    ax.set(xlabel="cosine similarity", ylabel="density")
+        groups = sorted(b for b in g["bin"].dropna().unique() if b)
+        for i, b in enumerate(groups):
+            c = g.loc[g["bin"] == b, "cosine"]
+            if len(c) > 1:
+                sns.kdeplot(x=c, ax=ax, color=colours[m], alpha=0.3 + 0.7 * (i + 1) / len(groups), bw_adjust=0.8, cut=0,
+                            label=m if i == len(groups) - 1 else None)
+    ax.set(xlabel="cosine similarity (fainter: lower gold-score group)", ylabel="density")
 
 
 def _per_layer(column: str, label: str):
