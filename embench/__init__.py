@@ -17,13 +17,15 @@ _PUBLIC = {
     "compare": "embench.api",
     "evaluate": "embench.api",
     "results": "embench.api",
+    "report_tables": "embench.evaluation.scan",
     "EvalProtocol": "embench.evaluation.protocols",
     "load_model": "embench.models.loader",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
-__all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "evaluate", "load_model", "results"]
+__all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "evaluate", "load_model", "report_tables", "results"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .api import Comparison, Evaluation, compare, evaluate, results
     from .evaluation.protocols import EvalProtocol
+    from .evaluation.scan import report_tables
     from .models.loader import load_model

@@ -40,7 +40,7 @@ def test_audit_table_has_every_variant_in_table_b2_shape(tiny_audit):
     labels = list(result.rows.index)
     assert labels[:6] == ["baseline", "correlation=pearson", "aggregation=mean", "aggregation=mean, correlation=pearson", "aggregation=wmean", "aggregation=wmean, correlation=pearson"]
     for label in ("text=raw", "scoring=regressor", "similarity=dot", "pooling=cls", "pooling=mean",
-                  "pooling=first_last_avg", "dtype=bf16", "max_length=32"):
+                  "pooling=first_last_avg", "pooling=embed_last_avg", "pooling=cls_before_pooler", "dtype=bf16", "max_length=32"):
         assert label in labels
     eff = result.knob_effects
     assert list(eff["delta_avg"].abs()) == sorted(eff["delta_avg"].abs(), reverse=True)
@@ -94,7 +94,8 @@ def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
     recs = embench.results(base / "results", task="STS13")
     baseline = [r for r in recs if r.protocol == embench.EvalProtocol().to_dict()]
     enc = {(r.encoder["pooling"], r.encoder["dtype"], r.encoder["max_length"]) for r in baseline}
-    expected = {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("cls", "fp32", 32)}
+    expected = {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("embed_last_avg", "fp32", 512),
+                ("cls_before_pooler", "fp32", 512), ("cls", "fp32", 32)}
     if native_precision("cpu", "bf16"):  # a full bf16 pass, stored; emulated bf16 runs on a sample, not stored
         expected.add(("cls", "bf16", 512))
     assert enc == expected

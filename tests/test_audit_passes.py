@@ -23,11 +23,12 @@ def test_pooling_views_come_from_the_shared_pass_and_score_as_each_pooling_alone
     steps: list[str] = []
     result = audit(str(tiny_bert_dir), knobs=["pooling", "text"], tasks=TASKS, data=data_root, results_dir=tmp_path / "r",
                    cache_dir=tmp_path / "c", device="cpu", on_step=steps.append)
-    # one pass: the baseline (cls), mean and first_last_avg over SentEval and raw text; nothing else encoded
+    # one pass: the baseline (cls), mean, both first-last variants and cls_before_pooler over SentEval and raw
+    # text; nothing else encoded
     assert [r["pass"] for r in result.passes.rows] == ["baseline + pooling views"]
-    assert result.passes.rows[0]["views"] == 3
+    assert result.passes.rows[0]["views"] == 5
     assert any("shared pass" in s for s in steps) and steps[-1].startswith("1 forward pass")
-    for pooling in ("mean", "first_last_avg"):
+    for pooling in ("mean", "first_last_avg", "embed_last_avg", "cls_before_pooler"):
         alone = embench.evaluate(str(tiny_bert_dir), tasks=TASKS, pooling=pooling, data=data_root, device="cpu",
                                  results_dir=tmp_path / f"alone-{pooling}", cache_dir=tmp_path / f"alone-{pooling}-cache")
         assert alone.encode_stats["encoded"] > 0  # computed independently, in a cache of its own

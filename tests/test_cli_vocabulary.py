@@ -15,6 +15,8 @@ from embench.cli.app import app
 EXCEPTIONS = {
     ("train", "--model"): "one model to start training from",
     ("train", "--batch-size"): "the global training batch, not an encoding batch",
+    ("report", "--results-dir"): "a report reads several results folders; the others write into one",
+    ("grid", "--results-dir"): "the one folder every job of the grid writes into",
 }
 
 

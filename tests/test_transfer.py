@@ -315,13 +315,13 @@ def test_tiny_model_runs_the_transfer_suite_end_to_end(data_root, tiny_bert_dir,
     assert mr["protocol"]["classifier"] == "prototyping"
     assert len(mr["scores"]["folds"]) == 5 and mr["scores"]["folds"][0]["penalty"] in PENALTIES
     mrpc = next(r for r in stored if r["task"] == "MRPC")
-    assert mrpc["scores"]["features"] == "[u, v, |u-v|, u*v]" and "test_f1" in mrpc["scores"]
-    assert mrpc["protocol"]["pair_features"] == "uv"
-    # SentEval's code feeds [|u-v|, u*v]: a separate record, a different MRPC score, nothing else recomputed
-    again = CliRunner().invoke(app, [*args[:3], "--task", "MRPC", *args[5:], "--pair-features", "senteval-code"])
+    assert mrpc["scores"]["features"] == "[|u-v|, u*v]" and "test_f1" in mrpc["scores"]
+    assert mrpc["protocol"]["pair_features"] == "senteval-code"  # the default: SentEval's code
+    # PROTOCOLS.md's [u, v, |u-v|, u*v]: a separate record, a different MRPC score, nothing else recomputed
+    again = CliRunner().invoke(app, [*args[:3], "--task", "MRPC", *args[5:], "--pair-features", "uv"])
     assert again.exit_code == 0, again.output
     stored = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.json")]
     mrpcs = {r["protocol"]["pair_features"]: r for r in stored if r["task"] == "MRPC"}
     assert set(mrpcs) == {"uv", "senteval-code"}
-    assert mrpcs["senteval-code"]["scores"]["features"] == "[|u-v|, u*v]"
+    assert mrpcs["uv"]["scores"]["features"] == "[u, v, |u-v|, u*v]"
     assert len(stored) == 8

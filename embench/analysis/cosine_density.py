@@ -2,7 +2,9 @@
 
 For each STS-B pair, the cosine of its two sentence embeddings; pairs are put in 5 groups by gold
 score. SimCSE does not give the group boundaries; embench's default ``edges`` are the integer bins
-[0,1), [1,2), [2,3), [3,4), [4,5] (the last one closed). Densities are Gaussian kernel estimates
+[0,1), [1,2), [2,3), [3,4), [4,5] (the last one closed); ``groups="equal-count"`` puts the
+boundaries at the gold scores' quantiles instead, so every group holds about the same number of pairs
+(JTCSE's grouping; ties in the gold scores can keep the counts from being exactly equal). Densities are Gaussian kernel estimates
 (scipy's ``gaussian_kde``, Scott's bandwidth); the numbers behind them (per pair and per group) go
 to CSV.
 """
@@ -37,6 +39,16 @@ def gold_bins(gold: np.ndarray, edges=DEFAULT_EDGES) -> np.ndarray:
     return idx
 
 
+def equal_count_edges(gold: np.ndarray, n_groups: int) -> tuple[float, ...]:
+    """Boundaries at the gold scores' 0, 1/n, ..., 1 quantiles (repeated boundaries merged)."""
+    if n_groups < 1:
+        raise EmbenchError(f"equal-count groups need at least one group; got {n_groups}")
+    edges = np.unique(np.quantile(np.asarray(gold, np.float64), np.linspace(0.0, 1.0, n_groups + 1)))
+    if len(edges) < 2:
+        raise EmbenchError("equal-count groups: every gold score is the same")
+    return tuple(float(e) for e in edges)
+
+
 def bin_labels(edges=DEFAULT_EDGES) -> list[str]:
     return [f"{lo:g}-{hi:g}" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
 
@@ -54,10 +66,16 @@ def cosine_by_bin(a: np.ndarray, b: np.ndarray, gold: np.ndarray, edges=DEFAULT_
 
 
 @analysis("cosine-density")
-def cosine_density(refs, ctx, out, split: str = "test", text: str = "senteval", edges: tuple = DEFAULT_EDGES) -> AnalysisResult:
-    """SimCSE Figure G.1: one panel per model, one density per gold-score group."""
+def cosine_density(refs, ctx, out, split: str = "test", text: str = "senteval", edges: tuple = DEFAULT_EDGES,
+                   groups: str = "integer") -> AnalysisResult:
+    """SimCSE Figure G.1: one panel per model, one density per gold-score group. ``groups``: ``integer``
+    (the bins of ``edges``) or ``equal-count`` (as many groups as ``edges`` makes, at the gold quantiles)."""
+    if groups not in ("integer", "equal-count"):
+        raise EmbenchError(f"invalid cosine-density groups {groups!r}; choose integer or equal-count")
     edges = tuple(float(e) for e in edges)
     pairs = stsb(ctx.root, split, text)
+    if groups == "equal-count":
+        edges = equal_count_edges(pairs.gold, len(edges) - 1)
     sentences = unique(pairs.left + pairs.right)
     labels = bin_labels(edges)
     per_pair, per_bin = [], []

@@ -11,6 +11,8 @@ Choices left open by the paper, with embench's defaults:
 
 * the split is stratified by label (``stratify=True``; the authors' code splits without
   stratification, ``stratify=False`` reproduces that), seed 42 as in the authors' code;
+* ``mode="split"`` pools the set's splits and splits 9:1 (Table 2); ``mode="train-test"`` fits on the
+  set's own train split and scores its test split (Table S4);
 * whitening drops directions whose training variance is below ``rtol`` times the largest (a
   rank-deficient covariance would otherwise blow noise up to unit variance).
 
@@ -91,6 +93,7 @@ def knn_accuracy(
     seed: int = 42,
     *,
     stratify: bool = True,
+    test_mask: np.ndarray | None = None,
     block_size: int = 2048,
     rtol: float = 1e-6,
 ) -> dict[str, Any]:
@@ -101,6 +104,8 @@ def knn_accuracy(
 
     Returns ``accuracy``, ``stderr`` (binomial), ``n_train``, ``n_test``, ``n_classes``, and the
     settings used (``k``, ``metric``, ``transform``, ``test_size``, ``seed``, ``stratify``).
+    ``test_mask`` (n booleans) gives the split instead: True rows are scored, the others are the
+    neighbours (the cropping paper's train-on-train, test-on-test, Table S4).
     """
     from sklearn.neighbors import KNeighborsClassifier
 
@@ -112,7 +117,13 @@ def knn_accuracy(
         raise EmbenchError(f"kNN needs an n x d matrix and n labels; got X {X.shape} and {len(y)} labels")
     if not np.isfinite(X).all():
         raise EmbenchError("kNN: the embeddings contain NaN or inf")
-    tr, te = split_indices(y, test_size, seed, stratify)
+    if test_mask is not None:
+        test_mask = np.asarray(test_mask, dtype=bool)
+        tr, te = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
+        if len(test_mask) != len(y) or not len(tr) or not len(te):
+            raise EmbenchError(f"kNN test_mask must mark some of the {len(y)} rows as test and some as train")
+    else:
+        tr, te = split_indices(y, test_size, seed, stratify)
     if k > len(tr):
         raise EmbenchError(f"k={k} is larger than the {len(tr)} training points")
     x_tr, x_te = fit_transform(X[tr], X[te], transform, rtol)
@@ -132,7 +143,8 @@ def knn_accuracy(
         "transform": transform,
         "test_size": test_size,
         "seed": seed,
-        "stratify": stratify,
+        "stratify": stratify if test_mask is None else None,
+        "mode": "split" if test_mask is None else "train-test",
     }
 
 
@@ -140,15 +152,26 @@ def knn_accuracy(
 @analysis("knn")
 def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emotion", "agnews", "trec"), k: int = 10,
         metric: tuple = ("euclidean",), transform: tuple = ("raw",), test_size: float = 0.1, seed: int = 42,
-        stratify: bool = True, limit: int | None = None, splits: tuple | None = None) -> AnalysisResult:
+        stratify: bool = True, limit: int | None = None, splits: tuple | None = None, mode: str = "split") -> AnalysisResult:
     """kNN accuracy (cropping paper Table 2 / S3) of every model on every labelled set, with binomial error bars.
 
     ``limit`` keeps a seeded random subset of each set (quick runs); ``splits`` restricts which
-    splits are pooled (default: all the set has)."""
+    splits are pooled (default: all the set has). ``mode="train-test"``: neighbours from the set's
+    train split, scored on its test split (Table S4; ``limit`` then applies to each split)."""
     metrics = [metric] if isinstance(metric, str) else list(metric)
     transforms = [transform] if isinstance(transform, str) else list(transform)
     names = [datasets] if isinstance(datasets, str) else list(datasets)
-    sets = [load_labelled(d, ctx.root, splits=list(splits) if splits else None, limit=limit, seed=seed) for d in names]
+    if mode not in ("split", "train-test"):
+        raise EmbenchError(f"invalid kNN mode {mode!r}; choose split (9:1 of the pooled set) or train-test (Table S4)")
+    masks: dict[str, np.ndarray | None] = {}
+    if mode == "split":
+        sets = [load_labelled(d, ctx.root, splits=list(splits) if splits else None, limit=limit, seed=seed) for d in names]
+    else:
+        sets = []
+        for d in names:
+            train, test = (load_labelled(d, ctx.root, splits=[s], limit=limit, seed=seed) for s in ("train", "test"))
+            sets.append(LabelledSet(train.name, train.texts + test.texts, train.labels + test.labels, train.files + test.files))
+            masks[train.name] = np.arange(len(sets[-1].texts)) >= len(train.texts)
     rows = []
     for ref in refs:
         enc = ref.encoder()
@@ -156,7 +179,8 @@ def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emo
             x = ctx.embed(enc, s.texts)
             for m in metrics:
                 for t in transforms:
-                    r = knn_accuracy(x, s.labels, k=k, metric=m, transform=t, test_size=test_size, seed=seed, stratify=stratify)
+                    r = knn_accuracy(x, s.labels, k=k, metric=m, transform=t, test_size=test_size, seed=seed, stratify=stratify,
+                                     test_mask=masks.get(s.name))
                     rows.append({"model": ref.label, "dataset": s.name, **r})
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "knn")]

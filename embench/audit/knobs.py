@@ -19,7 +19,9 @@ from ..evaluation.protocols import CHOICES
 BASELINE_BATCH = 128
 PROTOCOL_KNOBS = ("aggregation", "correlation", "text", "sick_split", "scoring", "similarity")
 MODEL_KNOB_VALUES: dict[str, list[Any]] = {  # None: the model's own setting
-    "pooling": [None, "cls", "mean", "first_last_avg"],
+    # both first-last variants (SimCSE's layer 1 + last; BERT-whitening's embedding output + last) and
+    # [CLS] without the pooler head (SimCSE's unsupervised evaluation), as PROTOCOLS.md lists them
+    "pooling": [None, "cls", "mean", "first_last_avg", "embed_last_avg", "cls_before_pooler"],
     "dtype": ["fp32", "bf16"],
     "batch_size": [BASELINE_BATCH, 1, 64, 512],
     "max_length": [None, 32],

@@ -24,3 +24,4 @@ COMMANDS.add("mteb", "embench.cli.commands.mteb:mteb_app",
 COMMANDS.add("train", "embench.cli.commands.train:train")
 COMMANDS.add("grid", "embench.cli.commands.grid:grid_app",
              description="Models x tasks x protocols as jobs (local processes or a Slurm array); `embench grid status DIR`.")
+COMMANDS.add("report", "embench.cli.commands.report:report")

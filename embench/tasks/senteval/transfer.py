@@ -6,9 +6,9 @@ SentEval's ``data/downstream`` layout as SentEval reads them (:mod:`embench.task
 tokens re-joined with one space, as SimCSE's batcher does) and scored with SentEval's logistic
 regression (:mod:`embench.tasks.senteval.classifier`, :mod:`embench.tasks.senteval.validation`).
 
-Pair tasks (MRPC, SICK-E) feed the classifier ``[u, v, |u - v|, u * v]`` by default, as PROTOCOLS.md
-defines them; SentEval's released code (``senteval/mrpc.py``, ``sick.py``) computes only
-``[|u - v|, u * v]``, which is the protocol option ``pair_features="senteval-code"``.
+Pair tasks (MRPC, SICK-E) feed the classifier ``[|u - v|, u * v]`` by default, as SentEval's released
+code (``senteval/mrpc.py``, ``sick.py``) does and hence every paper's transfer table; PROTOCOLS.md's
+``[u, v, |u - v|, u * v]`` is the protocol option ``pair_features="uv"``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class TransferTask(RowTask):
 PAIR_FEATURES = {"uv": "[u, v, |u-v|, u*v]", "senteval-code": "[|u-v|, u*v]"}
 
 
-def pair_features(u: np.ndarray, v: np.ndarray, features: str = "uv") -> np.ndarray:
+def pair_features(u: np.ndarray, v: np.ndarray, features: str = "senteval-code") -> np.ndarray:
     """``uv``: ``[u, v, |u - v|, u * v]`` (PROTOCOLS.md); ``senteval-code``: ``[|u - v|, u * v]`` (SentEval's code)."""
     if features == "senteval-code":
         return np.c_[np.abs(u - v), u * v]
@@ -82,7 +82,7 @@ def _features(s: Samples, embed: Embed, features: str) -> np.ndarray:
 
 
 def score_transfer(task: TransferTask, data: dict[str, Samples], embed: Embed, config: clf.ClassifierConfig, seed: int, device=None,
-                   batched: bool = True, features: str = "uv") -> TaskScore:
+                   batched: bool = True, features: str = "senteval-code") -> TaskScore:
     """Embed every split, run the task's SentEval validation scheme; main = test accuracy (0-1)."""
     feats = {k: _features(s, embed, features) for k, s in data.items()}
     start = time.perf_counter()

@@ -1,0 +1,103 @@
+"""``embench report``: stored results as the tables papers print (LaTeX, markdown, CSV) or one HTML page
+with the tables and the figures composed from analysis outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ...core.errors import EmbenchError
+from ...report.formats import REPORT_FORMATS
+from ..options import choice_enum, value
+from ..output import emit, err
+
+ReportFmt = choice_enum("ReportFmt", REPORT_FORMATS)
+Split = choice_enum("Split", ("tables", "rows"))
+
+
+def _names(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        model, sep, label = p.partition("=")
+        if not sep or not model or not label:
+            raise typer.BadParameter(f"{p!r}: expected MODEL=LABEL, e.g. all-MiniLM-L6-v2=MiniLM", param_hint="--name")
+        out[model] = label
+    return out
+
+
+def report(
+    results: Annotated[list[Path] | None, typer.Option("--results-dir", "--results", help="Results folder (made by `embench run --results-dir`); repeat for several.")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models (as stored); rows in this order of colours; repeatable.")] = None,
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="Only the suite's tasks, in its order.")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these tasks (after the suite's); repeatable.")] = None,
+    fmt: Annotated[ReportFmt, typer.Option("--format", "-f", help="latex (booktabs, Styler.to_latex), markdown, csv, or html (one self-contained page).")] = ReportFmt.latex,  # type: ignore[valid-type]
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here (default: stdout). With --analysis, figures go to OUT's folder, <stem>-figures/.")] = None,
+    name: Annotated[list[str] | None, typer.Option("--name", help="Display name of a model in tables and legends: MODEL=LABEL; repeatable.")] = None,
+    caption: Annotated[str | None, typer.Option("--caption", help="Table caption (default: what the table holds).")] = None,
+    split: Annotated[Split | None, typer.Option("--split", help="Records of several protocols: a table per protocol, or a row per model and protocol (SimCSE Table B.2); default: an error.")] = None,  # type: ignore[valid-type]
+    lower: Annotated[list[str] | None, typer.Option("--lower-is-better", help="Column whose smallest value is best; repeatable.")] = None,
+    standalone: Annotated[bool, typer.Option("--standalone", help="LaTeX: a whole document pdflatex compiles (article + booktabs).")] = False,
+    analysis: Annotated[list[Path] | None, typer.Option("--analysis", "-a", help="Folder of `embench analyze`/`train` outputs to draw figures from; repeatable.")] = None,
+    figure: Annotated[list[str] | None, typer.Option("--figure", help="Figures to draw (default: every one whose output is found): "
+                                                      "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, knn, training-loss, training-eval.")] = None,
+    image: Annotated[list[Path] | None, typer.Option("--image", help="HTML: a PNG made elsewhere (e.g. `embench analyze tsne`) to embed as it is; repeatable.")] = None,
+    title: Annotated[str, typer.Option("--title", help="HTML page title.")] = "embench report",
+) -> None:
+    """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
+    from ...evaluation.scan import report_tables
+    from ...report import figures as figs
+    from ...report.html_page import figure_html, page
+    from ...report.paper_render import render_tables, to_html
+
+    fmt_ = value(fmt)
+    names = _names(name or [])
+    if not results and not analysis and not image:
+        raise typer.BadParameter("give --results DIR (tables) and/or --analysis DIR (figures)", param_hint="--results")
+    tables, problems = [], []
+    if results:
+        tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
+                                             split=value(split), lower_is_better=lower or (), caption=caption)
+    for path, problem in problems:
+        err.print(f"[yellow]skipped[/] {path}: {problem} (the other records are reported)")
+    made: list[tuple[Path, str]] = []
+    if analysis:
+        if out is None:
+            raise typer.BadParameter("figures need --out (they are written beside it)", param_hint="--out")
+        fig_dir = out.parent / f"{out.stem}-figures"
+        wanted = figure or [n for n, c in figs.COMPOSERS.items() if len(figs.read_output(analysis, c.file))]
+        models = [names.get(m, m) for m in model or ()]
+        colours = None
+        if not models:  # one colour per model across every figure: the union of the models found, in order
+            found = [m for n in wanted for m in figs.read_output(analysis, figs.COMPOSERS[n].file)["model"]]
+            colours = figs.model_colours(list(dict.fromkeys(found)))
+        else:
+            colours = figs.model_colours(models)
+        for n in wanted:
+            try:
+                paths = figs.compose(n, analysis, fig_dir, models=models, colours=colours)
+            except EmbenchError as e:
+                if figure:  # asked for by name: the user must hear why it cannot be drawn
+                    raise
+                err.print(f"[yellow]no figure {n}[/]: {e}")
+                continue
+            made.append((paths[0], figs.COMPOSERS[n].caption))
+            err.print(f"figure {n}: {', '.join(map(str, paths))}")
+    for path in image or []:
+        if not path.is_file() or path.suffix.lower() != ".png":
+            raise typer.BadParameter(f"{path} is not a PNG file", param_hint="--image")
+        made.append((path, f"{path.parent.name}/{path.name}"))
+    if fmt_ == "html":
+        sections = [("table", to_html(t)) for t in tables]
+        if made:
+            sections.append(("Figures", '<div class="gallery">' + "".join(figure_html(p, c) for p, c in made) + "</div>"))
+        text = page(title, sections)
+    else:
+        text = render_tables(tables, fmt_, standalone=standalone) if tables else ""
+    if out is None:
+        emit(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        err.print(f"wrote {out}")

@@ -1,0 +1,168 @@
+"""Figures composed from stored outputs (``embench analyze`` CSVs, ``embench train`` metric logs), with
+one colour per model across every figure of a report, written as PNG and PDF.
+
+A composer reads the CSV an analysis wrote (found anywhere under the folders given), keeps the models
+asked for, and draws them in the report's colours. A model without that output is an error that says
+which command makes it; nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import EmbenchError
+from .style import figure, palette, paper_style, save
+
+
+@dataclass(frozen=True)
+class Composer:
+    """How one figure is drawn: the file it reads, the function that draws it, the command that makes the file."""
+
+    file: str
+    draw: Callable
+    makes: str  # the command that writes ``file``, with {model} and {name} to fill in
+    caption: str
+
+
+def model_colours(models: Sequence[str]) -> dict[str, tuple]:
+    """A fixed colour per model, in the order given: the same model has the same colour in every figure."""
+    return dict(zip(models, palette(len(models)), strict=False))
+
+
+def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
+    """Every ``file`` under ``folders`` (searched recursively), concatenated; ``.jsonl`` logs get a
+    ``model`` column from their file name (``minilm-crop.metrics.jsonl`` -> ``minilm-crop``)."""
+    frames = []
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            raise EmbenchError(f"analysis folder {folder} does not exist")
+        for path in sorted(folder.rglob(file)):
+            if path.suffix == ".jsonl":
+                rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+                frame = pd.DataFrame(rows)
+                stem = path.name.split(".")[0].removesuffix("-metrics")
+                frame["model"] = path.parent.name if stem == "metrics" else stem  # a run folder's own log
+            else:
+                frame = pd.read_csv(path)
+            frame["source"] = str(path)
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model"])
+
+
+def _spectrum(ax, data, colours):
+    for m, g in data.groupby("model", sort=False):
+        ax.plot(g["index"], g["normalised"], color=colours[m], label=m)
+    ax.set(xlabel="singular value index", ylabel="normalised singular value")  # linear axes, as Figure F.1
+
+
+def _alignment(ax, data, colours):
+    for m, g in data.groupby("model", sort=False):
+        g = g.sort_values("step")
+        ax.plot(g["uniformity"], g["alignment"], marker="o", color=colours[m], label=m)
+        if len(g) > 1:  # a checkpoint series: SimCSE Figure 2's trajectory, its steps written beside the points
+            for _, row in g.iloc[:: max(1, len(g) // 4)].iterrows():
+                ax.annotate(str(int(row["step"])), (row["uniformity"], row["alignment"]), fontsize=5, xytext=(2, 2), textcoords="offset points")
+    ax.set(xlabel=r"$\ell_{uniform}$", ylabel=r"$\ell_{align}$")
+
+
+def _density(ax, data, colours):
+    """One density per model and gold group (Figure G.1): the model's colour, fainter for lower gold groups."""
+    import seaborn as sns
+
+    for m, g in data.groupby("model", sort=False):
+        groups = sorted(b for b in g["bin"].dropna().unique() if b)
+        for i, b in enumerate(groups):
+            c = g.loc[g["bin"] == b, "cosine"]
+            if len(c) > 1:
+                sns.kdeplot(x=c, ax=ax, color=colours[m], alpha=0.3 + 0.7 * (i + 1) / len(groups), bw_adjust=0.8, cut=0,
+                            label=m if i == len(groups) - 1 else None)
+    ax.set(xlabel="cosine similarity (fainter: lower gold-score group)", ylabel="density")
+
+
+def _per_layer(column: str, label: str):
+    def draw(ax, data, colours):
+        for m, g in data.groupby("model", sort=False):
+            g = g.sort_values("layer")
+            ax.plot(g["layer"], g[column], marker="o", color=colours[m], label=m)
+        ax.set(xlabel="layer", ylabel=label)
+    return draw
+
+
+def _knn(ax, data, colours):
+    data = data.assign(setting=data["transform"] + "/" + data["metric"])
+    settings = list(dict.fromkeys(data["setting"]))
+    models = list(dict.fromkeys(data["model"]))
+    width = 0.8 / max(len(models), 1)
+    for j, m in enumerate(models):
+        g = data[data["model"] == m].groupby("setting", sort=False)["accuracy"].mean()
+        xs = [settings.index(s) + j * width for s in g.index]
+        ax.bar(xs, 100 * g.values, width=width, color=colours[m], label=m)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(settings))], settings, rotation=30, ha="right")
+    ax.set(ylabel="kNN accuracy (mean over sets)")
+
+
+def _training_metric(column: str | None):
+    """Training curves of every run that logged ``column`` (None: the first ``*spearman`` column logged)."""
+    def draw(ax, data, colours):
+        metric = column or next((c for c in data.columns if c.endswith("spearman") and data[c].notna().any()), None)
+        if metric is None or metric not in data:
+            raise EmbenchError("no run logged an evaluation metric (train with --eval-steps N)")
+        for m, g in data.groupby("model", sort=False):
+            g = g.dropna(subset=[metric])
+            if len(g):  # runs that never logged it get no line and no legend entry
+                ax.plot(g["step"], g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
+        ax.set(xlabel="training step", ylabel=metric)
+    return draw
+
+
+COMPOSERS: dict[str, Composer] = {
+    "spectrum": Composer("spectrum.csv", _spectrum, "embench analyze spectrum -m {model} --out {name}",
+                         "Singular value spectra (SimCSE Figure F.1)"),
+    "alignment-uniformity": Composer("alignment_uniformity.csv", _alignment, "embench analyze alignment-uniformity -m {model} --out {name}",
+                                     "Alignment vs uniformity, lower is better on both axes (SimCSE Figure 2)"),
+    "cosine-density": Composer("cosine_density_pairs.csv", _density, "embench analyze cosine-density -m {model} --out {name}",
+                               "Cosine similarity of STS-B pairs (SimCSE Figure G.1)"),
+    "layers": Composer("layers.csv", _per_layer("stsb_spearman", "STS-B Spearman"), "embench analyze layers -m {model} --out {name}",
+                       "STS-B Spearman per layer (cropping paper, layer-wise curves)"),
+    "cls-energy": Composer("cls_energy.csv", _per_layer("cls_energy", "E_CLS"), "embench analyze cls-energy -m {model} --out {name}",
+                           "E_CLS per layer (JTCSE)"),
+    "attention-sinks": Composer("attention_sinks.csv", _per_layer("cls_share", "attention to [CLS]"),
+                                "embench analyze attention -m {model} --out {name}", "Share of attention to [CLS] per layer (JTCSE)"),
+    "knn": Composer("knn.csv", _knn, "embench analyze knn -m {model} --out {name}",
+                    "kNN accuracy per transform and metric (cropping paper Table S3)"),
+    "training-loss": Composer("*metrics.jsonl", _training_metric("loss"), "embench train ... --out {name} (its metrics.jsonl)",
+                              "Training loss of embench runs"),
+    "training-eval": Composer("*metrics.jsonl", _training_metric(None), "embench train ... --eval-steps N --out {name}",
+                              "Evaluation during training (embench runs with --eval-steps)"),
+}
+
+
+def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: Sequence[str] = (),
+            colours: dict[str, tuple] | None = None) -> list[Path]:
+    """Draw figure ``name`` (a key of :data:`COMPOSERS`) from the outputs under ``folders`` into
+    ``out/<name>.png`` and ``.pdf``. ``models``: the models to draw (default: every model found)."""
+    if name not in COMPOSERS:
+        raise EmbenchError(f"unknown figure {name!r}; choose one of: {', '.join(COMPOSERS)}")
+    c = COMPOSERS[name]
+    data = read_output(folders, c.file)
+    found = list(dict.fromkeys(data["model"]))
+    missing = [m for m in models if m not in found]
+    if missing:
+        where = ", ".join(map(str, folders))
+        hint = c.makes.format(model=missing[0], name=f"{Path(str(folders[0])) / name}")
+        raise EmbenchError(f"figure {name}: no {c.file} for model(s) {', '.join(missing)} under {where} "
+                           f"(found: {', '.join(found) or 'none'}); make it with `{hint}`")
+    models = list(models) or found
+    data = data[data["model"].isin(models)]
+    colours = colours or model_colours(models)
+    with paper_style():
+        fig, axes = figure()
+        c.draw(axes[0][0], data, colours)
+        # the legend above the panel, where it covers no data
+        axes[0][0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
+        return save(fig, out, name.replace("-", "_"))

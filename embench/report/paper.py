@@ -1,0 +1,142 @@
+"""Paper tables from result records: one row per model, tasks as columns, ``Avg.`` recomputed, and the
+protocol of every number kept with the table (never two protocols mixed silently in one table).
+
+Records are read by their fields only (``task``, ``display``, ``kind``, ``model``, ``main_score``,
+``protocol``, ``encoder``): this layer imports nothing of the evaluation layer above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..core.errors import EmbenchError
+
+# The protocol axes that change a number of each kind of task (the other axes of a record's protocol
+# are stored but play no part in its score: MRPC does not care how STS12 aggregates).
+AXES_BY_KIND: dict[str, tuple[str, ...]] = {
+    "sts": ("aggregation", "correlation", "text", "sick_split", "stsb_split", "similarity", "scoring"),
+    "transfer": ("classifier", "pair_features", "seed"),
+    "mteb": (),
+}
+# Encoder settings that make two rows of the same model different models in a table.
+ROW_FIELDS = ("pooling", "layer", "max_length", "dtype", "normalize", "prompt")
+
+
+class ProtocolMixError(EmbenchError):
+    """Records of one kind of task under different protocols were asked into one table."""
+
+
+def protocol_of(record: Any) -> tuple[tuple[str, Any], ...]:
+    """The axes of ``record.protocol`` that its kind of task depends on (all of them for an unknown kind)."""
+    axes = AXES_BY_KIND.get(record.kind, tuple(sorted(record.protocol)))
+    return tuple((a, record.protocol.get(a)) for a in axes)
+
+
+@dataclass
+class PaperTable:
+    """One table: ``frame`` holds fractions (rows: display names; columns: task display names, ``Avg.``)."""
+
+    kind: str
+    frame: pd.DataFrame
+    protocol: dict[str, Any]
+    encoders: dict[str, dict[str, Any]] = field(default_factory=dict)  # row -> encoder settings
+    caption: str = ""
+    lower_is_better: frozenset[str] = frozenset()
+
+    def note(self) -> str:
+        """The footnote: the protocol of every number in the table, then each row's encoder settings."""
+        proto = ", ".join(f"{k}={v}" for k, v in self.protocol.items()) or "as stored"
+        rows = "; ".join(f"{row}: " + ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, ""))
+                         for row, enc in self.encoders.items())
+        return f"Protocol ({self.kind}): {proto}. Scores x100; Avg. over the columns shown." + (f" Encoders: {rows}." if rows else "")
+
+
+def _row_labels(records: Sequence[Any], names: Mapping[str, str]) -> dict[int, str]:
+    """A display label per record: the given name of its model (or the model name), plus the encoder
+    settings that differ between rows of the same model, so that two poolings stay two rows."""
+    by_model: dict[str, set[tuple]] = {}
+    for r in records:
+        by_model.setdefault(r.model, set()).add(tuple(r.encoder.get(f) for f in ROW_FIELDS))
+    labels = {}
+    for i, r in enumerate(records):
+        base = names.get(r.model, r.model)
+        variants = by_model[r.model]
+        if len(variants) > 1:
+            differing = [f for j, f in enumerate(ROW_FIELDS) if len({v[j] for v in variants}) > 1]
+            base += " (" + ", ".join(f"{f}={r.encoder.get(f)}" for f in differing) + ")"
+        labels[i] = base
+    return labels
+
+
+def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
+    protos = [dict(p) for p in groups]
+    differing = [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
+    parts = []
+    for proto, recs in groups.items():
+        where = sorted({f"{r.model}/{r.task}" for r in recs})
+        shown = ", ".join(f"{a}={dict(proto)[a]}" for a in differing)
+        parts.append(f"  {shown}: {len(recs)} record(s), e.g. {', '.join(where[:3])}")
+    return (f"the {kind} records asked for were made under {len(groups)} protocols (they differ in "
+            f"{', '.join(differing)}):\n" + "\n".join(parts) +
+            "\nchoose one with --model/--task, or pass --split for one table per protocol")
+
+
+SPLITS = ("tables", "rows")  # how records of several protocols are shown: a table each, or a row each
+
+
+def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None, split: str | None = None,
+                 lower_is_better: Iterable[str] = (), caption: str | None = None) -> list[PaperTable]:
+    """One table per kind of task (STS, transfer, MTEB); records of one kind under several protocols
+    are split as asked: ``split="tables"`` gives one table per protocol, ``split="rows"`` one row per
+    model and protocol with the differing axes in the row's name (SimCSE Table B.2's layout).
+
+    Raises :class:`ProtocolMixError` when records of one kind differ in a protocol axis that changes
+    their numbers and ``split`` is None. Rows and columns keep the order in which they first appear.
+    """
+    names = dict(names or {})
+    by_kind: dict[str, dict[tuple, list[Any]]] = {}
+    for r in records:
+        by_kind.setdefault(r.kind, {}).setdefault(protocol_of(r), []).append(r)
+    tables = []
+    for kind, groups in by_kind.items():
+        if len(groups) > 1 and split not in SPLITS:
+            raise ProtocolMixError(_describe_mix(kind, groups))
+        suffix: dict[tuple, str] = {}
+        if len(groups) > 1 and split == "rows":
+            protos = [dict(p) for p in groups]
+            differing = [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
+            suffix = {p: " (" + ", ".join(f"{a}={dict(p)[a]}" for a in differing) + ")" for p in groups}
+            shared = tuple((a, v) for a, v in next(iter(groups)) if a not in differing)
+            groups = {shared: [r for recs in groups.values() for r in recs]}
+        for proto, recs in groups.items():
+            labels = _row_labels(recs, names)
+            if suffix:
+                labels = {i: labels[i] + suffix[protocol_of(r)] for i, r in enumerate(recs)}
+            columns: list[str] = []
+            cells: dict[str, dict[str, float]] = {}
+            encoders: dict[str, dict[str, Any]] = {}
+            for i, r in enumerate(recs):
+                if r.display not in columns:
+                    columns.append(r.display)
+                row = cells.setdefault(labels[i], {})
+                if r.display in row and row[r.display] != r.main_score:
+                    raise EmbenchError(f"two records of {labels[i]} on {r.display} under one protocol disagree "
+                                       f"({row[r.display]:.4f} vs {r.main_score:.4f}): give one results folder")
+                row[r.display] = r.main_score
+                encoders[labels[i]] = {f: r.encoder.get(f) for f in ROW_FIELDS}
+            frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns)
+            if len(columns) > 1:
+                frame["Avg."] = frame[columns].mean(axis=1, skipna=False)  # recomputed; empty if a task is missing
+            frame.index.name = "Model"
+            n_kinds = len(by_kind) > 1 or len(groups) > 1
+            cap = caption or f"Results of {len(frame)} model(s) on {len(columns)} {kind.upper()} task(s)"
+            if n_kinds and caption:
+                cap = f"{caption} ({kind}" + (", " + ", ".join(f"{a}={v}" for a, v in proto) if len(groups) > 1 else "") + ")"
+            tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better)))
+    if not tables:
+        raise EmbenchError("no result records to report (check --results, --model and --task)")
+    return tables

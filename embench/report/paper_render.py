@@ -1,0 +1,78 @@
+"""A :class:`~embench.report.paper.PaperTable` as papers print it: LaTeX through pandas'
+``Styler.to_latex`` (booktabs rules, best bold, second underlined), HTML through ``Styler.to_html``,
+markdown and CSV through :func:`embench.report.tables.render`.
+
+Scores are shown x100 with two decimals; the ranks come from :func:`embench.report.tables.ranks`, so
+ties and lower-is-better columns are handled the same in every format.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from .formats import REPORT_FORMATS as TABLE_FORMATS  # noqa: E402
+from .paper import PaperTable
+from .tables import latex_escape, ranks, render
+
+# Styler's LaTeX "CSS": ``command: --rwrap`` wraps a cell as ``\command{cell}``.
+LATEX_MARKS = {1: "textbf: --rwrap;", 2: "underline: --rwrap;"}
+HTML_MARKS = {1: "font-weight: bold;", 2: "text-decoration: underline;"}
+LATEX_PREAMBLE = "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
+
+
+def _styled(table: PaperTable, marks: dict[int, str]):
+    frame = table.frame * 100
+    frame = frame.rename_axis(None)  # shown in the header's first cell instead (see to_latex)
+    rank = ranks(table.frame, list(table.frame.columns), lower=table.lower_is_better)
+    css = pd.DataFrame("", index=frame.index, columns=frame.columns)
+    if len(frame) > 1:
+        for (i, c), r in rank.items():
+            css.iloc[i, list(frame.columns).index(c)] = marks[r]
+    return frame.style.format("{:.2f}", na_rep="--").apply(lambda _: css, axis=None)
+
+
+def to_latex(table: PaperTable, label: str | None = None) -> str:
+    """A ``table`` float: caption, booktabs tabular, and the protocol footnote under it."""
+    styler = _styled(table, LATEX_MARKS)
+    styler = styler.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
+    body = styler.to_latex(hrules=True, caption=latex_escape(table.caption), label=label, position_float="centering",
+                           column_format="l" + "r" * len(table.frame.columns), position="t")
+    # pandas puts the index name on a row of its own; papers put it in the header's first cell
+    name = latex_escape(str(table.frame.index.name or ""))
+    body = body.replace("\\toprule\n & ", f"\\toprule\n{name} & ", 1)
+    note = f"\\par\\smallskip\\parbox{{\\linewidth}}{{\\footnotesize {latex_escape(table.note())}}}\n"
+    return body.replace("\\end{table}", note + "\\end{table}")
+
+
+def latex_document(tables: list[PaperTable]) -> str:
+    """A document pdflatex compiles as it is (article + booktabs), one float per table."""
+    return LATEX_PREAMBLE + "\n".join(to_latex(t) for t in tables) + "\\end{document}\n"
+
+
+def to_html(table: PaperTable) -> str:
+    """A ``<table>`` with its caption, best bold, second underlined, and the protocol note under it."""
+    styler = _styled(table, HTML_MARKS).set_caption(html.escape(table.caption)).format_index(escape="html", axis=0)
+    styler = styler.set_table_attributes('class="paper"')
+    return styler.to_html() + f'<p class="note">{html.escape(table.note())}</p>\n'
+
+
+def render_tables(tables: list[PaperTable], fmt: str, standalone: bool = False) -> str:
+    """All tables in one format; LaTeX as bare floats, or a compilable document when ``standalone``."""
+    if fmt == "latex":
+        return latex_document(tables) if standalone else "\n".join(to_latex(t) for t in tables)
+    if fmt == "html":
+        from .html_page import page
+
+        return page("embench report", [("table", to_html(t)) for t in tables]) if standalone else "\n".join(map(to_html, tables))
+    if fmt in ("markdown", "csv"):
+        out = []
+        for t in tables:
+            frame = t.frame.copy()
+            if fmt == "markdown":
+                out.append(render(frame, "markdown", title=t.caption, highlight=True, note=t.note(), lower=t.lower_is_better))
+            else:
+                out.append(render(frame, "csv"))
+        return "\n".join(out)
+    raise ValueError(f"unknown table format {fmt!r}; choose one of: {', '.join(TABLE_FORMATS)}")

@@ -1,0 +1,207 @@
+"""`embench report`: paper tables (ranks with ties and lower-is-better, protocols never mixed silently,
+corrupt records named), LaTeX that pdflatex compiles, and an HTML page a real browser shows."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from embench.cli import main
+from embench.cli.app import app
+from embench.core.errors import EmbenchError
+from embench.evaluation.protocols import EvalProtocol
+from embench.evaluation.results import Record, ResultStore, record_key
+from embench.evaluation.scan import report_tables, scan_results
+from embench.report.paper import PaperTable, ProtocolMixError, paper_tables
+from embench.report.paper_render import to_html, to_latex
+from embench.report.tables import ranks
+
+ENCODER = {"fingerprint": "f0", "pooling": "mean", "layer": 6, "max_length": 256, "dtype": "fp32", "normalize": True,
+           "lowercase": False, "prompt": ""}
+
+
+def record(model: str, task: str, score: float, kind: str = "sts", display: str | None = None, **protocol) -> Record:
+    proto = {**EvalProtocol().to_dict(), **protocol}
+    enc = {**ENCODER, "fingerprint": model}
+    return Record(task=task, display=display or task, kind=kind, model=model, main_score=score, scores={}, protocol=proto,
+                  encoder=enc, key=record_key(task, enc, proto))
+
+
+def store(tmp_path: Path, records: list[Record]) -> Path:
+    s = ResultStore(tmp_path / "results")
+    for r in records:
+        s.save(r)
+    return s.root
+
+
+# --- ranks: hand-computed ---------------------------------------------------------------------------
+
+def test_ties_share_bold_and_the_next_value_is_underlined():
+    frame = pd.DataFrame({"A": [0.8203, 0.8203, 0.70, 0.75]})  # 82.03 twice, then 75.00 second, 70.00 unmarked
+    assert ranks(frame, ["A"]) == {(0, "A"): 1, (1, "A"): 1, (3, "A"): 2}
+
+
+def test_values_equal_as_printed_tie():
+    frame = pd.DataFrame({"A": [0.82031, 0.82034, 0.5]})  # both print as 82.03
+    assert ranks(frame, ["A"]) == {(0, "A"): 1, (1, "A"): 1, (2, "A"): 2}
+
+
+def test_lower_is_better_marks_the_smallest():
+    frame = pd.DataFrame({"loss": [0.30, 0.10, 0.20, 0.10], "acc": [0.30, 0.10, 0.20, 0.10]})
+    got = ranks(frame, ["loss", "acc"], lower={"loss"})
+    assert {k: v for k, v in got.items() if k[1] == "loss"} == {(1, "loss"): 1, (3, "loss"): 1, (2, "loss"): 2}
+    assert {k: v for k, v in got.items() if k[1] == "acc"} == {(0, "acc"): 1, (2, "acc"): 2}
+
+
+def test_latex_and_html_put_the_marks_on_the_right_cells():
+    frame = pd.DataFrame({"STS12": [0.70, 0.72, 0.72], "err": [0.05, 0.02, 0.03]}, index=pd.Index(["a_1", "b", "c"], name="Model"))
+    table = PaperTable("sts", frame, {"aggregation": "all"}, caption="Cap", lower_is_better=frozenset({"err"}))
+    rows = {line.split(" & ")[0]: line for line in to_latex(table).splitlines() if " & " in line}
+    assert rows["a\\_1"] == "a\\_1 & \\underline{70.00} & 5.00 \\\\"  # the next distinct value after a tie is second
+    assert rows["b"] == "b & \\textbf{72.00} & \\textbf{2.00} \\\\"
+    assert rows["c"] == "c & \\textbf{72.00} & \\underline{3.00} \\\\"
+    assert rows["Model"].startswith("Model & STS12 & err")
+    html = to_html(table)
+    bold = re.search(r"\{\s*font-weight: bold;", html)
+    assert bold and "row1_col0" in html[: bold.start()] and "row1_col1" in html[: bold.start()]
+
+
+# --- tables from records ----------------------------------------------------------------------------
+
+def test_avg_is_recomputed_and_empty_when_a_task_is_missing():
+    recs = [record("m1", "STS12", 0.7), record("m1", "STS13", 0.8), record("m2", "STS12", 0.6)]
+    (t,) = paper_tables(recs, names={"m1": "Model One"})
+    assert t.frame.loc["Model One", "Avg."] == pytest.approx(0.75)
+    assert pd.isna(t.frame.loc["m2", "Avg."])
+
+
+def test_different_protocols_are_an_error_naming_the_axis_or_split_on_request():
+    recs = [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6, aggregation="wmean")]
+    with pytest.raises(ProtocolMixError, match=r"(?s)aggregation.*--split"):
+        paper_tables(recs)
+    tables = paper_tables(recs, split="tables")
+    assert [t.protocol["aggregation"] for t in tables] == ["all", "wmean"]
+    assert all("aggregation=" in t.note() for t in tables)
+    (rows,) = paper_tables(recs, split="rows")  # SimCSE Table B.2's layout: the differing axis in the row name
+    assert list(rows.frame.index) == ["m1 (aggregation=all)", "m2 (aggregation=wmean)"] and "aggregation" not in rows.protocol
+
+
+def test_an_axis_a_task_ignores_does_not_split_it():
+    recs = [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6, pair_features="senteval-code")]
+    (t,) = paper_tables(recs)
+    assert list(t.frame.index) == ["m1", "m2"]
+
+
+def test_a_corrupt_record_is_named_and_the_rest_reported(tmp_path):
+    root = store(tmp_path, [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6)])
+    bad = next((root / "m2").glob("*.json"))
+    bad.write_text("{ not json")
+    recs, problems = scan_results([root])
+    assert [r.model for r in recs] == ["m1"]
+    assert problems[0][0] == bad and "JSONDecodeError" in problems[0][1]
+    result = CliRunner().invoke(app, ["report", "--results", str(root), "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "m1" in result.stdout and "70.00" in result.stdout and bad.name in result.stderr.replace("\n", "")
+
+
+def test_mixed_protocols_from_the_cli_name_the_axis(tmp_path, capsys, monkeypatch):
+    root = store(tmp_path, [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6, correlation="pearson")])
+    monkeypatch.setattr(sys, "argv", ["embench", "report", "--results", str(root)])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 2 and "differ in correlation" in err and "--split" in err and "Traceback" not in err
+    split = CliRunner().invoke(app, ["report", "--results", str(root), "--split", "tables", "-f", "csv"])
+    assert split.exit_code == 0 and split.stdout.count("Model") == 2
+
+
+def test_a_model_not_stored_names_what_is(tmp_path):
+    root = store(tmp_path, [record("m1", "STS12", 0.7)])
+    with pytest.raises(EmbenchError, match="no stored results for model.*stored: m1"):
+        report_tables([root], models=["m9"])
+
+
+def test_a_figure_without_its_analysis_output_says_which_command_makes_it(tmp_path):
+    from embench.report.figures import compose
+
+    (tmp_path / "a").mkdir()
+    pd.DataFrame({"model": ["m1"], "index": [1], "singular_value": [1.0], "normalised": [1.0]}).to_csv(tmp_path / "a" / "spectrum.csv")
+    with pytest.raises(EmbenchError, match=r"no spectrum.csv for model\(s\) m2.*embench analyze spectrum -m m2"):
+        compose("spectrum", [tmp_path / "a"], tmp_path / "out", models=["m1", "m2"])
+
+
+# --- LaTeX through pdflatex, HTML through chromium --------------------------------------------------
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (.ci/run installs it with apt-get)", pytrace=False)
+    return path
+
+
+def _dark_fraction(png: Path) -> float:
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(png)[..., :3]
+    return float((img.mean(axis=-1) < 0.5).mean())
+
+
+@pytest.mark.slow
+def test_latex_compiles_and_the_table_is_on_the_page(tmp_path):
+    root = store(tmp_path, [record("mA", t, s) for t, s in (("STS12", 0.7237), ("STS13", 0.8063))] +
+                 [record("m2", t, s) for t, s in (("STS12", 0.60), ("STS13", 0.85))])
+    tex = tmp_path / "table.tex"
+    result = CliRunner().invoke(app, ["report", "--results", str(root), "--standalone", "--name", "m2=Second", "-o", str(tex)])
+    assert result.exit_code == 0, result.output
+    subprocess.run([_tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run([_tool("pdftoppm"), "-png", "-r", "60", "-singlefile", "table.pdf", "page"], cwd=tmp_path, check=True, timeout=60)
+    assert 0.001 < _dark_fraction(tmp_path / "page.png") < 0.2  # ink on the page, not a black page
+    text = subprocess.run([_tool("pdftotext"), "-layout", "table.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert re.search(r"Model\s+STS12\s+STS13\s+Avg\.", text)
+    assert re.search(r"mA\s+72\.37\s+80\.63\s+76\.50", text) and re.search(r"Second\s+60\.00\s+85\.00\s+72\.50", text)
+    fonts = subprocess.run([_tool("pdffonts"), "table.pdf"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "CMBX" in fonts  # the bold best cells
+
+
+PROBE = ("<script>document.title = JSON.stringify({images: [...document.images].map(i => i.complete && i.naturalWidth > 0),"
+         " requests: performance.getEntriesByType('resource').map(e => e.name)});</script></body>")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND"]
+
+
+@pytest.mark.slow
+def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path):
+    root = store(tmp_path, [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6)])
+    analysis = tmp_path / "analysis"
+    analysis.mkdir()
+    pd.DataFrame({"model": ["m1"] * 3 + ["m2"] * 3, "index": [1, 2, 3] * 2,
+                  "normalised": [1, 0.5, 0.2, 1, 0.1, 0.01]}).to_csv(analysis / "spectrum.csv", index=False)
+    pd.DataFrame({"model": ["m1", "m2"], "step": [0, 0], "alignment": [0.25, 0.04],
+                  "uniformity": [-3.8, -0.3]}).to_csv(analysis / "alignment_uniformity.csv", index=False)
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "--results-dir", str(root), "-a", str(analysis), "-f", "html", "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert all(src.startswith("data:image/png;base64,") for src in re.findall(r'src="([^"]*)"', text))
+    assert len(re.findall(r"<img ", text)) == 2 and "href=" not in text
+    assert (tmp_path / "report-figures" / "spectrum.pdf").is_file()
+    browser = _tool("chromium")
+    probe = tmp_path / "probe.html"  # the page's own CSP forbids scripts: the probe is a copy without it
+    probe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text).replace("</body>", PROBE))
+    dom = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'u1'}", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    state = json.loads(re.search(r"<title>(.*?)</title>", dom).group(1).replace("&quot;", '"'))
+    assert state == {"images": [True, True], "requests": []}
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'u2'}", f"--screenshot={shot}", "--window-size=1200,1400",
+                    page.as_uri()], capture_output=True, timeout=120)
+    assert 0.002 < _dark_fraction(shot) < 0.3
