@@ -359,17 +359,19 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
         start = time.perf_counter()
         outcome = prepared.score(engine.embed)
         # this task's scoring, plus its part of the shared encoding pass (by the texts it brought)
-        wall = time.perf_counter() - start + prefetch_seconds * weight / max(sum(weights), 1)
+        scoring = time.perf_counter() - start
+        encoding = prefetch_seconds * weight / max(sum(weights), 1)
         counts = {c: share[c] + engine.stats[c] - before[c] for c in ("encoded", "from_cache")}
         yield Record(
             task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
             scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
-            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, wall, counts), key=key,
+            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, (encoding, scoring), counts),
+            key=key,
         ), outcome.items
 
 
 def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,
-                batch_size: int, wall: float, counts: dict[str, int]) -> dict[str, Any]:
+                batch_size: int, seconds: tuple[float, float], counts: dict[str, int]) -> dict[str, Any]:
     """Where a record came from: software, model, data files and their checksums, settings, time."""
     return {
         **software(),
@@ -383,7 +385,9 @@ def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome
         "dtype": enc_desc.get("dtype"),
         "device": enc_desc.get("device"),
         "seed": protocol.seed,
-        "wall_seconds": round(wall, 3),
+        "wall_seconds": round(sum(seconds), 3),
+        "encode_seconds": round(seconds[0], 3),  # this task's share of the one encoding pass (by texts it brought)
+        "score_seconds": round(seconds[1], 3),
         "texts_encoded": counts["encoded"],
         "texts_from_cache": counts["from_cache"],
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

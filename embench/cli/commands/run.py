@@ -37,6 +37,13 @@ from ..options import (
 from ..output import emit, err
 
 
+def task_time(prov: dict) -> str:
+    """A task's time as its share of the run's one encoding pass plus its own scoring."""
+    if "encode_seconds" not in prov:
+        return f"{prov.get('wall_seconds', 0):.1f} s"
+    return f"{prov['wall_seconds']:.1f} s: {prov['encode_seconds']:.1f} s its share of the encoding pass + {prov['score_seconds']:.1f} s scoring"
+
+
 @protocol_options()
 def run(
     model: ModelsOpt,
@@ -80,7 +87,7 @@ def run(
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
-                how = "stored record reused" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
+                how = "stored record reused" if status == "stored" else task_time(record.provenance)
                 err.print(f"[dim]{escape(name)}[/] {escape(record.display)}: {100 * record.main_score:.2f} ({how})")
 
         try:
