@@ -16,7 +16,7 @@ from ..output import emit
 CATALOGUE = {
     "tasks": "embench.tasks:TASKS",
     "suites": "embench.evaluation.suites:SUITES",
-    "poolers": "embench.models.pooling:POOLERS",
+    "poolers": "embench.models.poolers:POOLERS",
     "models": "embench.models.aliases:ALIASES",
     "analyses": "embench.analysis.registry:ANALYSES",
     "datasets": "embench.analysis.labelled:LABELLED",

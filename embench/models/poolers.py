@@ -1,0 +1,22 @@
+"""The poolers by name (``embench list poolers``, ``--pooling``): lazy entries pointing into
+:mod:`embench.models.pooling`, so naming, listing and did-you-mean import no torch. A new pooler is a
+function in ``pooling.py`` and one row here (or ``POOLERS.add(name, function)`` from anywhere)."""
+
+from __future__ import annotations
+
+from ..core.registry import Registry
+
+POOLERS: Registry = Registry("pooler")
+# Poolers that read more than the chosen layer's states need every hidden state from the model.
+NEEDS_ALL_LAYERS = {"first_last_avg", "embed_last_avg"}
+
+for _name, _function, _aliases, _what in (
+    ("cls", "pool_cls", (), "last layer's first token through the model's pooler head (dense + tanh) where it has one"),
+    ("cls_before_pooler", "pool_cls_before_pooler", (), "the chosen layer's first token, no head"),
+    ("mean", "pool_mean", ("avg",), "mean of the chosen layer over real tokens"),
+    ("max", "pool_max", (), "element-wise max over real tokens"),
+    ("first_last_avg", "pool_first_last_avg", ("avg_first_last",), "SimCSE's: token mean of (layer 1 + last layer) / 2"),
+    ("embed_last_avg", "pool_embed_last_avg", (), "BERT-whitening's: token mean of (embedding output + last layer) / 2"),
+    ("last_token", "pool_last_token", ("lasttoken",), "the last real token, under left or right padding (decoder LLMs)"),
+):
+    POOLERS.add(_name, f"embench.models.pooling:{_function}", *_aliases, description=_what)
