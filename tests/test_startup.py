@@ -81,3 +81,19 @@ def test_loading_a_model_says_what_it_loads_and_quiet_says_nothing(tiny_bert_dir
     assert f"loading {load_model(tiny_bert_dir).name} from {tiny_bert_dir}" in err and "texts" in err
     Engine(load_model(tiny_bert_dir), progress=False).embed(["a sentence"])
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_quiet_silences_third_party_bars(tiny_bert_dir, data_root, tmp_path):
+    """mteb's own tqdm bar ("Computing text hashes") shows without -q and not with it."""
+    import os
+
+    env = {**os.environ, "EMBENCH_DATA": str(data_root), "EMBENCH_CACHE": str(tmp_path / "cache")}
+    env.pop("TQDM_DISABLE", None)
+    args = [sys.executable, "-m", "embench.cli", "mteb", "run", "-m", str(tiny_bert_dir), "-t", "MTEB:STS16",
+            "--results-dir", str(tmp_path / "results"), "--overwrite"]
+    loud = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    quiet = subprocess.run([*args, "-q"], capture_output=True, text=True, env=env, timeout=600)
+    assert loud.returncode == 0 and quiet.returncode == 0, quiet.stderr
+    assert "Computing text hashes" in loud.stderr
+    assert "Computing text hashes" not in quiet.stderr and "%|" not in quiet.stderr

@@ -41,6 +41,10 @@ def main() -> None:
     # environment (read when transformers is first imported) so that --help does not import it
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if {"-q", "--quiet"} & set(sys.argv[1:]):
+        # -q silences third-party tqdm bars too (mteb's "Computing text hashes", datasets' maps): tqdm reads
+        # TQDM_DISABLE when it is imported, so it is set here, before any command imports a library
+        os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         app()
     except EmbenchError as e:
