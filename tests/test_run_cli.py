@@ -116,6 +116,8 @@ def test_results_show_lists_stored_records(env, tiny_bert_dir):
     lines = [line for line in r.stdout.splitlines() if line and not line.startswith("#")]
     assert lines[0] == "model,aggregation,STS13,Avg."  # only the setting that differs between rows is a column
     assert len(lines) == 3 and lines[1].split(",")[1] == "all" and lines[2].split(",")[1] == "mean"
+    js = json.loads(_run("results", "show", "--format", "json").stdout)
+    assert js["shared"]["correlation"] == "spearman" and [r["aggregation"] for r in js["rows"]] == ["all", "mean"]
     table = _run("results", "show", "--format", "markdown").stdout
     assert "shared by every row: " in table and "correlation=spearman" in table and "pooling=" in table
 

@@ -30,13 +30,19 @@ def show(
     if not recs:
         err.print("no stored results" + (f" in {results_dir}" if results_dir else ""))
         raise typer.Exit(1)
-    frame, note = results_frame(recs)
+    frame, note, shared = results_frame(recs)
+    if value(fmt) == "json":  # says what it holds: the scale, the settings every row shares, then the rows
+        import json
+
+        rows = json.loads(frame.to_json(orient="records"))
+        emit(json.dumps({"scale": "fractions: printed x100 in the tables", "shared": shared, "rows": rows}, indent=2, default=str))
+        return
     emit(render(frame, value(fmt), scaled=[c for c in frame.columns if c not in frame.attrs["settings"]], note=note))
 
 
 def results_frame(recs):
     """Records as one row per (model, differing settings), task columns in registry order, then Avg.;
-    and a note of the settings every row shares."""
+    a note of the settings every row shares, and those settings."""
     import pandas as pd
 
     from ...models.aliases import ALIASES
@@ -63,6 +69,6 @@ def results_frame(recs):
     frame["Avg."] = frame.drop(columns=["model", *differing]).mean(axis=1, skipna=False)
     frame.attrs["settings"] = ["model", *differing]
     note = "shared by every row: " + ", ".join(f"{k}={v}" for k, v in shared.items()) if shared else None
-    return frame.reset_index(drop=True), note
+    return frame.reset_index(drop=True), note, shared
 
 
