@@ -33,11 +33,11 @@ embench analyze layer-removal -m "$G" --label SmolLM2-135M-Instruct --prompt bel
 embench analyze token-dependency -m "$G" -m all-MiniLM-L6-v2 --label SmolLM2-135M-Instruct --label all-MiniLM-L6-v2 \
   --limit 500 --out "$OUT/token-dependency" -q
 
-# LoRA (BeLLM's r/alpha/dropout/lr, last layer bidirectional, Eq. 6) for 40 steps of 16 SNLI triplets,
-# max length 32; STS-B dev every 20 steps, then the kept adapter loaded back by --adapter
+# LoRA (BeLLM's r/alpha/dropout/lr, last layer bidirectional, Eq. 6) for 30 steps of 8 SNLI triplets,
+# max length 32; then the kept adapter loaded back by --adapter for STS-B dev
 [ -f "$OUT/lora/best/adapter_config.json" ] || \
-  embench train --recipe bellm --model "$G" --train-data snli --out "$OUT/lora" --max-steps 40 --batch-size 16 \
-    --max-length 32 --eval-steps 20 --eval-task STSBenchmark-dev -q
+  embench train --recipe bellm --model "$G" --train-data snli --out "$OUT/lora" --max-steps 30 --batch-size 8 \
+    --max-length 32 --eval-steps 0 -q
 embench run -m "$G" --adapter "$OUT/lora/best" -t STSBenchmark --stsb-split dev -f markdown "${RES[@]}"
 
 python "$HERE/report.py" --out "$OUT"
