@@ -157,7 +157,8 @@ def test_packaged_manifest_checksums_match_the_data(data_root):
     from embench.data.manifest import content_sha256, load_manifest
 
     entries = load_manifest()
-    assert len(entries) >= 70 and all(e.url.startswith("https://") for e in entries)
+    # the STS and 20 Newsgroups releases are served over plain http by their authors; sha256 guards them
+    assert len(entries) >= 150 and all(u.startswith(("https://", "http://")) for e in entries for u in e.urls)
     for e in entries:
         assert content_sha256(data_root / e.path) == e.sha256, e.path
 

@@ -26,10 +26,16 @@ from .root import DataRoot
 @dataclass(frozen=True)
 class Entry:
     path: str  # relative to the data root, embench layout
-    url: str
-    sha256: str
+    url: str | list[str]  # several URLs: a conversion that joins several upstream files
+    sha256: str  # of the content as stored (decompressed for .gz), after any conversion
     task: str | None = None
-    compress: bool = False  # gzip the download when storing it (path ends in .gz)
+    compress: bool = False  # gzip the content when storing it (path ends in .gz)
+    convert: dict[str, Any] | None = None  # a named step of embench.data.convert: {"name": ..., **params}
+    verified: str = ""  # how the entry was checked against upstream's content (see the manifest's note)
+
+    @property
+    def urls(self) -> list[str]:
+        return [self.url] if isinstance(self.url, str) else list(self.url)
 
 
 def load_manifest(path: str | Path | None = None) -> list[Entry]:
@@ -66,21 +72,47 @@ def _matches(task: str | None, wanted: set[str]) -> bool:
     return not wanted or (task or "").lower() in wanted
 
 
+def _present(dest: Path, sha256: str) -> bool:
+    """The file (or its .gz / plain twin) is there with the right content; a damaged gzip is not."""
+    twin = dest.with_suffix("") if dest.suffix == ".gz" else dest.with_name(dest.name + ".gz")
+    for p in (dest, twin):
+        try:
+            if p.is_file() and content_sha256(p) == sha256:
+                return True
+        except CorruptFileError:
+            continue
+    return False
+
+
+def _fetch(url: str, path: str, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.read()
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise EmbenchError(f"could not download {url} for {path}: {err}") from None
+
+
 def download(
     root: DataRoot,
     tasks: list[str] | None = None,
     manifest: str | Path | None = None,
     base_url: str | None = None,
     timeout: float = 60.0,
+    paths: set[str] | None = None,
 ) -> list[tuple[str, str]]:
     """Fetch the manifest's files into ``root``; returns (path, status) per file.
 
-    ``tasks`` are the manifest's task names (case-insensitive); the caller resolves aliases.
+    ``tasks`` are the manifest's task names (case-insensitive) and ``paths`` its file paths; the
+    caller (``embench data download -t``) resolves task, alias and dataset names to paths.
 
-    A present file whose checksum matches is kept ("present"); others are downloaded, verified and
-    renamed into place ("downloaded"). A checksum mismatch raises and leaves nothing behind.
-    ``base_url`` replaces every entry's URL by ``base_url/<path>`` (mirrors, tests).
+    A present file whose checksum matches is kept ("present"); others are downloaded, converted
+    where the entry says so, verified and renamed into place ("downloaded"), one by one, so an
+    interrupted run resumes where it stopped. A checksum mismatch raises and writes nothing for
+    that file. ``base_url`` replaces every entry's URL by ``base_url/<path>`` (a mirror of the data
+    root's own files, with ``.gz`` removed where the entry compresses; ``file://`` works).
     """
+    from .convert import convert
+
     entries = load_manifest(manifest)
     wanted = {t.lower() for t in tasks or []}
     known = {(e.task or "").lower() for e in entries}
@@ -89,21 +121,23 @@ def download(
         raise EmbenchError(f"no files in the manifest for task(s): {', '.join(missing)}")
     done: list[tuple[str, str]] = []
     for e in entries:
-        if not _matches(e.task, wanted):
+        if not _matches(e.task, wanted) or (paths is not None and e.path not in paths):
             continue
         dest = within(root.path, e.path, "manifest entry")  # a crafted manifest must not write outside the root
-        if dest.is_file() and content_sha256(dest) == e.sha256:
+        if _present(dest, e.sha256):
             done.append((e.path, "present"))
             continue
-        url = f"{base_url.rstrip('/')}/{e.path.removesuffix('.gz') if e.compress else e.path}" if base_url else e.url
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:
-                payload = resp.read()
-        except (urllib.error.URLError, OSError) as err:
-            raise EmbenchError(f"could not download {url} for {e.path}: {err}") from None
+        if base_url:  # a mirror holds the stored content itself: no conversion
+            url = f"{base_url.rstrip('/')}/{e.path.removesuffix('.gz') if e.compress else e.path}"
+            payload = _fetch(url, e.path, timeout)
+        else:
+            url = " + ".join(e.urls)
+            payloads = [_fetch(u, e.path, timeout) for u in e.urls]
+            payload = convert(e.convert, payloads) if e.convert else payloads[0]
         got = hashlib.sha256(payload).hexdigest()
         if got != e.sha256:
-            raise ChecksumError(f"{url}: sha256 {got} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
+            step = f" after conversion {e.convert['name']!r}" if e.convert and not base_url else ""
+            raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(dest.name + f".part{os.getpid()}")
         tmp.write_bytes(gzip.compress(payload, mtime=0) if e.compress else payload)
