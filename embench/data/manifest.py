@@ -184,3 +184,35 @@ def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: s
         "missing": absent,
         "differ": bad,
     }
+
+
+# Files of a data root that are its own documentation, not data (the shared root has both).
+NOT_DATA = ("README.md", "README", "SHA256SUMS")
+
+
+def located(root: DataRoot, rel: str) -> Path:
+    """Where a manifest path (embench layout) lives in ``root``, whatever its layout."""
+    prefix = "senteval/downstream/"
+    return root.senteval / rel[len(prefix):] if rel.startswith(prefix) else root.path / rel
+
+
+def check_manifest_files(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, str]]:
+    """One row per file: every manifest entry (ok | differs | corrupt | missing) and every other file (unlisted)."""
+    rows, seen = [], set()
+    for e in load_manifest(manifest):
+        try:
+            real = root.find(located(root, e.path))
+        except FileNotFoundError:
+            rows.append({"path": e.path, "task": e.task or "", "status": "missing"})
+            continue
+        seen.add(real.resolve())
+        try:
+            status = "ok" if content_sha256(real) == e.sha256 else "differs"
+        except CorruptFileError:
+            status = "corrupt"
+        rows.append({"path": root.relative(real), "task": e.task or "", "status": status})
+    if root.path.is_dir():
+        for p in sorted(root.path.rglob("*")):
+            if p.is_file() and p.resolve() not in seen and p.name not in NOT_DATA and not p.name.startswith("."):
+                rows.append({"path": root.relative(p), "task": "", "status": "unlisted"})
+    return rows

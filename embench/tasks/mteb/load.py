@@ -37,7 +37,8 @@ def load_into(mteb_task: Any, root: DataRoot, limit: int | None = None) -> tuple
             listing = "\n".join(f"  - {p}" for p in absent)
             err = MissingDataError(absent[0], task=f"MTEB:{name}", root=root.path)
             err.args = (f"MTEB:{name} needs {len(absent)} file(s) missing from the data root {root.path}:\n{listing}\n"
-                        f"Point --data / EMBENCH_DATA at a data root that has them (`embench data check` lists what is present).",)
+                        f"Get them with `embench data download --task MTEB:{name}` or point --data / EMBENCH_DATA at a data root "
+                        f"that has them (`embench data check` lists what is present).",)
             raise err
         built = LOCAL[name].build(root, limit)
         mteb_task.dataset = built.dataset
