@@ -29,7 +29,7 @@ class Entry:
     url: str | list[str]  # several URLs: a conversion that joins several upstream files
     sha256: str  # of the content as stored (decompressed for .gz), after any conversion
     task: str | None = None
-    compress: bool = False  # gzip the content when storing it (path ends in .gz)
+    compress: bool = False  # upstream is plain and the root stores it gzipped (every .gz path is stored gzipped)
     convert: dict[str, Any] | None = None  # a named step of embench.data.convert: {"name": ..., **params}
     verified: str = ""  # how the entry was checked against upstream's content (see the manifest's note)
 
@@ -84,6 +84,15 @@ def _present(dest: Path, sha256: str) -> bool:
     return False
 
 
+def _decompressed(payload: bytes, url: str) -> bytes:
+    if payload[:2] != b"\x1f\x8b":
+        return payload
+    try:
+        return gzip.decompress(payload)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise CorruptFileError(Path(url), f"cannot decompress the download ({type(e).__name__}: {e})") from None
+
+
 def _fetch(url: str, path: str, timeout: float) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
@@ -127,20 +136,27 @@ def download(
         if _present(dest, e.sha256):
             done.append((e.path, "present"))
             continue
-        if base_url:  # a mirror holds the stored content itself: no conversion
-            url = f"{base_url.rstrip('/')}/{e.path.removesuffix('.gz') if e.compress else e.path}"
-            payload = _fetch(url, e.path, timeout)
+        if base_url:  # a mirror holds the stored files themselves (a data root will do): no conversion
+            url = f"{base_url.rstrip('/')}/{e.path}"
+            try:
+                payload = _fetch(url, e.path, timeout)
+            except EmbenchError:
+                if not e.path.endswith(".gz"):
+                    raise
+                url = url.removesuffix(".gz")  # a mirror that keeps the file uncompressed
+                payload = _fetch(url, e.path, timeout)
         else:
             url = " + ".join(e.urls)
             payloads = [_fetch(u, e.path, timeout) for u in e.urls]
             payload = convert(e.convert, payloads) if e.convert else payloads[0]
+        payload = _decompressed(payload, url)  # checksums are of the content
         got = hashlib.sha256(payload).hexdigest()
         if got != e.sha256:
             step = f" after conversion {e.convert['name']!r}" if e.convert and not base_url else ""
             raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(dest.name + f".part{os.getpid()}")
-        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.compress else payload)
+        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
         os.replace(tmp, dest)
         done.append((e.path, "downloaded"))
     return done
