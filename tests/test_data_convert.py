@@ -49,9 +49,10 @@ def test_csv_to_jsonl_names_columns_drops_the_header_and_maps_labels():
     out = convert({"name": "csv-to-jsonl", "header": True, "columns": ["text", "label"]}, [csv_bytes])
     assert out == ('{"text": "Where is my card, please?", "label": "card_arrival"}\n'
                    '{"text": "Café ok", "label": "refund"}\n').encode()
-    ag = b'"3","Title","Body text"\n'
-    out = convert({"name": "csv-to-jsonl", "columns": ["label", "title", "text"], "labels": {"3": "Business"}}, [ag])
-    assert json.loads(out) == {"label": "Business", "title": "Title", "text": "Body text"}
+    ag = b"label,title,description\n\"3\",\"Title\",\"Body text\"\n"
+    spec = {"name": "csv-to-jsonl", "header": True, "columns": ["label", "title", "text"], "labels": {"3": "Business"},
+            "order": ["title", "text", "label"]}
+    assert convert(spec, [ag]) == b'{"title": "Title", "text": "Body text", "label": "Business"}\n'  # AG News as stored
     with pytest.raises(EmbenchError, match="a CSV row has 2 columns, the manifest names 3"):
         convert({"name": "csv-to-jsonl", "columns": ["a", "b", "c"]}, [b"x,y\n"])
 

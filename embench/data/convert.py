@@ -82,8 +82,9 @@ def head_lines(payloads: list[bytes], lines: int) -> bytes:
 
 @converter("csv-to-jsonl")
 def csv_to_jsonl(payloads: list[bytes], columns: list[str | None], header: bool = False,
-                 labels: dict[str, str] | None = None, label_field: str = "label") -> bytes:
-    """CSV rows to JSON lines: ``columns`` names each column (None drops it); ``labels`` maps label codes to names."""
+                 labels: dict[str, str] | None = None, label_field: str = "label", order: list[str] | None = None) -> bytes:
+    """CSV rows to JSON lines: ``columns`` names each column (None drops it); ``labels`` maps label codes to
+    names; ``order`` gives the stored field order when it is not the columns'."""
     rows = list(csv.reader(io.StringIO(payloads[0].decode("utf-8"))))
     out = []
     for row in rows[1:] if header else rows:
@@ -92,7 +93,7 @@ def csv_to_jsonl(payloads: list[bytes], columns: list[str | None], header: bool 
         rec = {k: v for k, v in zip(columns, row, strict=True) if k is not None}
         if labels is not None:
             rec[label_field] = labels[rec[label_field]]
-        out.append(rec)
+        out.append({k: rec[k] for k in order} if order else rec)
     return _jsonl(out)
 
 
