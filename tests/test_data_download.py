@@ -169,3 +169,42 @@ def test_data_check_files_lists_each_file_with_its_status(tmp_path):
     rows = {row["path"]: row["status"] for row in json.loads(r.stdout)}
     assert rows["tasks/agnews/test.jsonl"] == "differs" and rows["notes.txt"] == "unlisted"
     assert rows["corpora/brown.txt.gz"] == "missing" and len(rows) == len(load_manifest()) + 1
+
+
+@pytest.mark.slow  # imports mteb for its pinned revision (several seconds)
+def test_from_hub_copies_the_dataset_at_the_revision_mteb_pins_from_a_local_hub_mirror(tmp_path):
+    import mteb
+
+    mirror = tmp_path / "hub"
+    (mirror / "mteb/banking77/data").mkdir(parents=True)
+    (mirror / "mteb/banking77/data/test.jsonl").write_text('{"text": "card?", "label": 11}\n')
+    root = tmp_path / "data"
+    args = ["data", "download", "--from-hub", "-t", "MTEB:Banking77Classification", "--data", str(root), "--hub-mirror", str(mirror)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    copy = root / "mteb/Banking77Classification"
+    assert (copy / "data/test.jsonl").read_text() == '{"text": "card?", "label": 11}\n'
+    pinned = mteb.get_task("Banking77Classification").metadata.dataset
+    assert json.loads((copy / ".embench-source.json").read_text()) == {"repo_id": pinned["path"], "revision": pinned["revision"]}
+    assert f"{pinned['path']}@{pinned['revision']}" in r.output
+    # a mirror without the repository: a clear error, the earlier copy kept, nothing half-written
+    r = CliRunner().invoke(app, [*args[:4], "MTEB:EmotionClassification", *args[5:]])
+    assert r.exit_code != 0 and "has no folder mteb/emotion for EmotionClassification" in str(r.exception)
+    assert sorted(p.name for p in (root / "mteb").iterdir()) == ["Banking77Classification"]
+
+
+@pytest.mark.slow  # mteb and datasets read the copy (several seconds)
+def test_an_mteb_task_without_its_files_reads_its_hub_copy(tmp_path):
+    import mteb
+
+    from embench.tasks.mteb.load import load_into
+
+    copy = tmp_path / "mteb/Banking77Classification"
+    copy.mkdir(parents=True)
+    rows = '{"text": "where is my card", "label": 11}\n{"text": "refund me", "label": 51}\n'
+    for split in ("train", "test"):
+        (copy / f"{split}.jsonl").write_text(rows)
+    task = mteb.get_task("Banking77Classification")
+    files, meta, _ = load_into(task, DataRoot(tmp_path))
+    assert meta["data_source"] == f"local copy {copy}" and copy / "test.jsonl" in files
+    assert task.dataset["test"]["text"] == ["where is my card", "refund me"]

@@ -54,6 +54,8 @@ def download(
     data: DataOpt = None,
     manifest: ManifestOpt = None,
     base_url: Annotated[str | None, typer.Option(help="Fetch every file from BASE_URL/<path> instead (a mirror).")] = None,
+    from_hub: Annotated[bool, typer.Option("--from-hub", help="MTEB tasks (-t MTEB:NAME): copy their Hugging Face dataset, at the revision mteb pins, into <data>/mteb/<task>/ (needs embench[mteb] and the hub).")] = False,
+    hub_mirror: Annotated[Path | None, typer.Option(help="With --from-hub: a local folder of <repo_id>/ trees to copy from instead of the hub.")] = None,
 ) -> None:
     """Fetch the public releases listed in the manifest into the data root, verifying sha256."""
     from ...data.manifest import download as fetch
@@ -61,7 +63,28 @@ def download(
     from ...data_names import manifest_paths
 
     root = DataRoot.resolve(data)
+    if from_hub:
+        _from_hub(root, task or [], hub_mirror)
+        return
     paths = manifest_paths(task, manifest) if task else None
     done = fetch(root, None, manifest, base_url, paths=paths)
     got = sum(1 for _, s in done if s == "downloaded")
     emit(f"{got} downloaded, {len(done) - got} already present, into {root.path}")
+
+
+def _from_hub(root, names: list[str], mirror: Path | None) -> None:
+    from ...core.errors import EmbenchError
+    from ...data.hub import fetch_hub_dataset
+    from ...tasks import TASKS
+    from ...evaluation.suites import MTEB_PREFIX
+
+    if not names:
+        raise EmbenchError("--from-hub: name the MTEB tasks with -t (e.g. -t MTEB:Banking77Classification)")
+    for name in names:
+        canonical = TASKS.canonical(name if name.upper().startswith(MTEB_PREFIX.upper()) else MTEB_PREFIX + name)
+        try:
+            meta = TASKS.get(canonical).mteb_task().metadata.dataset  # mteb pins the dataset's revision here
+        except ImportError:
+            raise EmbenchError("--from-hub reads each task's dataset and revision from mteb: pip install 'embench[mteb]'") from None
+        dest = fetch_hub_dataset(root, canonical[len(MTEB_PREFIX):], meta["path"], meta.get("revision"), mirror)
+        emit(f"{canonical}: {meta['path']}@{meta.get('revision')} -> {dest}")
