@@ -14,7 +14,7 @@ from typing import Any
 from .analysis.labelled import LABELLED, labelled_files
 from .core.errors import EmbenchError, UnknownNameError
 from .core.registry import nearest
-from .data.manifest import Entry, check_files, load_manifest, located, manifest_sums
+from .data.manifest import check_files, load_manifest, located, manifest_sums
 from .data.root import DataRoot
 from .tasks import TASKS
 
@@ -44,8 +44,12 @@ def _reader_files(name: str, probe: DataRoot) -> list[Path] | None:
     return files if found else None
 
 
-def manifest_paths(names: list[str], manifest: str | Path | None = None) -> set[str]:
-    """The manifest paths that the readers behind ``names`` read; an unknown name suggests the nearest."""
+def manifest_paths(names: list[str], manifest: str | Path | None = None, skip_hub_only: bool = False) -> set[str]:
+    """The manifest paths that the readers behind ``names`` read; an unknown name suggests the nearest.
+
+    An MTEB task embench has no reader for reads only its hub dataset: an error naming ``--from-hub``,
+    or nothing with ``skip_hub_only``.
+    """
     entries = load_manifest(manifest)
     by_path = {e.path: e for e in entries}
     out: set[str] = set()
@@ -55,8 +59,9 @@ def manifest_paths(names: list[str], manifest: str | Path | None = None) -> set[
             files = _reader_files(name, probe)
             if files is not None:
                 rels = [str(f.relative_to(probe.path)) for f in files]
-                if not rels:
-                    raise EmbenchError(f"{name}: embench reads it from its Hugging Face dataset, not from files of the manifest")
+                if not rels and not skip_hub_only:
+                    raise EmbenchError(f"{name} has no files in the manifest: embench reads its Hugging Face dataset "
+                                       f"(`embench data download --from-hub -t {name}`)")
                 for rel in rels:
                     hit = next((p for p in (rel, rel + ".gz", rel.removesuffix(".gz")) if p in by_path), None)
                     if hit is None:
@@ -75,15 +80,6 @@ def manifest_paths(names: list[str], manifest: str | Path | None = None) -> set[
     return out
 
 
-def entries_for(names: list[str], manifest: str | Path | None = None) -> list[Entry]:
-    """The manifest entries ``names`` select, in manifest order (all of them for no names)."""
-    entries = load_manifest(manifest)
-    if not names:
-        return entries
-    wanted = manifest_paths(names, manifest)
-    return [e for e in entries if e.path in wanted]
-
-
 def dataset_rows(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, Any]]:
     """``embench data check`` rows beside the tasks': analysis and training sets, then any manifest group no reader names."""
     sums = manifest_sums(manifest)
@@ -93,7 +89,7 @@ def dataset_rows(root: DataRoot, manifest: str | Path | None = None) -> list[dic
         paths = sorted(manifest_paths([name], manifest))
         covered |= set(paths)
         rows.append({"task": name, "kind": kind, **check_files(root, [located(root, p) for p in paths], sums, name)})
-    covered |= manifest_paths(TASKS.names(), manifest)
+    covered |= manifest_paths(TASKS.names(), manifest, skip_hub_only=True)
     groups: dict[str, list[str]] = {}
     for e in load_manifest(manifest):
         if e.path not in covered:

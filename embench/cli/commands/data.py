@@ -75,8 +75,8 @@ def download(
 def _from_hub(root, names: list[str], mirror: Path | None) -> None:
     from ...core.errors import EmbenchError
     from ...data.hub import fetch_hub_dataset
-    from ...tasks import TASKS
     from ...evaluation.suites import MTEB_PREFIX
+    from ...tasks import TASKS
 
     if not names:
         raise EmbenchError("--from-hub: name the MTEB tasks with -t (e.g. -t MTEB:Banking77Classification)")
