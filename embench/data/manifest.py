@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -57,15 +58,29 @@ def load_manifest(path: str | Path | None = None) -> list[Entry]:
 
 def content_sha256(path: Path) -> str:
     """sha256 of the (decompressed) content; a damaged gzip is a CorruptFileError naming the file."""
-    h = hashlib.sha256()
-    opener = gzip.open if path.suffix == ".gz" else open
+    return content_stats(path)[0]
+
+
+def content_stats(path: Path) -> tuple[str, int]:
+    """(sha256, line count) of the (decompressed) content, read once per file version in a process."""
+    st = path.stat()
+    return _content_stats(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _content_stats(path: str, size: int, mtime_ns: int) -> tuple[str, int]:
+    # keyed on size and mtime: `data check` reads a file for its task row and again for the per-file count
+    h, lines, last = hashlib.sha256(), 0, b"\n"
+    opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise CorruptFileError(path, f"cannot decompress it ({type(e).__name__}: {e})") from None
-    return h.hexdigest()
+        raise CorruptFileError(Path(path), f"cannot decompress it ({type(e).__name__}: {e})") from None
+    return h.hexdigest(), lines + (last != b"\n")  # a last line without its newline counts too
 
 
 def _matches(task: str | None, wanted: set[str]) -> bool:
@@ -179,10 +194,8 @@ def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: s
         present += 1
         rel = root.relative(real)
         try:
-            digest = content_sha256(real)
-            opener = gzip.open if real.suffix == ".gz" else open
-            with opener(real, "rb") as fh:
-                lines += sum(1 for _ in fh)
+            digest, n = content_stats(real)
+            lines += n
         except CorruptFileError:
             bad.append(f"{rel} (corrupt)")
             continue
