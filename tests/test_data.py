@@ -98,7 +98,7 @@ def test_data_check_lists_every_task_with_files_rows_and_checksums(data_root, tm
     rows = {r["task"]: r for r in check(DataRoot(data_root))}
     assert {"STS12", "STSBenchmark", "SICKRelatedness"} <= set(rows)
     assert rows["STS12"]["files"] == "20/20" and rows["STS12"]["missing"] == []
-    assert rows["STS12"]["checksums"].startswith("10 ok") and rows["STS12"]["differ"] == []
+    assert rows["STS12"]["checksums"] == "20 ok" and rows["STS12"]["differ"] == []
     dest = _copy_sts_b(data_root, tmp_path)
     (dest / "sts-dev.csv").write_text("changed\n")
     (dest / "sts-train.csv").unlink()
@@ -157,7 +157,8 @@ def test_packaged_manifest_checksums_match_the_data(data_root):
     from embench.data.manifest import content_sha256, load_manifest
 
     entries = load_manifest()
-    assert len(entries) >= 70 and all(e.url.startswith("https://") for e in entries)
+    # the STS and 20 Newsgroups releases are served over plain http by their authors; sha256 guards them
+    assert len(entries) >= 150 and all(u.startswith(("https://", "http://")) for e in entries for u in e.urls)
     for e in entries:
         assert content_sha256(data_root / e.path) == e.sha256, e.path
 

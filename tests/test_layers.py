@@ -21,7 +21,7 @@ LAYERS = (
     ("evaluation",),
     ("tasks",),
     ("api",),
-    ("analysis", "audit", "train", "grid"),
+    ("analysis", "audit", "train", "grid", "data_names"),
     ("__init__",),
     ("cli",),
 )

@@ -27,12 +27,12 @@ class MissingDataError(EmbenchError, FileNotFoundError):
     def __init__(self, path: Path | str, task: str | None = None, root: Path | str | None = None):
         self.path = Path(path)
         self.task = task
-        fetch = f"embench data download --task {task}" if task else "embench data download"
         where = f" (data root {root})" if root else ""
-        super().__init__(
-            f"missing data file {self.path}{where}. Get it with `{fetch}` "
-            f"or point --data / EMBENCH_DATA at a folder that has it."
-        )
+        if task:  # ``data download -t`` takes every task, alias and dataset name the readers use (embench/data_names.py)
+            hint = f"Get it with `embench data download --task {task}` or point --data / EMBENCH_DATA at a folder that has it."
+        else:  # a path the user gave: no download can make it
+            hint = "Check the path."
+        super().__init__(f"missing data file {self.path}{where}. {hint}")
 
     def __str__(self) -> str:
         return self.args[0]
@@ -51,7 +51,7 @@ class CorruptFileError(EmbenchError, OSError):
 
     def __init__(self, path: Path | str, problem: str):
         self.path, self.problem = Path(path), problem
-        super().__init__(f"{self.path}: {problem}; the file is truncated or damaged, fetch it again (`embench data download`)")
+        super().__init__(f"{self.path}: {problem}; the file is truncated or damaged, fetch it again (`embench data download` replaces it)")
 
 
 class ModelLoadError(EmbenchError):

@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,16 @@ from .root import DataRoot
 @dataclass(frozen=True)
 class Entry:
     path: str  # relative to the data root, embench layout
-    url: str
-    sha256: str
+    url: str | list[str]  # several URLs: a conversion that joins several upstream files
+    sha256: str  # of the content as stored (decompressed for .gz), after any conversion
     task: str | None = None
-    compress: bool = False  # gzip the download when storing it (path ends in .gz)
+    compress: bool = False  # upstream is plain and the root stores it gzipped (every .gz path is stored gzipped)
+    convert: dict[str, Any] | None = None  # a named step of embench.data.convert: {"name": ..., **params}
+    verified: str = ""  # how the entry was checked against upstream's content (see the manifest's note)
+
+    @property
+    def urls(self) -> list[str]:
+        return [self.url] if isinstance(self.url, str) else list(self.url)
 
 
 def load_manifest(path: str | Path | None = None) -> list[Entry]:
@@ -51,19 +58,62 @@ def load_manifest(path: str | Path | None = None) -> list[Entry]:
 
 def content_sha256(path: Path) -> str:
     """sha256 of the (decompressed) content; a damaged gzip is a CorruptFileError naming the file."""
-    h = hashlib.sha256()
-    opener = gzip.open if path.suffix == ".gz" else open
+    return content_stats(path)[0]
+
+
+def content_stats(path: Path) -> tuple[str, int]:
+    """(sha256, line count) of the (decompressed) content, read once per file version in a process."""
+    st = path.stat()
+    return _content_stats(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _content_stats(path: str, size: int, mtime_ns: int) -> tuple[str, int]:
+    # keyed on size and mtime: `data check` reads a file for its task row and again for the per-file count
+    h, lines, last = hashlib.sha256(), 0, b"\n"
+    opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise CorruptFileError(path, f"cannot decompress it ({type(e).__name__}: {e})") from None
-    return h.hexdigest()
+        raise CorruptFileError(Path(path), f"cannot decompress it ({type(e).__name__}: {e})") from None
+    return h.hexdigest(), lines + (last != b"\n")  # a last line without its newline counts too
 
 
 def _matches(task: str | None, wanted: set[str]) -> bool:
     return not wanted or (task or "").lower() in wanted
+
+
+def _present(dest: Path, sha256: str) -> bool:
+    """The file (or its .gz / plain twin) is there with the right content; a damaged gzip is not."""
+    twin = dest.with_suffix("") if dest.suffix == ".gz" else dest.with_name(dest.name + ".gz")
+    for p in (dest, twin):
+        try:
+            if p.is_file() and content_sha256(p) == sha256:
+                return True
+        except CorruptFileError:
+            continue
+    return False
+
+
+def _decompressed(payload: bytes, url: str) -> bytes:
+    if payload[:2] != b"\x1f\x8b":
+        return payload
+    try:
+        return gzip.decompress(payload)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise CorruptFileError(Path(url), f"cannot decompress the download ({type(e).__name__}: {e})") from None
+
+
+def _fetch(url: str, path: str, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.read()
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise EmbenchError(f"could not download {url} for {path}: {err}") from None
 
 
 def download(
@@ -72,15 +122,21 @@ def download(
     manifest: str | Path | None = None,
     base_url: str | None = None,
     timeout: float = 60.0,
+    paths: set[str] | None = None,
 ) -> list[tuple[str, str]]:
     """Fetch the manifest's files into ``root``; returns (path, status) per file.
 
-    ``tasks`` are the manifest's task names (case-insensitive); the caller resolves aliases.
+    ``tasks`` are the manifest's task names (case-insensitive) and ``paths`` its file paths; the
+    caller (``embench data download -t``) resolves task, alias and dataset names to paths.
 
-    A present file whose checksum matches is kept ("present"); others are downloaded, verified and
-    renamed into place ("downloaded"). A checksum mismatch raises and leaves nothing behind.
-    ``base_url`` replaces every entry's URL by ``base_url/<path>`` (mirrors, tests).
+    A present file whose checksum matches is kept ("present"); others are downloaded, converted
+    where the entry says so, verified and renamed into place ("downloaded"), one by one, so an
+    interrupted run resumes where it stopped. A checksum mismatch raises and writes nothing for
+    that file. ``base_url`` replaces every entry's URL by ``base_url/<path>`` (a mirror of the data
+    root's own files, with ``.gz`` removed where the entry compresses; ``file://`` works).
     """
+    from .convert import convert
+
     entries = load_manifest(manifest)
     wanted = {t.lower() for t in tasks or []}
     known = {(e.task or "").lower() for e in entries}
@@ -89,24 +145,33 @@ def download(
         raise EmbenchError(f"no files in the manifest for task(s): {', '.join(missing)}")
     done: list[tuple[str, str]] = []
     for e in entries:
-        if not _matches(e.task, wanted):
+        if not _matches(e.task, wanted) or (paths is not None and e.path not in paths):
             continue
         dest = within(root.path, e.path, "manifest entry")  # a crafted manifest must not write outside the root
-        if dest.is_file() and content_sha256(dest) == e.sha256:
+        if _present(dest, e.sha256):
             done.append((e.path, "present"))
             continue
-        url = f"{base_url.rstrip('/')}/{e.path.removesuffix('.gz') if e.compress else e.path}" if base_url else e.url
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:
-                payload = resp.read()
-        except (urllib.error.URLError, OSError) as err:
-            raise EmbenchError(f"could not download {url} for {e.path}: {err}") from None
+        if base_url:  # a mirror holds the stored files themselves (a data root will do): no conversion
+            url = f"{base_url.rstrip('/')}/{e.path}"
+            try:
+                payload = _fetch(url, e.path, timeout)
+            except EmbenchError:
+                if not e.path.endswith(".gz"):
+                    raise
+                url = url.removesuffix(".gz")  # a mirror that keeps the file uncompressed
+                payload = _fetch(url, e.path, timeout)
+        else:
+            url = " + ".join(e.urls)
+            payloads = [_fetch(u, e.path, timeout) for u in e.urls]
+            payload = convert(e.convert, payloads) if e.convert else payloads[0]
+        payload = _decompressed(payload, url)  # checksums are of the content
         got = hashlib.sha256(payload).hexdigest()
         if got != e.sha256:
-            raise ChecksumError(f"{url}: sha256 {got} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
+            step = f" after conversion {e.convert['name']!r}" if e.convert and not base_url else ""
+            raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(dest.name + f".part{os.getpid()}")
-        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.compress else payload)
+        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
         os.replace(tmp, dest)
         done.append((e.path, "downloaded"))
     return done
@@ -129,10 +194,8 @@ def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: s
         present += 1
         rel = root.relative(real)
         try:
-            digest = content_sha256(real)
-            opener = gzip.open if real.suffix == ".gz" else open
-            with opener(real, "rb") as fh:
-                lines += sum(1 for _ in fh)
+            digest, n = content_stats(real)
+            lines += n
         except CorruptFileError:
             bad.append(f"{rel} (corrupt)")
             continue
@@ -150,3 +213,35 @@ def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: s
         "missing": absent,
         "differ": bad,
     }
+
+
+# Files of a data root that are its own documentation, not data (the shared root has both).
+NOT_DATA = ("README.md", "README", "SHA256SUMS")
+
+
+def located(root: DataRoot, rel: str) -> Path:
+    """Where a manifest path (embench layout) lives in ``root``, whatever its layout."""
+    prefix = "senteval/downstream/"
+    return root.senteval / rel[len(prefix):] if rel.startswith(prefix) else root.path / rel
+
+
+def check_manifest_files(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, str]]:
+    """One row per file: every manifest entry (ok | differs | corrupt | missing) and every other file (unlisted)."""
+    rows, seen = [], set()
+    for e in load_manifest(manifest):
+        try:
+            real = root.find(located(root, e.path))
+        except FileNotFoundError:
+            rows.append({"path": e.path, "task": e.task or "", "status": "missing"})
+            continue
+        seen.add(real.resolve())
+        try:
+            status = "ok" if content_sha256(real) == e.sha256 else "differs"
+        except CorruptFileError:
+            status = "corrupt"
+        rows.append({"path": root.relative(real), "task": e.task or "", "status": status})
+    if root.path.is_dir():
+        for p in sorted(root.path.rglob("*")):
+            if p.is_file() and p.resolve() not in seen and p.name not in NOT_DATA and not p.name.startswith("."):
+                rows.append({"path": root.relative(p), "task": "", "status": "unlisted"})
+    return rows

@@ -128,7 +128,7 @@ def snli_triplets(root: DataRoot, splits: tuple[str, ...] = ("dev", "test")) -> 
 def corpora_files(root: DataRoot) -> list[Path]:
     files = sorted(p for p in root.corpora.glob("*") if p.name.endswith((".txt", ".txt.gz")))
     if not files:
-        raise MissingDataError(root.corpora / "*.txt.gz", root=root.path)
+        raise MissingDataError(root.corpora / "*.txt.gz", task="corpora", root=root.path)
     return files
 
 

@@ -15,37 +15,76 @@ ManifestOpt = Annotated[Path | None, typer.Option(help="Manifest JSON (default: 
 
 
 @data_app.command("check")
-def check(data: DataOpt = None, manifest: ManifestOpt = None, fmt: FmtOpt = Fmt.table) -> None:
-    """List every task with whether its files are present, row counts and checksum status."""
+def check(
+    data: DataOpt = None,
+    manifest: ManifestOpt = None,
+    fmt: FmtOpt = Fmt.table,
+    files: Annotated[bool, typer.Option("--files", help="One row per file (ok, differs, corrupt, missing, unlisted) instead of one per task or dataset.")] = False,
+) -> None:
+    """List every task and dataset (or, with --files, every file) with presence, row counts and checksum status."""
+    from collections import Counter
+
     import pandas as pd
 
+    from ...data.manifest import check_manifest_files
     from ...data.root import DataRoot
+    from ...data_names import dataset_rows
     from ...report.tables import render
     from ...tasks.data_check import check as check_tasks
 
     root = DataRoot.resolve(data)
-    frame = pd.DataFrame(check_tasks(root, manifest)).set_index("task")
-    for c in ("missing", "differ"):
-        frame[c] = frame[c].map(lambda xs: ", ".join(xs[:3]) + (f" (+{len(xs) - 3})" if len(xs) > 3 else ""))
+    per_file = check_manifest_files(root, manifest)
+    if files:
+        frame = pd.DataFrame(per_file).set_index("path")
+    else:
+        frame = pd.DataFrame(check_tasks(root, manifest) + dataset_rows(root, manifest)).set_index("task")
+        for c in ("missing", "differ"):
+            frame[c] = frame[c].map(lambda xs: ", ".join(xs[:3]) + (f" (+{len(xs) - 3})" if len(xs) > 3 else ""))
     if fmt == Fmt.table:
         err.print(f"data root: {root.path}")
     emit(render(frame, value(fmt), scaled=[], title=None))
+    if fmt == Fmt.table:
+        counts = Counter(r["status"] for r in per_file)
+        err.print(f"{len(per_file)} files: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 
 @data_app.command("download")
 def download(
-    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these tasks (default: all in the manifest).")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only the files these read: task names or aliases (STS-B, MTEB:SciFact), analysis datasets (banking77, 20newsgroups), training sets (corpora, snli). Default: every file of the manifest.")] = None,
     data: DataOpt = None,
     manifest: ManifestOpt = None,
     base_url: Annotated[str | None, typer.Option(help="Fetch every file from BASE_URL/<path> instead (a mirror).")] = None,
+    from_hub: Annotated[bool, typer.Option("--from-hub", help="MTEB tasks (-t MTEB:NAME): copy their Hugging Face dataset, at the revision mteb pins, into <data>/mteb/<task>/ (needs embench[mteb] and the hub).")] = False,
+    hub_mirror: Annotated[Path | None, typer.Option(help="With --from-hub: a local folder of <repo_id>/ trees to copy from instead of the hub.")] = None,
 ) -> None:
     """Fetch the public releases listed in the manifest into the data root, verifying sha256."""
     from ...data.manifest import download as fetch
     from ...data.root import DataRoot
-    from ...tasks import TASKS
+    from ...data_names import manifest_paths
 
     root = DataRoot.resolve(data)
-    names = [TASKS.canonical(t) if t in TASKS else t for t in task or []]  # aliases (STS-B) -> manifest names
-    done = fetch(root, names, manifest, base_url)
+    if from_hub:
+        _from_hub(root, task or [], hub_mirror)
+        return
+    paths = manifest_paths(task, manifest) if task else None
+    done = fetch(root, None, manifest, base_url, paths=paths)
     got = sum(1 for _, s in done if s == "downloaded")
     emit(f"{got} downloaded, {len(done) - got} already present, into {root.path}")
+
+
+def _from_hub(root, names: list[str], mirror: Path | None) -> None:
+    from ...core.errors import EmbenchError
+    from ...data.hub import fetch_hub_dataset
+    from ...evaluation.suites import MTEB_PREFIX
+    from ...tasks import TASKS
+
+    if not names:
+        raise EmbenchError("--from-hub: name the MTEB tasks with -t (e.g. -t MTEB:Banking77Classification)")
+    for name in names:
+        canonical = TASKS.canonical(name if name.upper().startswith(MTEB_PREFIX.upper()) else MTEB_PREFIX + name)
+        try:
+            meta = TASKS.get(canonical).mteb_task().metadata.dataset  # mteb pins the dataset's revision here
+        except ImportError:
+            raise EmbenchError("--from-hub reads each task's dataset and revision from mteb: pip install 'embench[mteb]'") from None
+        dest = fetch_hub_dataset(root, canonical[len(MTEB_PREFIX):], meta["path"], meta.get("revision"), mirror)
+        emit(f"{canonical}: {meta['path']}@{meta.get('revision')} -> {dest}")

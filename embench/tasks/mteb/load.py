@@ -25,19 +25,22 @@ def local_copy(root: DataRoot, task: str) -> Path | None:
 def load_into(mteb_task: Any, root: DataRoot, limit: int | None = None) -> tuple[list[Path], dict[str, Any], list[str]]:
     """Fill ``mteb_task.dataset`` from the data root; returns (files read, meta, texts).
 
-    Order: embench's builder for the task; else a local copy of the hub dataset in
-    ``<root>/mteb/<task>/``; else mteb's own ``load_data`` (the hub, where it is reachable).
+    Order: embench's builder for the task (when its files are all there, or no hub copy is); else a
+    local copy of the hub dataset in ``<root>/mteb/<task>/``; else mteb's own ``load_data`` (the hub).
     """
     name = mteb_task.metadata.name
     eval_split = mteb_task.eval_splits[0]
     published = published_stats(mteb_task)
-    if name in LOCAL:
+    # embench's files first; a hub copy (`data download --from-hub`) stands in when they are absent
+    if name in LOCAL and not (missing_files(root, name) and local_copy(root, name) is not None):
         absent = missing_files(root, name)
         if absent:
             listing = "\n".join(f"  - {p}" for p in absent)
             err = MissingDataError(absent[0], task=f"MTEB:{name}", root=root.path)
             err.args = (f"MTEB:{name} needs {len(absent)} file(s) missing from the data root {root.path}:\n{listing}\n"
-                        f"Point --data / EMBENCH_DATA at a data root that has them (`embench data check` lists what is present).",)
+                        f"Get them with `embench data download --task MTEB:{name}` (or its Hugging Face dataset with "
+                        f"`embench data download --from-hub --task MTEB:{name}`) or point --data / EMBENCH_DATA at a data root "
+                        f"that has them (`embench data check` lists what is present).",)
             raise err
         built = LOCAL[name].build(root, limit)
         mteb_task.dataset = built.dataset

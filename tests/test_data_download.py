@@ -1,0 +1,210 @@
+"""``embench data download`` for every file: conversions, compression, checksums, resuming, names, hints.
+
+Downloads come from a local HTTP server on 127.0.0.1 or a local mirror folder; tests never reach the internet.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from embench.analysis.labelled import LABELLED, load_labelled
+from embench.cli.app import app
+from embench.core.errors import ChecksumError, MissingDataError, UnknownNameError
+from embench.data import DataRoot
+from embench.data.manifest import NOT_DATA, check_manifest_files, download, load_manifest
+from embench.data_names import manifest_paths
+from embench.tasks import TASKS
+from embench.train.data import corpora_files, snli_triplets
+
+
+@pytest.fixture()
+def server(tmp_path):
+    """A local HTTP server serving a temporary folder; ``requests`` records the paths asked for."""
+    served = tmp_path / "served"
+    served.mkdir()
+    requests: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # quiet, but remember what was fetched
+            requests.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(served)))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)  # quick shutdown
+    thread.start()
+    yield served, f"http://127.0.0.1:{server.server_address[1]}", requests
+    server.shutdown()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest(tmp_path: Path, entries: list[dict]) -> Path:
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"version": 1, "files": entries}))
+    return path
+
+
+BANKING_CSV = b'text,category\n"Where is my card?",card_arrival\nRefund please,refund\n'
+BANKING_JSONL = b'{"text": "Where is my card?", "label": "card_arrival"}\n{"text": "Refund please", "label": "refund"}\n'
+
+
+def test_a_converted_entry_is_downloaded_converted_and_stored_compressed(tmp_path, server):
+    served, url, _ = server
+    (served / "train.csv").write_bytes(BANKING_CSV)
+    for name, data in (("a.toks", b"x y\nz\n"), ("b.toks", b"x\ny z\n"), ("sim.txt", b"1\n0\n")):
+        (served / name).write_bytes(data)
+    twitter = b'{"sentence1": "x y", "sentence2": "x", "label": 1}\n{"sentence1": "z", "sentence2": "y z", "label": 0}\n'
+    manifest = _manifest(tmp_path, [
+        {"path": "tasks/banking77/train.jsonl.gz", "task": "banking77", "url": f"{url}/train.csv", "sha256": _sha(BANKING_JSONL),
+         "convert": {"name": "csv-to-jsonl", "header": True, "columns": ["text", "label"]}},
+        {"path": "tasks/twitterurl/train.jsonl.gz", "task": "twitterurl", "sha256": _sha(twitter),
+         "url": [f"{url}/a.toks", f"{url}/b.toks", f"{url}/sim.txt"],
+         "convert": {"name": "columns-to-jsonl", "fields": ["sentence1", "sentence2", "label"], "integers": ["label"]}},
+        {"path": "raw/sts/STS12/STS.gs.x.txt.gz", "task": "STS12", "url": f"{url}/train.csv", "sha256": _sha(BANKING_CSV), "compress": True},
+    ])
+    root = DataRoot(tmp_path / "data")
+    assert [s for _, s in download(root, manifest=manifest)] == ["downloaded"] * 3
+    assert gzip.decompress((root.path / "tasks/banking77/train.jsonl.gz").read_bytes()) == BANKING_JSONL
+    assert gzip.decompress((root.path / "tasks/twitterurl/train.jsonl.gz").read_bytes()) == twitter
+    assert gzip.decompress((root.path / "raw/sts/STS12/STS.gs.x.txt.gz").read_bytes()) == BANKING_CSV  # compress: plain upstream, .gz stored
+    assert [r["status"] for r in check_manifest_files(root, manifest)] == ["ok"] * 3
+
+
+def test_a_checksum_mismatch_after_conversion_writes_nothing(tmp_path, server):
+    served, url, _ = server
+    (served / "train.csv").write_bytes(BANKING_CSV.replace(b"refund\n", b"refunds\n"))  # upstream changed
+    manifest = _manifest(tmp_path, [{"path": "tasks/banking77/train.jsonl.gz", "task": "banking77", "url": f"{url}/train.csv",
+                                     "sha256": _sha(BANKING_JSONL), "convert": {"name": "csv-to-jsonl", "header": True, "columns": ["text", "label"]}}])
+    root = DataRoot(tmp_path / "data")
+    with pytest.raises(ChecksumError, match=r"train\.csv: sha256 \w+ after conversion 'csv-to-jsonl' does not match .*tasks/banking77/train\.jsonl\.gz; nothing was written"):
+        download(root, manifest=manifest)
+    assert not root.path.exists() or not any(p.is_file() for p in root.path.rglob("*"))
+
+
+def test_a_resume_keeps_good_files_fetches_absent_and_damaged_ones(tmp_path, server):
+    served, url, requests = server
+    files = {f"f{i}.txt": f"line {i}\n".encode() for i in range(3)}
+    for name, data in files.items():
+        (served / name).write_bytes(data)
+    manifest = _manifest(tmp_path, [{"path": f"corpora/{n}.gz", "task": "corpora", "url": f"{url}/{n}", "sha256": _sha(d), "compress": True}
+                                    for n, d in files.items()])
+    root = DataRoot(tmp_path / "data")
+    (root.path / "corpora").mkdir(parents=True)
+    (root.path / "corpora/f0.txt").write_bytes(files["f0.txt"])  # present, uncompressed: its twin counts
+    (root.path / "corpora/f1.txt.gz").write_bytes(gzip.compress(files["f1.txt"])[:15])  # a download cut short
+    done = download(root, manifest=manifest)
+    assert done == [("corpora/f0.txt.gz", "present"), ("corpora/f1.txt.gz", "downloaded"), ("corpora/f2.txt.gz", "downloaded")]
+    assert requests and all("f0" not in r for r in requests)
+    assert gzip.decompress((root.path / "corpora/f1.txt.gz").read_bytes()) == files["f1.txt"]
+
+
+def test_a_local_mirror_folder_serves_the_data_roots_own_files(data_root, tmp_path):
+    root = DataRoot(tmp_path / "data")
+    r = CliRunner().invoke(app, ["data", "download", "-t", "trec", "-t", "banking77", "--data", str(root.path),
+                                 "--base-url", data_root.as_uri()])
+    assert r.exit_code == 0, r.output
+    assert "4 downloaded, 0 already present" in r.output
+    assert len(load_labelled("banking77", root)) == 13083
+
+
+def test_names_select_the_files_their_readers_read():
+    assert manifest_paths(["STS-B"]) == manifest_paths(["STSBenchmark"])  # an alias
+    assert manifest_paths(["20newsgroups"]) == manifest_paths(["twentynewsgroups"]) == {
+        "tasks/twentynewsgroups/train.jsonl.gz", "tasks/twentynewsgroups/test.jsonl.gz"}
+    assert manifest_paths(["MTEB:SICK-R"]) == {f"raw/sick2014/SICK_{s}.txt.gz" for s in ("train", "trial", "test_annotated")}
+    assert {p.split("/")[0] for p in manifest_paths(["corpora"])} == {"corpora"}
+    assert manifest_paths(["snli"]) == {f"senteval/downstream/SNLI/{n}.{s}" for n in ("s1", "s2", "labels") for s in ("dev", "test")}
+    with pytest.raises(UnknownNameError, match="unknown task or dataset 'bankin77'. Did you mean 'banking77'"):
+        manifest_paths(["bankin77"])
+
+
+def test_every_task_and_dataset_reads_only_files_the_manifest_lists():
+    listed = {e.path for e in load_manifest()}
+    for name in [*TASKS.names(), *LABELLED.names(), "corpora", "snli"]:
+        assert manifest_paths([name]) <= listed, name  # manifest_paths raises for a file not listed
+
+
+def test_every_missing_file_hint_names_a_download_that_fetches_that_file(tmp_path):
+    import embench
+
+    root = DataRoot(tmp_path / "empty")
+    readers = [functools.partial(t.prepare, root, embench.EvalProtocol()) for _, t in TASKS.items() if t.kind != "mteb"]
+    readers += [functools.partial(load_labelled, n, root) for n in LABELLED.names()]
+    readers += [functools.partial(corpora_files, root), functools.partial(snli_triplets, root)]
+    for read in readers:
+        with pytest.raises(MissingDataError) as err:
+            read()
+        task = str(err.value).split("embench data download --task ")[1].split("`")[0]
+        rel = str(Path(str(err.value.path).split(", ")[0]).relative_to(root.path))
+        fetched = manifest_paths([task])
+        assert rel in fetched or (rel == "corpora/*.txt.gz" and fetched == manifest_paths(["corpora"])), (task, rel)
+
+
+def test_every_file_of_the_data_root_is_in_the_manifest(data_root):
+    listed = {e.path for e in load_manifest()}
+    files = {str(p.relative_to(data_root)) for p in data_root.rglob("*") if p.is_file() and p.name not in NOT_DATA}
+    assert files - listed == set()
+
+
+def test_data_check_files_lists_each_file_with_its_status(tmp_path):
+    root = tmp_path / "data"
+    (root / "tasks/agnews").mkdir(parents=True)
+    (root / "tasks/agnews/test.jsonl").write_text("{}\n")  # differs from the manifest's
+    (root / "notes.txt").write_text("mine\n")
+    r = CliRunner().invoke(app, ["data", "check", "--files", "--data", str(root), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["path"]: row["status"] for row in json.loads(r.stdout)}
+    assert rows["tasks/agnews/test.jsonl"] == "differs" and rows["notes.txt"] == "unlisted"
+    assert rows["corpora/brown.txt.gz"] == "missing" and len(rows) == len(load_manifest()) + 1
+
+
+@pytest.mark.slow  # imports mteb for its pinned revision (several seconds)
+def test_from_hub_copies_the_dataset_at_the_revision_mteb_pins_from_a_local_hub_mirror(tmp_path):
+    import mteb
+
+    mirror = tmp_path / "hub"
+    (mirror / "mteb/banking77/data").mkdir(parents=True)
+    (mirror / "mteb/banking77/data/test.jsonl").write_text('{"text": "card?", "label": 11}\n')
+    root = tmp_path / "data"
+    args = ["data", "download", "--from-hub", "-t", "MTEB:Banking77Classification", "--data", str(root), "--hub-mirror", str(mirror)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    copy = root / "mteb/Banking77Classification"
+    assert (copy / "data/test.jsonl").read_text() == '{"text": "card?", "label": 11}\n'
+    pinned = mteb.get_task("Banking77Classification").metadata.dataset
+    assert json.loads((copy / ".embench-source.json").read_text()) == {"repo_id": pinned["path"], "revision": pinned["revision"]}
+    assert f"{pinned['path']}@{pinned['revision']}" in r.output
+    # a mirror without the repository: a clear error, the earlier copy kept, nothing half-written
+    r = CliRunner().invoke(app, [*args[:4], "MTEB:EmotionClassification", *args[5:]])
+    assert r.exit_code != 0 and "has no folder mteb/emotion for EmotionClassification" in str(r.exception)
+    assert sorted(p.name for p in (root / "mteb").iterdir()) == ["Banking77Classification"]
+
+
+@pytest.mark.slow  # mteb and datasets read the copy (several seconds)
+def test_an_mteb_task_without_its_files_reads_its_hub_copy(tmp_path):
+    import mteb
+
+    from embench.tasks.mteb.load import load_into
+
+    copy = tmp_path / "mteb/Banking77Classification"
+    copy.mkdir(parents=True)
+    rows = '{"text": "where is my card", "label": 11}\n{"text": "refund me", "label": 51}\n'
+    for split in ("train", "test"):
+        (copy / f"{split}.jsonl").write_text(rows)
+    task = mteb.get_task("Banking77Classification")
+    with pytest.raises(MissingDataError, match="`embench data download --task MTEB:SciFact`") as err:
+        load_into(mteb.get_task("SciFact"), DataRoot(tmp_path))  # no files, no hub copy: the hint fetches them
+    assert str(err.value.path.relative_to(tmp_path)) in manifest_paths(["MTEB:SciFact"])
+    files, meta, _ = load_into(task, DataRoot(tmp_path))
+    assert meta["data_source"] == f"local copy {copy}" and copy / "test.jsonl" in files
+    assert task.dataset["test"]["text"] == ["where is my card", "refund me"]
