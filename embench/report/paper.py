@@ -50,8 +50,11 @@ class PaperTable:
     def note(self) -> str:
         """The footnote: the protocol of every number in the table, then each row's encoder settings."""
         proto = ", ".join(f"{k}={v}" for k, v in self.protocol.items()) or "as stored"
-        rows = "; ".join(f"{row}: " + ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, ""))
-                         for row, enc in self.encoders.items())
+        shown = {row: ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, "")) for row, enc in self.encoders.items()}
+        if len(shown) > 1 and len(set(shown.values())) == 1:  # one encoder setting for every row: said once
+            rows = f"every row: {next(iter(shown.values()))}"
+        else:
+            rows = "; ".join(f"{row}: {enc}" for row, enc in shown.items())
         return f"Protocol ({self.kind}): {proto}. Scores x100; Avg. over the columns shown." + (f" Encoders: {rows}." if rows else "")
 
 
@@ -103,6 +106,7 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
         by_kind.setdefault(r.kind, {}).setdefault(protocol_of(r), []).append(r)
     tables = []
     for kind, groups in by_kind.items():
+        groups = dict(sorted(groups.items(), key=lambda kv: str(kv[0])))  # protocols in a stable order
         if len(groups) > 1 and split not in SPLITS:
             raise ProtocolMixError(_describe_mix(kind, groups))
         suffix: dict[tuple, str] = {}
