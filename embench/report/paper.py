@@ -85,7 +85,7 @@ def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
         parts.append(f"  {shown}: {len(recs)} record(s), e.g. {', '.join(where[:3])}")
     return (f"the {kind} records asked for were made under {len(groups)} protocols (they differ in "
             f"{', '.join(differing)}):\n" + "\n".join(parts) +
-            "\nchoose one with --model/--task, or pass --split for one table per protocol")
+            "\nchoose one with --model/--task, or pass --split tables (a table per protocol) or --split rows (a row per model and protocol)")
 
 
 SPLITS = ("tables", "rows")  # how records of several protocols are shown: a table each, or a row each
