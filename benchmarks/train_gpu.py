@@ -6,7 +6,7 @@ bf16 autocast over fp32 weights; bf16 weights; bf16 autocast with gradient check
 global batch as 4 accumulated micro-batches (GradCache); LoRA adapters. Each runs ``--steps``
 steps after ``--warmup``; MFU is 6 N tokens/s against the GPU's dense bf16 peak (``--peak-tflops``).
 
-    python benchmarks/train_gpu.py --model build/gpu/minilm-fp16 --data-root build/gpu/data --out reports/training/gpu
+    python benchmarks/train_gpu.py --model build/gpu/minilm-fp16 --data build/gpu/data --out reports/training/gpu
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def throughput(args, name: str, extra: dict, tmp: Path, model: str | None = None
     from embench.train import make_config, train
 
     torch.cuda.reset_peak_memory_stats()
-    cfg = make_config(method="unsup-simcse", model=model or args.model, data=["corpora"], data_root=args.data_root,
+    cfg = make_config(method="unsup-simcse", model=model or args.model, data=["corpora"], data_root=args.data,
                       out=str(tmp / name), mlp="none", pooling=None if model else "mean", batch_size=batch_size or args.batch_size,
                       max_length=max_length or args.max_length, lr=extra.pop("lr", 3e-5), max_steps=args.warmup + args.steps,
                       log_steps=1, eval_steps=0, save_steps=10**9, progress=False, device="cuda", **extra)
@@ -77,7 +77,7 @@ def recipe_run(args, tmp: Path) -> dict:
     """The simcse-unsup recipe (batch 64, lr 3e-5, max length 32, STS-B dev every --eval-steps)."""
     from embench.train import make_config, train
 
-    cfg = make_config(recipe="simcse-unsup", model=args.model, data_root=args.data_root, out=str(tmp / "recipe"),
+    cfg = make_config(recipe="simcse-unsup", model=args.model, data_root=args.data, out=str(tmp / "recipe"),
                       eval_steps=args.eval_steps, progress=False, device="cuda", log_steps=10)
     start = time.perf_counter()
     r = train(cfg)
@@ -90,7 +90,7 @@ def recipe_run(args, tmp: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
-    ap.add_argument("--data-root", required=True)
+    ap.add_argument("--data", required=True, help="data root")
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--max-length", type=int, default=32)
     ap.add_argument("--steps", type=int, default=30)

@@ -6,9 +6,9 @@ start without torch, pandas or scipy; ``embench.evaluate`` and the rest are ther
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .core.lazy import lazy_exports
 from .core.version import __version__
 
 _PUBLIC = {
@@ -21,22 +21,11 @@ _PUBLIC = {
     "EvalProtocol": "embench.evaluation.protocols",
     "load_model": "embench.models.loader",
 }
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
 __all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "evaluate", "load_model", "report_tables", "results"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .api import Comparison, Evaluation, compare, evaluate, results
-    from .evaluation.scan import report_tables
     from .evaluation.protocols import EvalProtocol
+    from .evaluation.scan import report_tables
     from .models.loader import load_model
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'embench' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])

@@ -14,10 +14,12 @@ from typing import Any
 
 import pandas as pd
 
+from .core.defaults import BATCH_SIZE
 from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
+from .encoding.st_face import progress_default
 from .evaluation.comparison import Comparison, Side, compare_seeds, compare_sides
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
@@ -27,12 +29,15 @@ from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
 from .models.encoder import Encoder
+from .models.foreign import ForeignEncoder
 from .models.loader import load_model
 from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
 
 log = logging.getLogger(__name__)
-MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family")
+AGGREGATIONS = ("all", "mean", "wmean")  # the rows breakdown_frame adds after a task's subsets
+MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
+                 "adapter")
 
 
 @dataclass
@@ -49,6 +54,7 @@ class Evaluation:
     interval_settings: IntervalSettings | None = None
     seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
     per_seed: bool = False  # show each seed's row under its group's mean
+    labels: dict[str, str] = field(default_factory=dict)  # model name -> display name of its row (run --label)
 
     @classmethod
     def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:
@@ -61,6 +67,7 @@ class Evaluation:
             out.interval_settings = out.interval_settings or ev.interval_settings
             out.seed_groups.update(ev.seed_groups)
             out.per_seed = out.per_seed or ev.per_seed
+            out.labels.update(ev.labels)
             out.unsaved.update(ev.unsaved)
         return out
 
@@ -80,7 +87,7 @@ class Evaluation:
             if not self.per_seed:
                 frame = frame.drop(index=members)
             frame.loc[self.group_label(name)] = mean
-        return frame
+        return frame.rename(index=self.labels)
 
     def group_label(self, name: str) -> str:
         return f"{name} (mean of {len(self.seed_groups[name])} seeds)"
@@ -94,17 +101,52 @@ class Evaluation:
 
     @property
     def breakdown(self) -> pd.DataFrame:
-        return breakdown_frame(self.records)
+        """Every subset with its all/mean/wmean rows; a task of one subset (STS-B, SICK-R) shows that row
+        alone, since its three aggregates repeat it."""
+        frame = breakdown_frame(self.records)
+        if frame.empty or "subset" not in frame.columns:
+            return frame
+        aggregate = frame["subset"].isin(AGGREGATIONS)
+        parts = (~aggregate).groupby([frame["model"], frame["task"]]).transform("sum")
+        return frame[~(aggregate & (parts == 1))].reset_index(drop=True)
 
     def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return self.to_json()
         if self.view == "breakdown":
             return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
         note = self.interval_note()
         if self.seed_groups:
             note = "; ".join(filter(None, [note, "seed groups: mean +- sample standard deviation over seeds"]))
         # several models: best bold, second underlined
-        return render(self.frame, fmt, highlight=True, intervals=self.intervals or None, note=note,
+        intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
+        return render(self.frame, fmt, highlight=True, intervals=intervals or None, note=note,
                       spreads=self.spreads or None)
+
+    def to_json(self) -> str:
+        """The table as JSON that says what it holds: the scale of the scores, each column's metric, and the
+        protocol (once when every record shares it, else per model and task), then the rows."""
+        import json
+
+        if self.view == "breakdown":
+            rows = json.loads(render(self.breakdown, "json"))
+        else:
+            intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
+            rows = json.loads(render(self.frame, "json", intervals=intervals or None, spreads=self.spreads or None))
+        protocols = {(r.model, r.display): r.protocol for r in self.records}
+        distinct = {json.dumps(p, sort_keys=True) for p in protocols.values()}
+        out: dict[str, Any] = {
+            "scale": "fractions: 0.8203 is printed 82.03 in the tables (x100)",
+            "metrics": {r.display: metric_of(r) for r in self.records},
+        }
+        if len(distinct) <= 1:
+            out["protocol"] = next(iter(protocols.values()), {})
+        else:
+            out["protocols"] = {f"{m} / {t}": p for (m, t), p in protocols.items()}
+        if self.interval_settings is not None:
+            out["intervals"] = self.interval_note()
+        out["rows"] = rows
+        return json.dumps(out, indent=2)
 
     def interval_note(self) -> str | None:
         """The footnote of a table with intervals: how they were drawn, and which scores have none."""
@@ -115,6 +157,16 @@ class Evaluation:
         if missing:
             note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
         return note
+
+
+def metric_of(record: Record) -> str:
+    """What a record's main score measures, in words."""
+    p = record.protocol
+    if record.kind == "sts":
+        return f"{p.get('correlation')} correlation of {p.get('similarity')} similarities with the gold scores"
+    if record.kind == "transfer":
+        return "test accuracy of a classifier on frozen embeddings"
+    return f"mteb's main score ({(record.scores or {}).get('main_score_name', 'main_score')})"
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
@@ -129,7 +181,7 @@ def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[
 
 
 def evaluate(
-    model: str | Path | Encoder,
+    model: str | Path | Encoder | Any,
     suite: str | None = None,
     *,
     tasks: Sequence[str] | None = None,
@@ -139,8 +191,8 @@ def evaluate(
     use_cache: bool = True,
     overwrite: bool = False,
     save: bool = True,
-    batch_size: int = 128,
-    progress: bool = False,
+    batch_size: int = BATCH_SIZE,
+    progress: bool | None = None,
     on_task: Callable[[str, str, Record], None] | None = None,
     ci: float | None = None,
     resamples: int | None = None,
@@ -152,6 +204,10 @@ def evaluate(
     >>> ev = evaluate("all-MiniLM-L6-v2", "sts-all")   # doctest: +SKIP
     >>> ev.frame.round(4)                                # doctest: +SKIP
 
+    ``model`` is a name, alias or folder, an encoder from :func:`load_model`, or any object with an
+    ``encode(texts) -> array`` method, a ``SentenceTransformer`` among them (its vectors are cached and
+    its records reused only when its state can be fingerprinted: see ``embench/models/foreign.py``).
+    ``progress`` (default: on when stderr is a terminal) shows a bar or, in a log, a line every 30 s.
     ``options`` are protocol options (``aggregation``, ``correlation``, ``text``, ``sick_split``,
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
     (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
@@ -176,10 +232,11 @@ def evaluate(
     settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
     encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
     root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
-    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    reusable = getattr(encoder, "reusable", True)  # False: an object without a fingerprint (models/foreign.py)
+    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache and reusable else None
     if save:
         store.check_writable()  # before any encoding: an unwritable results folder must not cost a run
-    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
+    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress_default(progress))
     if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
         encoder.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
     result = Evaluation(records=[], view=view)
@@ -196,7 +253,7 @@ def evaluate(
     for name in task_names:
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
-        stored = store.find(encoder.name, name, key) if save and not overwrite else None
+        stored = store.find(encoder.name, name, key) if save and not overwrite and reusable else None
         stored_items = store.load_items(stored) if stored is not None and settings is not None else None
         if stored is not None and (settings is None or stored_items is not None or task.kind == "mteb"):
             if stored_items is not None:
@@ -302,17 +359,19 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
         start = time.perf_counter()
         outcome = prepared.score(engine.embed)
         # this task's scoring, plus its part of the shared encoding pass (by the texts it brought)
-        wall = time.perf_counter() - start + prefetch_seconds * weight / max(sum(weights), 1)
+        scoring = time.perf_counter() - start
+        encoding = prefetch_seconds * weight / max(sum(weights), 1)
         counts = {c: share[c] + engine.stats[c] - before[c] for c in ("encoded", "from_cache")}
         yield Record(
             task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
             scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
-            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, wall, counts), key=key,
+            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, (encoding, scoring), counts),
+            key=key,
         ), outcome.items
 
 
 def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,
-                batch_size: int, wall: float, counts: dict[str, int]) -> dict[str, Any]:
+                batch_size: int, seconds: tuple[float, float], counts: dict[str, int]) -> dict[str, Any]:
     """Where a record came from: software, model, data files and their checksums, settings, time."""
     return {
         **software(),
@@ -326,14 +385,17 @@ def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome
         "dtype": enc_desc.get("dtype"),
         "device": enc_desc.get("device"),
         "seed": protocol.seed,
-        "wall_seconds": round(wall, 3),
+        "wall_seconds": round(sum(seconds), 3),
+        "encode_seconds": round(seconds[0], 3),  # this task's share of the one encoding pass (by texts it brought)
+        "score_seconds": round(seconds[1], 3),
         "texts_encoded": counts["encoded"],
         "texts_from_cache": counts["from_cache"],
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 
 
-def _as_encoder(model: str | Path | Encoder, model_opts: dict[str, Any]) -> Encoder:
+def _as_encoder(model: Any, model_opts: dict[str, Any]) -> Encoder:
+    """A name or folder loaded; an embench encoder as it is; any other object with ``encode`` wrapped."""
     if isinstance(model, (str, Path)):
         return load_model(model, **model_opts)
     if model_opts:
@@ -341,12 +403,19 @@ def _as_encoder(model: str | Path | Encoder, model_opts: dict[str, Any]) -> Enco
             f"model options {sorted(model_opts)} apply when the model is given by name; "
             "pass them to load_model() instead"
         )
-    return model
+    if hasattr(model, "encode_batch") and hasattr(model, "cache_key"):
+        return model
+    return ForeignEncoder(model)  # a SentenceTransformer, or a user's object with encode(texts)
 
 
-def results(results_dir: str | Path | None = None, model: str | None = None, task: str | None = None) -> list[Record]:
-    """Stored records, optionally filtered by model (substring) and task."""
-    return ResultStore(results_dir).records(model=model, task=task)
+def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
+            task: str | Sequence[str] | None = None) -> list[Record]:
+    """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task
+    (a name or alias such as ``STS-B``, as ``run`` takes them; several: any of them)."""
+    models = [model] if isinstance(model, str) else list(model or [])
+    tasks = {TASKS.canonical(t) for t in ([task] if isinstance(task, str) else task or [])}
+    return [r for r in ResultStore(results_dir).records()
+            if (not models or any(m.lower() in r.model.lower() for m in models)) and (not tasks or r.task in tasks)]
 
 
 __all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]

@@ -88,8 +88,8 @@ def test_train_seeds_makes_a_group_that_run_and_compare_read_as_one_model(tmp_pa
     cfg = tmp_path / "run.toml"
     cfg.write_text('method = "dropout"\nbatch_size = 8\nmax_length = 24\nmax_examples = 64\nlr = 1e-3\n')
     out = tmp_path / "seeds"
-    base = ["train", "--config", str(cfg), "--model", str(tiny_bert_dir), "--data", "20newsgroups", "--out", str(out),
-            "--data-root", str(data_root), "--max-steps", "2", "--eval-steps", "0", "--quiet"]
+    base = ["train", "--config", str(cfg), "--model", str(tiny_bert_dir), "--train-data", "20newsgroups", "--out", str(out),
+            "--data", str(data_root), "--max-steps", "2", "--eval-steps", "0", "--quiet"]
     r = runner.invoke(app, [*base, "--seeds", "1-2"])
     assert r.exit_code == 0, r.output
     group = json.loads((out / "seeds.json").read_text())

@@ -234,7 +234,7 @@ def test_cli_trains_a_twin_that_embench_run_scores(tiny_bert_dir, tower2_dir, da
     corpus.write_text("\n".join(TEXTS * 4) + "\n")
     out = tmp_path / "twin"
     res = CliRunner().invoke(app, ["train", "--method", "jtcse", "--model", str(tiny_bert_dir), "--tower2", str(tower2_dir),
-                                   "--data", str(corpus), "--data-root", str(data_root), "--out", str(out), "--max-steps", "2",
+                                   "--train-data", str(corpus), "--data", str(data_root), "--out", str(out), "--max-steps", "2",
                                    "--batch-size", "4", "--max-length", "16", "--cross-layers", "1", "--eval-steps", "0",
                                    "--set", "tmc_form=code", "--quiet"])
     assert res.exit_code == 0, res.output

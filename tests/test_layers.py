@@ -16,8 +16,8 @@ LAYERS = (
     ("stats",),
     ("report",),
     ("data",),
+    ("encoding",),  # below models: a model's encode() goes through the engine and its cache
     ("models",),
-    ("encoding",),
     ("evaluation",),
     ("tasks",),
     ("api",),

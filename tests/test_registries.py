@@ -20,9 +20,12 @@ def test_every_list_shows_each_entry_with_its_description(what):
     registry = LISTS.get(what)
     r = runner.invoke(app, ["list", what])
     assert r.exit_code == 0, r.output
-    rows = [line.split(None, 1) for line in r.stdout.splitlines()]
-    assert [row[0] for row in rows] == registry.names()
-    assert [row[1] if len(row) > 1 else "" for row in rows] == [registry.description(n) for n in registry.names()]
+    lines = r.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == registry.names()
+    for line, n in zip(lines, registry.names(), strict=True):  # name (aliases)  description
+        aliases = registry.aliases(n)
+        head = n + (f" ({', '.join(aliases)})" if aliases else "")
+        assert line.startswith(head) and line[len(head):].strip() == registry.description(n)
 
 
 @pytest.mark.parametrize("what", list(CATALOGUE))

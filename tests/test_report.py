@@ -188,7 +188,7 @@ def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path):
     pd.DataFrame({"model": ["m1", "m2"], "step": [0, 0], "alignment": [0.25, 0.04],
                   "uniformity": [-3.8, -0.3]}).to_csv(analysis / "alignment_uniformity.csv", index=False)
     page = tmp_path / "report.html"
-    result = CliRunner().invoke(app, ["report", "-r", str(root), "-a", str(analysis), "-f", "html", "-o", str(page)])
+    result = CliRunner().invoke(app, ["report", "--results-dir", str(root), "-a", str(analysis), "-f", "html", "-o", str(page)])
     assert result.exit_code == 0, result.output
     text = page.read_text()
     assert all(src.startswith("data:image/png;base64,") for src in re.findall(r'src="([^"]*)"', text))

@@ -25,8 +25,11 @@ def _run(*args):
 def test_tiny_model_runs_the_whole_suite_in_every_format(env, tiny_bert_dir):
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    out = json.loads(r.stdout)
+    rows = out["rows"]
     assert list(rows[0]) == ["model", *STS_COLUMNS]
+    assert out["protocol"]["aggregation"] == "all" and out["scale"].startswith("fractions")
+    assert out["metrics"]["STS12"].startswith("spearman correlation of cosine")
     assert all(-1 <= rows[0][c] <= 1 for c in STS_COLUMNS)
     csv = _run("run", "--model", str(tiny_bert_dir), "--format", "csv", "-q")
     assert csv.stdout.splitlines()[0] == ",".join(["model", *STS_COLUMNS])
@@ -50,9 +53,9 @@ def test_tasks_given_with_a_suite_are_added_after_the_suites_own(env, tiny_bert_
     r = _run("run", "--model", str(tiny_bert_dir), "--suite", "sts-all", "-t", "STSBenchmark", "-t", "TREC",
              "--classifier", "prototyping", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
-    assert list(json.loads(r.stdout)[0]) == ["model", *STS_COLUMNS[:-1], "TREC", "Avg."]
+    assert list(json.loads(r.stdout)["rows"][0]) == ["model", *STS_COLUMNS[:-1], "TREC", "Avg."]
     only = _run("run", "--model", str(tiny_bert_dir), "-t", "STS12", "--format", "json", "-q")  # alone: just that task
-    assert list(json.loads(only.stdout)[0]) == ["model", "STS12", "Avg."]
+    assert list(json.loads(only.stdout)["rows"][0]) == ["model", "STS12", "Avg."]
 
 
 @pytest.mark.slow
@@ -63,6 +66,7 @@ def test_sts_suite_shows_every_subset_and_aggregation(env, tiny_bert_dir):
     sts12 = frame[frame.task == "STS12"]
     assert list(sts12.subset) == ["MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews", "all", "mean", "wmean"]
     assert list(frame.columns) == ["model", "task", "subset", "n", "pearson", "spearman"]
+    assert list(frame[frame.task == "STS-B"].subset) == ["test"]  # one subset: its aggregates would repeat it
 
 
 @pytest.mark.slow
@@ -109,9 +113,11 @@ def test_results_show_lists_stored_records(env, tiny_bert_dir):
     _run("run", "--model", str(tiny_bert_dir), "--task", "STS13", "--aggregation", "mean", "-q")
     r = _run("results", "show", "--format", "csv")
     assert r.exit_code == 0, r.output
-    lines = r.stdout.splitlines()
-    assert lines[0].startswith("model,pooling,dtype,protocol,STS13")
-    assert len(lines) == 3 and any(",mean/spearman/" in line for line in lines) and any(",all/spearman/" in line for line in lines)
+    lines = [line for line in r.stdout.splitlines() if line and not line.startswith("#")]
+    assert lines[0] == "model,aggregation,STS13,Avg."  # only the setting that differs between rows is a column
+    assert len(lines) == 3 and lines[1].split(",")[1] == "all" and lines[2].split(",")[1] == "mean"
+    table = _run("results", "show", "--format", "markdown").stdout
+    assert "shared by every row: " in table and "correlation=spearman" in table and "pooling=" in table
 
 
 @pytest.mark.parametrize(

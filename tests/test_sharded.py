@@ -8,7 +8,7 @@ import pytest
 
 from embench.core.errors import EmbenchError
 from embench.encoding.engine import Engine
-from embench.encoding.sharded import parse_devices, prefill_sharded, split_texts
+from embench.grid.sharded import parse_devices, prefill_sharded, split_texts
 from embench.models.loader import load_model
 
 

@@ -1,4 +1,4 @@
-"""Instant start: ``import embench`` and every ``--help`` load none of the heavy libraries; the public
+"""Instant start: ``import embench``, every ``--help`` and ``embench list`` load none of the heavy libraries; the public
 names still resolve on first use."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from embench.cli import app
 from embench.cli.commands import COMMANDS
 out = {}
 runner = CliRunner()
-for args in [["--help"]] + [[name, "--help"] for name in COMMANDS]:
+LISTS = ["tasks", "suites", "models", "analyses", "datasets", "families", "methods", "recipes", "commands"]
+for args in [["--help"]] + [[name, "--help"] for name in COMMANDS] + [["list", what] for what in LISTS]:
     r = runner.invoke(app, args)
     out[" ".join(args)] = [r.exit_code, sorted(m for m in HEAVY if m in sys.modules)]
 print(json.dumps(out))
@@ -26,7 +27,8 @@ print(json.dumps(out))
 
 
 @pytest.mark.slow
-def test_help_of_every_command_imports_no_heavy_library():
+def test_help_of_every_command_and_the_lists_import_no_heavy_library():
+    # (`embench list poolers` still imports torch: the poolers are registered where they are defined)
     code = f"HEAVY = {HEAVY!r}\n" + PROBE
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -56,4 +58,27 @@ def test_progress_off_a_terminal_is_a_log_line_every_interval_and_at_the_end(mon
     assert lines[-1].startswith("encoding model-x: 10/10 texts") and lines[-1].endswith(" s)")
     with RateProgress(False, "encoding", "model-x", 10, "texts") as bar:
         bar.advance(10)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("package", ["embench", "embench.models", "embench.train", "embench.train.methods", "embench.stats"])
+def test_no_lazy_name_is_also_a_submodule(package):
+    """A submodule imported elsewhere would shadow a lazily exported name of the same spelling."""
+    import importlib
+    import importlib.util
+
+    mod = importlib.import_module(package)
+    for name in mod.__all__:
+        assert importlib.util.find_spec(f"{package}.{name}") is None, f"{package}.{name} is both a name and a module"
+        assert not isinstance(getattr(mod, name), type(sys)), f"{package}.{name} resolved to a module"
+
+
+def test_loading_a_model_says_what_it_loads_and_quiet_says_nothing(tiny_bert_dir, capsys):
+    from embench.encoding.engine import Engine
+    from embench.models.loader import load_model
+
+    Engine(load_model(tiny_bert_dir), progress=True).embed(["a sentence", "another one"])
+    err = capsys.readouterr().err
+    assert f"loading {load_model(tiny_bert_dir).name} from {tiny_bert_dir}" in err and "texts" in err
+    Engine(load_model(tiny_bert_dir), progress=False).embed(["a sentence"])
     assert capsys.readouterr().err == ""

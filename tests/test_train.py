@@ -376,8 +376,8 @@ def test_cli_train_command_runs_and_keeps_a_checkpoint(tiny_bert_dir, data_root,
     cfg.write_text('method = "dropout"\nbatch_size = 8\nmax_length = 24\nmax_examples = 100\n')
     out = tmp_path / "cli"
     res = CliRunner().invoke(app, [
-        "train", "--config", str(cfg), "--model", str(tiny_bert_dir), "--data", "20newsgroups", "--out", str(out),
-        "--data-root", str(data_root), "--max-steps", "3", "--eval-steps", "0", "--set", "log_steps=1", "--quiet",
+        "train", "--config", str(cfg), "--model", str(tiny_bert_dir), "--train-data", "20newsgroups", "--out", str(out),
+        "--data", str(data_root), "--max-steps", "3", "--eval-steps", "0", "--set", "log_steps=1", "--quiet",
     ])
     assert res.exit_code == 0, res.output
     assert "kept:" in res.output

@@ -70,8 +70,8 @@ def test_a_method_defined_in_a_test_trains_through_the_trainer_and_the_cli(tiny_
     assert len(logged) == 4 and all("active" in h for h in logged)
     assert json.loads((tmp_path / "api/train_config.json").read_text())["method_options"] == {"margin": 0.3}
     assert embench.load_model(r.best_dir).encode_batch(["a test"]).shape == (1, 32)
-    res = CliRunner().invoke(app, ["train", "--method", "triplet-margin", "--model", str(tiny_bert_dir), "--data", str(corpus),
-                                   "--data-root", str(data_root), "--out", str(tmp_path / "cli"), "--max-steps", "2",
+    res = CliRunner().invoke(app, ["train", "--method", "triplet-margin", "--model", str(tiny_bert_dir), "--train-data", str(corpus),
+                                   "--data", str(data_root), "--out", str(tmp_path / "cli"), "--max-steps", "2",
                                    "--eval-steps", "0", "--set", "margin=0.2", "--quiet"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "cli/best/modules.json").is_file()

@@ -300,7 +300,7 @@ def test_tiny_model_runs_the_transfer_suite_end_to_end(data_root, tiny_bert_dir,
             "--ci", "95"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    row = json.loads(result.stdout[result.stdout.index("[") :])[0]
+    row = json.loads(result.stdout[result.stdout.index("{") :])["rows"][0]
     for col in ("MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC"):
         assert 0.0 < row[col] <= 1.0
     assert row["Avg."] == pytest.approx(np.mean([row[c] for c in ("MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC")]))

@@ -14,23 +14,23 @@ RUNS=${3:-$(mktemp -d)}
 mkdir -p "$OUT"
 
 embench audit -m "$model" --knobs pooling --results-dir "$RUNS/pooling" -f markdown -q > "$OUT/audit-pooling.md"
-embench report -r "$RUNS/pooling" --suite sts-all --caption "STS (SimCSE protocol) under each pooling" \
+embench report --results-dir "$RUNS/pooling" --suite sts-all --caption "STS (SimCSE protocol) under each pooling" \
   -f markdown -o "$OUT/pooling.md"
-embench report -r "$RUNS/pooling" --suite sts-all --caption "STS (SimCSE protocol) under each pooling" \
+embench report --results-dir "$RUNS/pooling" --suite sts-all --caption "STS (SimCSE protocol) under each pooling" \
   --standalone -o "$OUT/pooling.tex"
 
 for agg in all wmean mean; do for corr in spearman pearson; do
   embench run -m "$model" --suite sts-all --aggregation "$agg" --correlation "$corr" --results-dir "$RUNS/aggregation" -q -f csv > /dev/null
 done; done
-embench report -r "$RUNS/aggregation" --split rows --caption "One model under SimCSE Table B.1's protocols" -f markdown -o "$OUT/aggregation.md"
-embench report -r "$RUNS/aggregation" --split rows --caption "One model under SimCSE Table B.1's protocols" --standalone -o "$OUT/aggregation.tex"
+embench report --results-dir "$RUNS/aggregation" --split rows --caption "One model under SimCSE Table B.1's protocols" -f markdown -o "$OUT/aggregation.md"
+embench report --results-dir "$RUNS/aggregation" --split rows --caption "One model under SimCSE Table B.1's protocols" --standalone -o "$OUT/aggregation.tex"
 # without --split the same folder is refused, naming the axes that differ (kept as evidence)
-embench report -r "$RUNS/aggregation" -f markdown > /dev/null 2> "$OUT/mixed-protocols-error.txt" || true
+embench report --results-dir "$RUNS/aggregation" -f markdown > /dev/null 2> "$OUT/mixed-protocols-error.txt" || true
 
 for pf in senteval-code uv; do
   embench run -m "$model" -t MRPC -t SICKEntailment --pair-features "$pf" --results-dir "$RUNS/pairs" -q -f csv > /dev/null
 done
-embench report -r "$RUNS/pairs" --split rows --caption "Pair tasks under both feature conventions" -f markdown -o "$OUT/pair-features.md"
-embench report -r "$RUNS/pairs" --split rows --caption "Pair tasks under both feature conventions" --standalone -o "$OUT/pair-features.tex"
-embench report -r "$RUNS/aggregation" -r "$RUNS/pairs" --split tables -f html --title "Protocols: one model, every choice" \
+embench report --results-dir "$RUNS/pairs" --split rows --caption "Pair tasks under both feature conventions" -f markdown -o "$OUT/pair-features.md"
+embench report --results-dir "$RUNS/pairs" --split rows --caption "Pair tasks under both feature conventions" --standalone -o "$OUT/pair-features.tex"
+embench report --results-dir "$RUNS/aggregation" --results-dir "$RUNS/pairs" --split tables -f html --title "Protocols: one model, every choice" \
   -o "$OUT/protocols.html"

@@ -21,8 +21,8 @@ for agg in all wmean mean; do
   embench run "${MODELS[@]}" --suite sts-all --aggregation "$agg" --results-dir "$RESULTS" -q -f markdown > /dev/null
 done
 CAP="STS under the 'all', 'wmean' and 'mean' aggregations (Spearman x100), as SimCSE Table B.2"
-embench report -r "$RESULTS" --suite sts-all --split rows "${NAMES[@]}" --caption "$CAP" --standalone -o "$OUT/table-b2.tex"
-embench report -r "$RESULTS" --suite sts-all --split rows "${NAMES[@]}" --caption "$CAP" -f markdown -o "$OUT/table-b2.md"
+embench report --results-dir "$RESULTS" --suite sts-all --split rows "${NAMES[@]}" --caption "$CAP" --standalone -o "$OUT/table-b2.tex"
+embench report --results-dir "$RESULTS" --suite sts-all --split rows "${NAMES[@]}" --caption "$CAP" -f markdown -o "$OUT/table-b2.md"
 
 # Figure 2: unsupervised SimCSE on MiniLM (mean pooling, MLP in training only), a checkpoint every 10 steps
 RUN="$RUNS/minilm-simcse"
@@ -33,7 +33,7 @@ embench analyze alignment-uniformity -m all-MiniLM-L6-v2 --label "MiniLM (step 0
   --label "unsup. SimCSE checkpoints" --pooling mean --out "$OUT/figure-2" -q
 
 # F.1, G.1 and Figure 2 composed with one colour per model, and the page with the table
-embench report -r "$RESULTS" --suite sts-all --split rows "${NAMES[@]}" --caption "$CAP" \
+embench report --results-dir "$RESULTS" --suite sts-all --split rows "${NAMES[@]}" --caption "$CAP" \
   -a reports/minilm-vs-random -a "$OUT/figure-2" --figure spectrum --figure cosine-density \
   -f html --title "SimCSE at CPU scale" -o "$OUT/simcse.html"
 embench report -a "$OUT/figure-2" --figure alignment-uniformity -f html --title "SimCSE Figure 2" -o "$OUT/figure-2.html"

@@ -17,7 +17,7 @@ keep() {  # metrics and resolved config of a run
 lane_a() {
   # 1. all-MiniLM-L6-v2 fine-tuned with crops for one epoch over the 20 Newsgroups training texts (the
   #    cropping paper's in-domain protocol); kNN (k=10) on all test texts before and after.
-  embench train --method crop --model all-MiniLM-L6-v2 --data 20newsgroups --out "$RUNS/minilm-crop" \
+  embench train --method crop --model all-MiniLM-L6-v2 --train-data 20newsgroups --out "$RUNS/minilm-crop" \
     --batch-size 32 --max-length 128 --epochs 1 --lr 2e-5 --eval-steps 0 --save-steps 50 --set log_steps=10 --quiet
   keep minilm-crop
   python analyses/training/knn_20newsgroups.py --max-length 256 --out "$REPORTS/minilm-crop.knn.json" \
@@ -26,7 +26,7 @@ lane_a() {
 
 lane_b() {
   # 2. unsupervised SimCSE on the corpora of the data root; STS-B dev before, then every 100 steps.
-  embench train --method unsup-simcse --model all-MiniLM-L6-v2 --data corpora --out "$RUNS/minilm-simcse" \
+  embench train --method unsup-simcse --model all-MiniLM-L6-v2 --train-data corpora --out "$RUNS/minilm-simcse" \
     --pooling mean --mlp train --batch-size 64 --max-length 32 --max-steps 300 --lr 3e-5 --eval-steps 100 \
     --set log_steps=10 --quiet
   keep minilm-simcse
@@ -36,7 +36,7 @@ lane_c() {
   # 3. a small BERT (4 layers, hidden 256) from random initialisation, trained with crops for three
   #    epochs; kNN against its own initial state.
   python analyses/training/make_random_bert.py "$RUNS/bert-small-init" --layers 4 --hidden 256 --heads 4 --seed 0
-  embench train --method crop --model "$RUNS/bert-small-init" --data 20newsgroups --out "$RUNS/bert-small-crop" \
+  embench train --method crop --model "$RUNS/bert-small-init" --train-data 20newsgroups --out "$RUNS/bert-small-crop" \
     --pooling mean --batch-size 32 --max-length 128 --epochs 3 --lr 2e-4 --eval-steps 0 --save-steps 100 \
     --set log_steps=10 --quiet
   keep bert-small-crop

@@ -14,6 +14,11 @@
   (``exclude_special=True`` drops special tokens); padding never counts. Reported per layer as
   the mean over sentences, and averaged over layers.
 
+Decoder LLMs work too (left padding; BeLLM Figures 2 and 5 read them): positions are those of the
+real tokens wherever the padding is, and the CLS energy's pivot is the last real token for a model
+pooled by its last token (``pivot`` column), the first token otherwise; the attention shares to the
+first and last tokens are read the same way for both kinds.
+
 Both need attention weights, i.e. the eager attention implementation: an encoder loaded with
 SDPA or flash attention is switched to eager when transformers allows it, otherwise a clear
 error says which implementation is needed. Both read their states from a per-token pass
@@ -59,10 +64,14 @@ def _special_ids(tokenizer) -> set[int]:
     return set(getattr(tokenizer, "all_special_ids", []) or [])
 
 
-def _assume_right_padding(enc) -> None:
-    mask = enc["attention_mask"]
-    if mask.shape[1] and bool((mask[:, 0] == 0).any()):
-        raise EmbenchError("attention analyses expect right padding (real tokens first); this tokenizer pads on the left")
+def _real(tb, i: int) -> np.ndarray:
+    """Positions of row ``i``'s real tokens, in order, under left or right padding."""
+    return np.flatnonzero(tb.enc["attention_mask"][i].cpu().numpy())
+
+
+def pivot_of(encoder) -> str:
+    """``last`` for models pooled by their last token (decoder LLMs: the only token that sees the text), else ``first``."""
+    return "last" if getattr(encoder, "pooling", None) == "last_token" else "first"
 
 
 def head_reduce(att: np.ndarray, heads) -> np.ndarray:
@@ -85,12 +94,15 @@ def final_punctuation(tokens: list[str], ids: list[int], special: set[int]) -> i
     return None
 
 
-def sink_shares(att: np.ndarray, length: int, punct: int | None, heads="mean") -> dict[str, float]:
+def sink_shares(att: np.ndarray, length: int | np.ndarray, punct: int | None, heads="mean") -> dict[str, float]:
     """Attention share to the first token, the last real token and the final punctuation for one sentence.
 
-    ``att`` is one layer's (H, T, T) weights; only the first ``length`` (real) rows and columns count.
+    ``att`` is one layer's (H, T, T) weights; only the real rows and columns count: the first ``length``
+    (right padding), or the positions ``length`` lists (any padding; ``punct`` then counts among them).
     """
-    a = head_reduce(att, heads)[:length, :length]
+    real = np.arange(length) if np.isscalar(length) else np.asarray(length)
+    a = head_reduce(att, heads)[np.ix_(real, real)]
+    length = len(real)
     return {
         "cls": float(a[:, 0].mean()),
         "sep": float(a[:, length - 1].mean()),
@@ -115,19 +127,18 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
         tok, special = enc_model.tokenizer, _special_ids(enc_model.tokenizer)
 
         def consume(tb, rows, label=label, tok=tok, special=special):
-            _assume_right_padding(tb.enc)
             for i in rows:
-                n, sent = tb.lengths[i], tb.texts[i]
-                ids = tb.enc["input_ids"][i, :n].tolist()
+                real, sent = _real(tb, i), tb.texts[i]
+                ids = tb.enc["input_ids"][i, real].tolist()
                 if sent in shown:
                     maps.setdefault(label, {})[sent] = {
                         "sentence": sent, "tokens": tok.convert_ids_to_tokens(ids),
-                        "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[:n, :n].tolist() for a in tb.attentions],
+                        "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[np.ix_(real, real)].tolist() for a in tb.attentions],
                     }
                 if sent in in_corpus:
                     punct = final_punctuation(tok.convert_ids_to_tokens(ids), ids, special)
                     sums.setdefault(label, {})[sent] = {
-                        layer: sink_shares(a[i].float().cpu().numpy(), n, punct, heads)
+                        layer: sink_shares(a[i].float().cpu().numpy(), real, punct, heads)
                         for layer, a in enumerate(tb.attentions, start=1)}
 
         requests.append(TokenRequest(enc_model, texts + corpus, consume, attentions=True, batch_size=batch_size))
@@ -205,12 +216,14 @@ def _plot_maps(maps, refs, out) -> list:
 
 
 # -- CLS energy weight ------------------------------------------------------------------------
-def cls_energy_weight(context: np.ndarray, length: int, exclude: set[int] | None = None) -> float:
-    """||context[0]|| / ||context[others]||_F for one sentence's (T, D) context tensor (real tokens only)."""
-    others = [p for p in range(1, length) if not exclude or p not in exclude]
+def cls_energy_weight(context: np.ndarray, length: int, exclude: set[int] | None = None, pivot: int = 0) -> float:
+    """||context[pivot]|| / ||context[others]||_F for one sentence's (T, D) context tensor, over its first
+    ``length`` rows (the real tokens); ``pivot`` 0 is [CLS], -1 the last token (decoder LLMs)."""
+    pivot = pivot % length if length else 0
+    others = [p for p in range(length) if p != pivot and (not exclude or p not in exclude)]
     if not others:
         return float("nan")
-    return float(np.linalg.norm(context[0]) / np.linalg.norm(context[others]))
+    return float(np.linalg.norm(context[pivot]) / np.linalg.norm(context[others]))
 
 
 def context_tensors(encoder, texts: list[str]):
@@ -229,22 +242,25 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     energies: dict[str, dict[str, list[float]]] = {}  # model -> sentence -> E_CLS per layer
     requests = []
     targets, groups = expand_ensembles(refs)  # an ensemble's members one by one (each has its own context tensors)
+    pivots = {}
     for label, encoder in targets:
         special = _special_ids(encoder.tokenizer)
+        pivots[label] = pivot_of(encoder)
+        at = -1 if pivots[label] == "last" else 0
 
-        def consume(tb, rows, label=label, special=special):
-            _assume_right_padding(tb.enc)
+        def consume(tb, rows, label=label, special=special, at=at):
             for i in rows:
-                n = tb.lengths[i]
-                ids = tb.enc["input_ids"][i, :n].tolist()
+                real = _real(tb, i)
+                n = len(real)
+                ids = tb.enc["input_ids"][i, real].tolist()
                 excl = {p for p, t in enumerate(ids) if t in special} if exclude_special else None
                 per_layer = []
                 for c in tb.contexts:
-                    ci = c[i].cpu().numpy()  # (H, T, d)
+                    ci = c[i].cpu().numpy()[:, real]  # (H, real T, d)
                     if heads == "concat":
-                        per_layer.append(cls_energy_weight(ci.transpose(1, 0, 2).reshape(ci.shape[1], -1), n, excl))
+                        per_layer.append(cls_energy_weight(ci.transpose(1, 0, 2).reshape(n, -1), n, excl, at))
                     else:
-                        per_layer.append(float(np.mean([cls_energy_weight(ci[h], n, excl) for h in range(ci.shape[0])])))
+                        per_layer.append(float(np.mean([cls_energy_weight(ci[h], n, excl, at) for h in range(ci.shape[0])])))
                 energies.setdefault(label, {})[tb.texts[i]] = per_layer
 
         requests.append(TokenRequest(encoder, corpus, consume, values=True, batch_size=batch_size))
@@ -255,12 +271,13 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
         for layer in range(table.shape[1]):
             es = table[:, layer]
             rows.append({"model": label, "layer": layer + 1, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
-                         "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special})
+                         "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special, "pivot": pivots[label]})
     for name, members in groups.items():  # an ensemble's E_CLS: the mean of its members'
         part = pd.DataFrame([r for r in rows if r["model"] in members])
         for layer, g in part.groupby("layer"):
             rows.append({"model": name, "layer": int(layer), "cls_energy": float(g["cls_energy"].mean()), "std": float("nan"),
-                         "n_sentences": int(g["n_sentences"].min()), "heads": heads, "exclude_special": exclude_special})
+                         "n_sentences": int(g["n_sentences"].min()), "heads": heads, "exclude_special": exclude_special,
+                         "pivot": "/".join(sorted({pivots[m] for m in members}))})
     frame = pd.DataFrame(rows)
     summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()
     files = [write_csv(frame, out, "cls_energy"), write_csv(summary, out, "cls_energy_summary")]

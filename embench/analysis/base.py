@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from .inputs import make_context, model_refs
 
@@ -41,12 +42,13 @@ def analysis(name: str):
 
         @functools.wraps(impl)
         def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
-                   batch_size: int = 64, progress: bool = False, pooling: str | None = None,
+                   batch_size: int = BATCH_SIZE, progress: bool = False, pooling: str | None = None,
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
-                   normalize: bool | None = None, prompt: str | None = None, **options: Any) -> AnalysisResult:
+                   normalize: bool | None = None, prompt: str | None = None, bidirectional_last: int | None = None,
+                   adapter: str | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
-                              normalize=normalize, prompt=prompt)
+                              normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
             return finish(start(public, refs, ctx, out, options))
 

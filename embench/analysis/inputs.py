@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
@@ -21,7 +22,7 @@ from ..encoding.engine import Engine, embed_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
-MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt")
+MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter")
 
 
 @dataclass
@@ -41,9 +42,11 @@ class ModelRef:
         overrides (maximum length, dtype, ...) load the model with those settings."""
         key = (layer, tuple(sorted(overrides.items())))
         if key not in self._encoders:
-            view_only = set(overrides) <= {"pooling"}
+            view_only = set(overrides) <= {"pooling", "final_norm"}
             if (layer is not None or overrides) and view_only and hasattr(self.encoder(), "view"):
-                self._encoders[key] = self.encoder().view(layer, overrides.get("pooling"))
+                view = self.encoder().view
+                self._encoders[key] = (view(layer, overrides.get("pooling"), final_norm=True) if overrides.get("final_norm")
+                                       else view(layer, overrides.get("pooling")))
             elif isinstance(self.spec, HFEncoder) and layer is None and not overrides:
                 self._encoders[key] = self.spec
             else:
@@ -62,7 +65,7 @@ class Context:
 
     root: DataRoot
     cache_dir: Path | None
-    batch_size: int = 64
+    batch_size: int = BATCH_SIZE
     progress: bool = False
     _engines: dict[int, Engine] = field(default_factory=dict, repr=False)
 
@@ -83,7 +86,7 @@ class Context:
 
 
 def make_context(data: str | Path | DataRoot | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,
-                 batch_size: int = 64, progress: bool = False) -> Context:
+                 batch_size: int = BATCH_SIZE, progress: bool = False) -> Context:
     root = data if isinstance(data, DataRoot) else DataRoot.resolve(data)
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     return Context(root, cache, batch_size, progress)

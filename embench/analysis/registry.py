@@ -10,22 +10,28 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..core.defaults import BATCH_SIZE
 from ..core.registry import Registry
 
-# name -> "module:function" of the decorated analysis (its docstring is its description)
+# name -> "module:function" of the analysis, and its one-line description (given here, so that listing the
+# analyses imports none of them)
 ANALYSES: Registry = Registry("analysis")
-for _name, _path in (
-    ("alignment-uniformity", "geometry:alignment_uniformity"),
-    ("spectrum", "geometry:spectrum"),
-    ("cosine-density", "cosine_density:cosine_density"),
-    ("knn", "knn:knn"),
-    ("layers", "layers:layers"),
-    ("attention", "attention:attention"),
-    ("cls-energy", "attention:cls_energy"),
-    ("tsne", "tsne:tsne"),
-    ("token-dependency", "token_dependency:token_dependency"),
+for _name, _path, _what in (
+    ("alignment-uniformity", "geometry:alignment_uniformity",
+     "SimCSE Figure 2/3: models (checkpoint series as trajectories) in the (uniformity, alignment) plane"),
+    ("spectrum", "geometry:spectrum", "SimCSE Figure F.1: normalised singular values of STS-B embeddings, anisotropy, effective rank"),
+    ("cosine-density", "cosine_density:cosine_density", "SimCSE Figure G.1: cosine densities per gold-score group, one panel per model"),
+    ("knn", "knn:knn", "cropping paper Table 2/S3: kNN accuracy on labelled sets (raw/centred/whitened, Euclidean/cosine)"),
+    ("layers", "layers:layers", "per hidden layer: STS-B Spearman, kNN accuracy and optionally a suite average (one forward pass)"),
+    ("layer-removal", "layer_removal:layer_removal",
+     "BeLLM Figure 4: STS (or a suite) against the number of layers kept, the final norm applied to the truncated stack"),
+    ("attention", "attention:attention", "JTCSE: per-layer attention maps of sentences and attention-sink shares over STS-B"),
+    ("cls-energy", "attention:cls_energy", "JTCSE Eq. 6 per layer: the CLS row's share of the context tensor's energy"),
+    ("tsne", "tsne:tsne", "cropping paper: t-SNE maps, datasets as rows and models side by side"),
+    ("token-dependency", "token_dependency:token_dependency",
+     "BeLLM Figure 2/5: distribution of pivot-to-token Spearman correlation over sentences"),
 ):
-    ANALYSES.add(_name, f"embench.analysis.{_path}")
+    ANALYSES.add(_name, f"embench.analysis.{_path}", description=_what)
 
 
 def get(name: str):
@@ -39,7 +45,7 @@ def run(name: str, models, out, **options: Any):
 
 
 def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] | None = None, *,
-             labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True, batch_size: int = 64,
+             labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True, batch_size: int = BATCH_SIZE,
              progress: bool = False, **model_options: Any) -> dict[str, Any]:
     """Run several analyses on the same models into ``out``: the models are loaded once, vectors come
     through one engine per model, and the per-token analyses (``attention``, ``cls-energy``,

@@ -21,13 +21,14 @@ from typing import Any
 import pandas as pd
 
 from ..api import evaluate
+from ..core.defaults import BATCH_SIZE
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
 from ..models.loader import load_model
 from ..models.precision import native_precision
 from ..tasks import TASKS
-from .knobs import BASELINE_BATCH, KNOBS, Variant, variants
+from .knobs import KNOBS, Variant, variants
 from .passes import (
     DEFAULT_SAMPLE,
     PassLog,
@@ -65,9 +66,9 @@ def _task_list(tasks: list[str] | None) -> list[str]:
 def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: dict[str, Any],
                       extra: dict[str, Any]) -> tuple[dict[str, float], Any]:
     if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
-        common = {k: v for k, v in common.items() if k not in ("device", "prompt")}
-    ev = evaluate(model, None, tasks=tasks, **common, **extra, **v.protocol(),
-                  **(v.model_options() if isinstance(model, (str, Path)) else {}))
+        common = {k: v for k, v in common.items() if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter")}
+    own = v.model_options() if isinstance(model, (str, Path)) else {}
+    ev = evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol())  # a knob's dtype over the baseline's
     return {r.display: r.main_score for r in ev.records}, ev
 
 
@@ -98,6 +99,10 @@ def audit(
     cache_dir: str | Path | None = None,
     device: str | None = None,
     prompt: str | None = None,
+    dtype: str | None = None,
+    batch_size: int = BATCH_SIZE,
+    bidirectional_last: int | None = None,
+    adapter: str | Path | None = None,
     ci: float | None = None,
     resamples: int | None = None,
     sample: int = DEFAULT_SAMPLE,
@@ -109,7 +114,8 @@ def audit(
 ) -> AuditResult:
     """Evaluate ``model`` under every protocol variant; optionally match ``reported`` numbers (x100).
 
-    ``prompt`` (a template with ``{text}``) wraps every text in every variant, as ``load_model`` applies it.
+    ``prompt`` (a template with ``{text}``) wraps every text in every variant, as ``load_model`` applies it;
+    ``dtype`` and ``batch_size`` are the baseline's (the dtype and batch-size knobs vary them).
     ``ci`` (e.g. 95) draws the baseline's bootstrap intervals and says, per knob, whether its effect
     leaves them (beyond the noise of the test sets) or not. The baseline and every pooling come from
     one forward pass; the batch-size knob (and bf16/fp16 on a CPU without native arithmetic) re-encode
@@ -120,7 +126,8 @@ def audit(
     say = on_step or (lambda _msg: None)
     knobs = list(knobs) if knobs else list(KNOBS)
     task_names = _task_list(tasks)
-    load_opts = {k: v for k, v in (("device", device), ("prompt", prompt)) if v is not None}
+    load_opts = {k: v for k, v in (("device", device), ("prompt", prompt), ("dtype", dtype),
+                                   ("bidirectional_last", bidirectional_last), ("adapter", adapter)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts}
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
     vs = variants(knobs)
@@ -133,7 +140,7 @@ def audit(
     all_texts = list(dict.fromkeys(baseline_texts + suite_texts(task_names, [p for p in protocols if p], root)))
     poolings = [p for v in vs if (p := v.model_options().get("pooling")) and len(v.knobs) == 1]
     say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
-    base_engine = shared_pass(base, poolings, all_texts, cache, BASELINE_BATCH, progress, log)
+    base_engine = shared_pass(base, poolings, all_texts, cache, batch_size, progress, log)
     say(f"shared pass: done ({_encoded(None, log, 'baseline + pooling views')})")
     picked = sample_texts(baseline_texts, sample, sample_seed)
     rows, intervals, note, diffs = {}, {}, None, {}
@@ -144,17 +151,17 @@ def audit(
         emulated = knob == "dtype" and value != "fp32" and not native_precision(base.device, value)
         if (knob == "batch_size" and not full_batch_check) or (emulated and not full_dtype_check):
             say(f"[{i}/{len(vs)}] {v.label}: re-encoding a seeded sample of {len(picked):,} texts")
-            encoder = base if knob == "batch_size" else load_model(model, dtype=value, **load_opts)
+            encoder = base if knob == "batch_size" else load_model(model, **{**load_opts, "dtype": value})
             why = ("does a vector depend on its batch? (a sample: --full-batch-check for every text)" if knob == "batch_size"
                    else f"{value} is emulated on this CPU, about 6x slower than fp32 (a sample: --full-dtype-check for every text)")
-            sampled, diffs[v.label] = sampled_variant(base_engine, encoder, value if knob == "batch_size" else BASELINE_BATCH,
+            sampled, diffs[v.label] = sampled_variant(base_engine, encoder, value if knob == "batch_size" else batch_size,
                                                       picked, knob, value, baseline_texts, progress, log, why)
             rows[v.label], ev = _evaluate_variant(sampled, v, task_names, common, {"save": False, "use_cache": False})
         else:
             # a batch-size check over every text bypasses the cache and the records: encoding is what it measures
             extra = {"use_cache": False, "save": False} if knob == "batch_size" else {}
             rows[v.label], ev = _evaluate_variant(model, v, task_names, common,
-                                                  {**extra, **with_ci, "batch_size": value if knob == "batch_size" else BASELINE_BATCH})
+                                                  {**extra, **with_ci, "batch_size": value if knob == "batch_size" else batch_size})
             if ev.encode_stats.get("encoded", 0):
                 log.add(v.label, ev.encode_stats["encoded"], 1, ev.encode_stats["encode_seconds"], _why_full_pass(v))
         say(f"[{i}/{len(vs)}] {v.label}: done in {time.perf_counter() - start:.1f} s ({_encoded(ev, log, v.label)})")

@@ -19,6 +19,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain help: text is shown as written (a '[u, v]' in a help string is not read as rich markup), flags show
+    # no '<bool>' placeholder, and required options say [required]
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # wide terminals get whole command descriptions
 )
 for _name in COMMANDS:
     _command = COMMANDS.get(_name)

@@ -57,8 +57,17 @@ CISeedOpt = Annotated[int | None, typer.Option("--ci-seed", help="Seed of the bo
 PromptOpt = Annotated[str | None, typer.Option(
     "--prompt",
     help='Template wrapped around every text before encoding, with {text} where the text goes, e.g. '
-         '\'This sentence: "{text}" means in one word:"\' (part of the cache key and the record).',
+         '\'This sentence: "{text}" means in one word:"\', or a named one: bellm, prompteol, none '
+         '(part of the cache key and the record).',
 )]
+
+BidirectionalOpt = Annotated[int | None, typer.Option(
+    "--bidirectional-last", min=0,
+    help="Decoder LLMs: the last K layers attend in both directions, padding still masked (BeLLM; 0 = causal, "
+         "the number of layers = fully bidirectional). Part of the cache key and the record.",
+)]
+AdapterOpt = Annotated[Path | None, typer.Option(
+    "--adapter", help="A LoRA adapter folder (embench train --method bellm) to put on --model, which must be its base.")]
 
 PROTOCOL_ENUMS = {axis: choice_enum(axis.title().replace("_", ""), choice.values) for axis, choice in CHOICES.items()}
 

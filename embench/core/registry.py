@@ -56,6 +56,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T | str] = {}
         self._lower: dict[str, str] = {}
         self._descriptions: dict[str, str] = {}
+        self._aliases: dict[str, list[str]] = {}  # name -> its other spellings, as registered
         # name -> canonical name or None; may register the name on demand (e.g. any MTEB task)
         self._resolvers: list[Callable[[str], str | None]] = []
 
@@ -66,6 +67,7 @@ class Registry(Generic[T]):
                 raise ValueError(f"{self.kind} {key!r} is registered twice")
             self._lower[key.lower()] = name
         self._items[name] = item
+        self._aliases.setdefault(name, []).extend(a for a in aliases if a not in self._aliases.get(name, []))
         if description:
             self._descriptions[name] = description
         return item
@@ -98,6 +100,10 @@ class Registry(Generic[T]):
         if is_lazy(item):
             item = self._items[key] = import_path(item)  # type: ignore[assignment]
         return item  # type: ignore[return-value]
+
+    def aliases(self, name: str) -> list[str]:
+        """The other names ``name`` answers to (``STS-B`` for ``STSBenchmark``)."""
+        return list(self._aliases.get(self.canonical(name), []))
 
     def description(self, name: str) -> str:
         """The registered description, else the first docstring line of the (loaded) entry."""

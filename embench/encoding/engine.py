@@ -8,18 +8,25 @@ written to the cache as encoding goes, so an interrupted run keeps them.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
+import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbeddingError, EmbenchError
-from ..models.encoder import Encoder
-from ..report.progress import RateProgress
+from ..report.progress import RateProgress, announce
 from .cache import EmbeddingCache, text_key
+
+if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
+    from ..models.encoder import Encoder
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY = 4096  # texts between cache writes
@@ -36,7 +43,7 @@ class Engine:
         self,
         encoder: Encoder,
         *,
-        batch_size: int = 128,
+        batch_size: int = BATCH_SIZE,
         cache_dir: Path | str | None = None,
         progress: bool = False,
     ):
@@ -150,6 +157,32 @@ def shared_pass(engines: Sequence[Engine], keys: list[str], texts: list[str], wa
             f"{empty} empty text(s) encoded as they are (only special tokens); they are not dropped",
             stacklevel=4,  # the caller of embed(), prefetch() or embed_views()
         )
+    if first.progress and getattr(first.encoder, "loaded", True) is False:  # the weights are read now: say which
+        d = first.encoder.describe()
+        announce(True, f"loading {d.get('name')} from {d.get('source')} ({d.get('pooling')} pooling, "
+                       f"{d.get('dtype')}, {d.get('device')})")
+    with third_party_bars(first.progress):
+        _encode_sorted(engines, keys, texts, wanted)
+
+
+@contextlib.contextmanager
+def third_party_bars(shown: bool) -> Iterator[None]:
+    """transformers' own bars (weight loading) only when progress is on: ``-q`` and ``progress=False`` are silent."""
+    if shown or "transformers" not in sys.modules:  # only a model that transformers loads can show them
+        yield
+        return
+    hf_logging = importlib.import_module("transformers.utils.logging")
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
+def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str], wanted: Sequence[set[str]]) -> None:
+    first = engines[0]
     # Tokenise once: the lengths order the batches, and each batch is padded from the same ids.
     tokens = first.encoder.pretokenize(texts) if hasattr(first.encoder, "pretokenize") else None
     lengths = (np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(texts)) if tokens is not None

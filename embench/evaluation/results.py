@@ -54,11 +54,14 @@ class Record:
 
 
 IDENTITY_ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")
+# settings only some encoders have: part of the identity when set, so older records keep their keys
+IDENTITY_OPTIONAL_FIELDS = ("bidirectional_last",)
 
 
 def record_key(task: str, encoder: dict[str, Any], protocol: dict[str, Any]) -> str:
     """Identity of a result: the task, the encoder configuration and the protocol."""
     ident = {k: encoder.get(k) for k in IDENTITY_ENCODER_FIELDS}
+    ident.update({k: encoder[k] for k in IDENTITY_OPTIONAL_FIELDS if encoder.get(k)})
     return stable_hash({"task": task, "encoder": ident, "protocol": protocol}, 16)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from ..evaluation.protocols import EvalProtocol
 
@@ -118,7 +119,7 @@ class GridSpec:
     model_options: dict[str, Any] = field(default_factory=dict)
     data: str | None = None
     cache_dir: str | None = None
-    batch_size: int = 128
+    batch_size: int = BATCH_SIZE
     devices: list[str] = field(default_factory=list)  # more than one: texts sharded over one process each
 
     def to_dict(self) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from typing import Any
 
 from ..api import evaluate
 from ..data.root import DataRoot
-from ..encoding.sharded import prefill_sharded
 from ..evaluation.results import ResultStore, record_key
 from ..models.loader import load_model
+from .sharded import prefill_sharded
 from .state import Cell, GridState
 
 log = logging.getLogger(__name__)

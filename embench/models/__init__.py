@@ -1,7 +1,22 @@
-"""Models: the Encoder interface, poolers, and loading any checkpoint."""
+"""Models: the Encoder interface, poolers, and loading any checkpoint.
 
-from .encoder import Encoder, EncoderSettings, HFEncoder
-from .loader import ALIASES, load_model, pick_device
-from .pooling import POOLERS
+The names below are imported on first use (:mod:`embench.core.lazy`): listing the model families or
+aliases imports no torch.
+"""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_exports
+
+_EXPORTS = {"Encoder": ".encoder", "EncoderSettings": ".encoder", "HFEncoder": ".encoder", "ALIASES": ".aliases",
+            "load_model": ".loader", "pick_device": ".loader", "POOLERS": ".pooling"}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = ["ALIASES", "POOLERS", "Encoder", "EncoderSettings", "HFEncoder", "load_model", "pick_device"]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from .aliases import ALIASES
+    from .encoder import Encoder, EncoderSettings, HFEncoder
+    from .loader import load_model, pick_device
+    from .pooling import POOLERS

@@ -18,6 +18,7 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
+from ..encoding.st_face import SentenceEncode
 from .families import apply_prompt
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 
@@ -58,7 +59,7 @@ class EncoderSettings:
         return d
 
 
-class HFEncoder:
+class HFEncoder(SentenceEncode):
     """A ``transformers`` model + tokenizer + pooler.
 
     Inference runs under ``torch.inference_mode``; a non-fp32 ``dtype`` runs under autocast
@@ -107,20 +108,25 @@ class HFEncoder:
         self.dense_modules: list[str] = []
         self._owner: HFEncoder = self  # the encoder holding the weights; views of it share them
 
-    def view(self, layer: int | None = None, pooling: str | None = None) -> HFEncoder:
+    def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
         output; negative from the end) with ``pooling`` (None = this encoder's). The view shares the
         weights (loaded once), and its cache key is the one ``load_model(..., layer=, pooling=)`` gives,
         so vectors computed for a view are found by a later request for that encoder alone.
-        An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding."""
+        An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding.
+        ``final_norm``: the chosen layer's states go through the model's final norm first, as the last
+        layer's do, i.e. the vectors of the model with the layers above removed (BeLLM Figure 4)."""
         pooling = pooling or self.settings.pooling
         POOLERS.canonical(pooling)  # did-you-mean on a typo
-        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=dict(self.settings.extra))
+        extra = {k: v for k, v in self.settings.extra.items() if k != "final_norm"}
+        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra)
         owner = self._owner
         v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
+        if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
+            v.settings.extra["final_norm"] = True
         return v
 
     def pass_key(self) -> tuple:
@@ -235,6 +241,13 @@ class HFEncoder:
         return [v._pool(hidden, enc["attention_mask"]) for v in views]
 
     def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> np.ndarray:
+        if self.settings.extra.get("final_norm"):
+            from .decoder_stack import final_norm
+
+            norm = final_norm(self.model)
+            if norm is not None:
+                with self._autocast():
+                    hidden = (*hidden[: self.layer], norm(hidden[self.layer]), *hidden[self.layer + 1 :])
         with self._autocast():
             pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
             pooled = self._apply_dense(pooled)

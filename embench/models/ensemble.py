@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
+from ..encoding.st_face import SentenceEncode
 from .layernorm import encoder_layers, remove_layernorms
 
 PREFIX = "ensemble:"
@@ -97,7 +98,7 @@ def write_ensemble(folder: Path, members: list[dict[str, Any]], meta: dict[str, 
     return folder
 
 
-class EnsembleEncoder:
+class EnsembleEncoder(SentenceEncode):
     """The weighted sum of member encoders' vectors (the :class:`~embench.models.encoder.Encoder` interface)."""
 
     def __init__(self, members: list[Any], weights: list[float], name: str, source: str):

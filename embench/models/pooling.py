@@ -45,7 +45,7 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
 
-@POOLERS.register("cls")
+@POOLERS.register("cls", description="last layer's first token through the model's pooler head (dense + tanh) where it has one")
 def pool_cls(x: PoolInput) -> torch.Tensor:
     states = x.hidden_states[x.layer]
     if x.pooler_head is not None and x.layer == len(x.hidden_states) - 1:
@@ -53,36 +53,36 @@ def pool_cls(x: PoolInput) -> torch.Tensor:
     return states[:, 0]
 
 
-@POOLERS.register("cls_before_pooler")
+@POOLERS.register("cls_before_pooler", description="the chosen layer's first token, no head")
 def pool_cls_before_pooler(x: PoolInput) -> torch.Tensor:
     return x.hidden_states[x.layer][:, 0]
 
 
-@POOLERS.register("mean", "avg")
+@POOLERS.register("mean", "avg", description="mean of the chosen layer over real tokens")
 def pool_mean(x: PoolInput) -> torch.Tensor:
     return masked_mean(x.hidden_states[x.layer], x.attention_mask)
 
 
-@POOLERS.register("max")
+@POOLERS.register("max", description="element-wise max over real tokens")
 def pool_max(x: PoolInput) -> torch.Tensor:
     states = x.hidden_states[x.layer]
     fill = torch.finfo(states.dtype).min
     return states.masked_fill(x.attention_mask.unsqueeze(-1) == 0, fill).max(1).values
 
 
-@POOLERS.register("first_last_avg", "avg_first_last")
+@POOLERS.register("first_last_avg", "avg_first_last", description="SimCSE's: token mean of (layer 1 + last layer) / 2")
 def pool_first_last_avg(x: PoolInput) -> torch.Tensor:
     hs = x.hidden_states
     return masked_mean((hs[1] + hs[-1]) / 2.0, x.attention_mask)
 
 
-@POOLERS.register("embed_last_avg")
+@POOLERS.register("embed_last_avg", description="BERT-whitening's: token mean of (embedding output + last layer) / 2")
 def pool_embed_last_avg(x: PoolInput) -> torch.Tensor:
     hs = x.hidden_states
     return masked_mean((hs[0] + hs[-1]) / 2.0, x.attention_mask)
 
 
-@POOLERS.register("last_token", "lasttoken")
+@POOLERS.register("last_token", "lasttoken", description="the last real token, under left or right padding (decoder LLMs)")
 def pool_last_token(x: PoolInput) -> torch.Tensor:
     states, mask = x.hidden_states[x.layer], x.attention_mask
     batch = torch.arange(states.shape[0], device=states.device)

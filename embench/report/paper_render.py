@@ -12,10 +12,10 @@ import html
 
 import pandas as pd
 
+from .formats import REPORT_FORMATS as TABLE_FORMATS  # noqa: E402
 from .paper import PaperTable
 from .tables import latex_escape, ranks, render
 
-from .formats import REPORT_FORMATS as TABLE_FORMATS  # noqa: E402
 # Styler's LaTeX "CSS": ``command: --rwrap`` wraps a cell as ``\command{cell}``.
 LATEX_MARKS = {1: "textbf: --rwrap;", 2: "underline: --rwrap;"}
 HTML_MARKS = {1: "font-weight: bold;", 2: "text-decoration: underline;"}

@@ -10,6 +10,19 @@ import time
 from typing import Any
 
 
+def announce(enabled: bool, message: str) -> None:
+    """One line on stderr about work that has no count (loading a model): dim in a terminal, plain in a log."""
+    if not enabled:
+        return
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.markup import escape
+
+        Console(stderr=True).print(f"[dim]{escape(message)}[/]", highlight=False)
+    else:
+        print(message, file=sys.stderr, flush=True)
+
+
 class RateProgress:
     """``<verb> <name>  bar  done/total  [field ...]  rate unit/s  time left``, or nothing when disabled.
 

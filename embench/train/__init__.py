@@ -5,15 +5,28 @@
 ...                            out="runs/simcse"))                                      # doctest: +SKIP
 >>> result.best_dir, result.best_score                                                  # doctest: +SKIP
 
-Heavy imports (torch, transformers) happen inside the modules, which the CLI imports lazily.
+Heavy imports (torch, transformers) happen inside the modules, imported on first use of a name.
 """
 
-from .config import TrainConfig
-from .configure import make_config
-from .methods import METHODS, Batch, Method, Outputs
-from .recipes import RECIPES, Recipe
-from .resolve import resolve
-from .trainer import Trainer, TrainingDivergedError, TrainResult, train
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_exports
+
+_EXPORTS = {"TrainConfig": ".config", "make_config": ".configure", "METHODS": ".methods", "Batch": ".methods.base",
+            "Method": ".methods.base", "Outputs": ".methods.base", "RECIPES": ".recipes", "Recipe": ".recipes",
+            "resolve": ".resolution", "Trainer": ".trainer", "TrainingDivergedError": ".trainer", "TrainResult": ".trainer",
+            "train": ".trainer"}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)  # listing methods or recipes imports no torch
 __all__ = ["METHODS", "RECIPES", "Batch", "Method", "Outputs", "Recipe", "TrainConfig", "TrainResult", "Trainer",
            "TrainingDivergedError", "make_config", "resolve", "train"]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from .config import TrainConfig
+    from .configure import make_config
+    from .methods import METHODS
+    from .methods.base import Batch, Method, Outputs
+    from .recipes import RECIPES, Recipe
+    from .resolution import resolve
+    from .trainer import Trainer, TrainingDivergedError, TrainResult, train

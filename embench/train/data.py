@@ -135,7 +135,7 @@ def corpora_files(root: DataRoot) -> list[Path]:
 def load(kind: str, specs: list[str], root: DataRoot) -> list:
     """The training examples of ``kind`` (sentences | triplets | documents) from paths or keywords."""
     if not specs:
-        raise EmbenchError("--data: no training data given (a path, or corpora | snli | 20newsgroups)")
+        raise EmbenchError("--train-data: no training data given (a path, or corpora | snli | 20newsgroups)")
     examples: list = []
     for spec in specs:
         key = spec.lower()

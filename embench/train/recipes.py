@@ -34,7 +34,7 @@ RECIPES.add("simcse-unsup", Recipe(
      "pooling": "cls_before_pooler", "mlp": "train", **_SIMCSE_COMMON}))
 RECIPES.add("simcse-sup", Recipe(
     "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives (the paper's data is "
-                  "nli_for_simcse.csv, --data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
+                  "nli_for_simcse.csv, --train-data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
     "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), §4 (3 epochs, alpha = 1), run_sup_example.sh "
     "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
     {"method": "sup-simcse", "data": ["snli"], "batch_size": 512, "lr": 5e-5, "epochs": 3, "pooling": "cls",
@@ -53,6 +53,18 @@ RECIPES.add("crop-scratch", Recipe(
     "cropping paper §3.4 (BERT from scratch: performance had not saturated after one epoch, 10 epochs; Table S6 "
     "col. 10), otherwise as 'crop'",
     {**_CROP, "epochs": 10, "from_scratch": True}))
+RECIPES.add("bellm", Recipe(
+    "bellm", "BeLLM on a decoder LLM: LoRA, last layer bidirectional, NLI triplets with hard negatives, one epoch",
+    "from the paper: prompt 'The representative word for {text} is:\"' (§3.2), the last layer bidirectional (§3.1, "
+    "Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA r 32 / alpha 32 / dropout 0.1 and lr 2e-4 (§4.1), seed 42, "
+    "SNLI+MNLI triplets (here 'snli', the data root's stand-in; the paper's AllNLI is --data FILE). From the authors' "
+    "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
+    "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
+    "the paper gives none). The README's lr is 5e-4: the paper's 2e-4 is kept",
+    {"method": "bellm", "data": ["snli"], "prompt": "bellm", "bidirectional_last": 1, "lora_r": 32, "lora_alpha": 32.0,
+     "lora_dropout": 0.1, "lr": 2e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
+     "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_ratio": 0.0,
+     "eval_steps": 0}))
 _JTCSE = {"method": "jtcse", "data": ["corpora"], "optimizer": "adamw", "epochs": 1, "max_length": 64,
           "pooling": "cls_before_pooler", "warmup_ratio": 0.0, "eval_steps": 100, "eval_tasks": ["STSBenchmark-dev"],
           "temperature": 0.05, "cross_layers": 6}
@@ -60,7 +72,7 @@ RECIPES.add("jtcse-bert", Recipe(
     "jtcse-bert", "JTCSE on two BERT-base towers (each first trained with unsupervised SimCSE): one epoch",
     "JTCSE §V.A and Eq. 15 (all weights 1, tau 0.05, 6 CAELs: Table IX); the authors' train_jtcse_bert.py (AdamW, "
     "lr 1.3e-6, batch 64, 1 epoch, max_len 64, STS-B dev of the summed [CLS] every 100 steps, the best kept). The "
-    "paper's data is Wiki1M + the SICK-R sentences (--data FILE); the script keeps lr constant, embench decays it",
+    "paper's data is Wiki1M + the SICK-R sentences (--train-data FILE); the script keeps lr constant, embench decays it",
     {**_JTCSE, "lr": 1.3e-6, "batch_size": 64}))
 RECIPES.add("jtcse-roberta", Recipe(
     "jtcse-roberta", "JTCSE on two RoBERTa-base towers: one epoch, batch 256",

@@ -35,7 +35,7 @@ from .accumulation import cached_step
 from .callbacks import Evaluator
 from .config import TrainConfig
 from .methods import METHODS
-from .resolve import resolve
+from .resolution import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps
 
 log = logging.getLogger(__name__)

@@ -92,7 +92,7 @@ def py(ctx: Ctx, work: Path, source: str) -> Run:
 
 def scores(run: Run) -> dict[str, float] | None:
     try:
-        return {k: v for k, v in json.loads(run.out)[0].items() if k != "model"}
+        return {k: v for k, v in json.loads(run.out)["rows"][0].items() if k != "model"}
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
         return None
 
@@ -736,21 +736,21 @@ def _(ctx):
 @case("options", "train --lr nan")
 def _(ctx):
     w = ctx.fresh("lr-nan")
-    return clear_error(cli(ctx, w, "train", "--method", "crop", "-m", str(ctx.model), "--data", "20newsgroups",
+    return clear_error(cli(ctx, w, "train", "--method", "crop", "-m", str(ctx.model), "--train-data", "20newsgroups",
                            "--max-steps", "2", "--eval-steps", "0", "--max-examples", "100", "--lr", "nan", "-o", "out", "-q"), "--lr")
 
 
 @case("options", "train --epochs -1")
 def _(ctx):
     w = ctx.fresh("epochs")
-    return clear_error(cli(ctx, w, "train", "--method", "crop", "-m", str(ctx.model), "--data", "20newsgroups",
+    return clear_error(cli(ctx, w, "train", "--method", "crop", "-m", str(ctx.model), "--train-data", "20newsgroups",
                            "--eval-steps", "0", "--max-examples", "100", "--epochs", "-1", "-o", "out", "-q"), "--epochs")
 
 
 @case("options", "train --set save_steps=0")
 def _(ctx):
     w = ctx.fresh("save0")
-    return clear_error(cli(ctx, w, "train", "--method", "crop", "-m", str(ctx.model), "--data", "20newsgroups",
+    return clear_error(cli(ctx, w, "train", "--method", "crop", "-m", str(ctx.model), "--train-data", "20newsgroups",
                            "--max-steps", "2", "--eval-steps", "0", "--max-examples", "100", "--set", "save_steps=0",
                            "-o", "out", "-q"), "save")
 

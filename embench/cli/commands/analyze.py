@@ -14,9 +14,20 @@ from typing import Annotated, Any
 
 import typer
 
+from ...core.defaults import BATCH_SIZE
 from ...core.errors import EmbenchError
 from ...core.values import parse_value
-from ..options import BatchSizeOpt, CacheDirOpt, DataOpt, DeviceOpt, MaxLengthOpt, NoCacheOpt, PromptOpt
+from ..options import (
+    AdapterOpt,
+    BatchSizeOpt,
+    BidirectionalOpt,
+    CacheDirOpt,
+    DataOpt,
+    DeviceOpt,
+    MaxLengthOpt,
+    NoCacheOpt,
+    PromptOpt,
+)
 from ..output import emit
 
 RENAMES = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
@@ -75,8 +86,10 @@ def analyze(
     pooling: Annotated[str | None, typer.Option(help="Pooler for every model (default: each model's own; layers: mean).")] = None,
     max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 64,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
@@ -100,7 +113,7 @@ def analyze(
              "suite": suite}
     common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
                   progress=not quiet, pooling=pooling, max_length=max_length,
-                  device=device, prompt=prompt)
+                  device=device, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
     if len(names) == 1:
         results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
     else:
@@ -123,12 +136,15 @@ def _options_for_many(fns: dict[str, Any], flags: dict[str, Any], sets: list[str
 def _list_analyses() -> None:
     """Every analysis with its options and their defaults."""
     from rich.console import Console
+    from rich.markup import escape
 
     from ...analysis.registry import ANALYSES
 
+    out = Console(soft_wrap=True)
     for n in ANALYSES.names():
         opts = ", ".join(f"{k}={v!r}" for k, v in ANALYSES.get(n).options.items())
-        Console().print(f"[bold]{n}[/]  {opts}", highlight=False)
+        out.print(f"[bold]{escape(n)}[/]  {escape(ANALYSES.description(n))}", highlight=False)
+        out.print(f"    options: {escape(opts)}", highlight=False, style="dim")
 
 
 def _print_result(result) -> None:

@@ -10,11 +10,16 @@ import typer
 from rich.markup import escape
 
 from ...audit.knobs import KNOBS
+from ...core.defaults import BATCH_SIZE
 from ..options import (
+    AdapterOpt,
+    BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
     DataOpt,
     DeviceOpt,
+    DTypeOpt,
     Fmt,
     FmtOpt,
     PromptOpt,
@@ -32,14 +37,18 @@ MATCH_COLUMNS = ["aggregation", "correlation", "text", "sick_split", "similarity
 @audit_app.callback()
 def audit(
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name, alias or folder.")] = None,
-    knobs: Annotated[str | None, typer.Option(help=f"Comma-separated knobs (default: all): {', '.join(KNOBS)}.")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to audit several, one after another.")] = None,
+    knobs: Annotated[str | None, typer.Option(help=f"Comma-separated knobs (default: all): {', '.join(k.replace('_', '-') for k in KNOBS)}.")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Tasks (default: the seven of sts-all).")] = None,
     reported: Annotated[str | None, typer.Option(help='Published numbers: "STS12=70.97 STS13=76.53 ..." or seven numbers in sts-all order.')] = None,
     reported_file: Annotated[Path | None, typer.Option(help="CSV of published numbers (rows task,value or a header of tasks and one row).")] = None,
     tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match.")] = 0.01,
     prompt: PromptOpt = None,
+    dtype: DTypeOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     device: DeviceOpt = None,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -59,23 +68,43 @@ def audit(
     from ...audit.reported import parse_reported, read_reported_file
     from ...core.errors import EmbenchError
 
-    if model is None:
+    if not model:
         raise EmbenchError("embench audit needs --model (or the subcommand: embench audit table FILE)")
     if reported and reported_file:
         raise EmbenchError("give --reported or --reported-file, not both")
     rep = parse_reported(reported) if reported else read_reported_file(reported_file) if reported_file else None
-    knob_list = [k.strip() for k in knobs.split(",")] if knobs else None
+    knob_list = [knob_name(k) for k in knobs.split(",") if k.strip()] if knobs else None
+
     def step(msg: str) -> None:  # a line per step, in a terminal and in logs alike
         err.print(f"[dim]audit[/] {escape(msg)}", highlight=False)
 
-    result = run_audit(model, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                       results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt, ci=ci, resamples=resamples,
-                       sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
-                       progress=not quiet, on_step=None if quiet else step)
-    if value(fmt) == "json":
-        emit(audit_to_json(result))
-        return
-    _print_tables(result, model, value(fmt))
+    results = []
+    for m in model:  # one after another: each model's tables are printed as soon as its audit ends
+        result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
+                           results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt,
+                           dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
+                           adapter=adapter, ci=ci, resamples=resamples,
+                           sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
+                           progress=not quiet, on_step=None if quiet else step)
+        if value(fmt) == "json":
+            results.append(result)
+        else:
+            _print_tables(result, m, value(fmt))
+    if results:  # JSON: one object for one model, a list for several
+        emit(audit_to_json(results[0]) if len(results) == 1 else "[" + ",\n".join(audit_to_json(r) for r in results) + "]")
+
+
+def knob_name(raw: str) -> str:
+    """A knob as its option is spelled (``sick-split``) or as a Python name (``sick_split``); a typo gets the nearest."""
+    from ...core.errors import EmbenchError
+    from ...core.registry import nearest
+
+    name = raw.strip().replace("-", "_")
+    if name not in KNOBS:
+        hint = nearest(name, list(KNOBS), n=1)
+        raise EmbenchError(f"--knobs: unknown knob {raw.strip()!r}" + (f"; did you mean {hint[0].replace('_', '-')!r}?" if hint else "")
+                           + f" (knobs: {', '.join(k.replace('_', '-') for k in KNOBS)})")
+    return name
 
 
 def _print_tables(result, model: str, f: str) -> None:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -41,7 +42,7 @@ def compare(
     ci_seed: CISeedOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -45,7 +46,7 @@ def _print_status(cells, states, fmt: str) -> int:
 @grid_app.callback()
 def grid(
     ctx: typer.Context,
-    models: Annotated[list[str] | None, typer.Option("--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
+    models: Annotated[list[str] | None, typer.Option("--model", "--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s), after the suite's when --suite is given too; repeatable.")] = None,
     protocols: Annotated[Path | None, typer.Option("--protocols", help="YAML or JSON list of protocol settings, e.g. '- {aggregation: all}' '- {aggregation: wmean, correlation: pearson}' (default: one, SimCSE's).")] = None,
@@ -64,7 +65,7 @@ def grid(
     max_length: MaxLengthOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     fmt: FmtOpt = Fmt.table,
@@ -73,8 +74,8 @@ def grid(
     if ctx.invoked_subcommand is not None:
         return
     from ...core.errors import EmbenchError
-    from ...encoding.sharded import parse_devices
     from ...grid import GridSpec, expand_models, read_protocols, run_grid
+    from ...grid.sharded import parse_devices
     from ...grid.slurm import SlurmSettings
 
     if not models or results is None:

@@ -17,7 +17,7 @@ CATALOGUE = {
     "tasks": "embench.tasks:TASKS",
     "suites": "embench.evaluation.suites:SUITES",
     "poolers": "embench.models.pooling:POOLERS",
-    "models": "embench.models.loader:ALIASES",
+    "models": "embench.models.aliases:ALIASES",
     "analyses": "embench.analysis.registry:ANALYSES",
     "datasets": "embench.analysis.labelled:LABELLED",
     "families": "embench.models.families:FAMILIES",
@@ -34,5 +34,7 @@ def list_(what: Annotated[str, typer.Argument(help=f"What to list: {', '.join(CA
     """List what is registered: tasks, suites, poolers, model aliases and families, analyses, labelled datasets, training methods and recipes, commands."""
     registry = LISTS.get(what)
     names = registry.names()
-    width = max((len(n) for n in names), default=0) + 2
-    emit("\n".join(f"{n:<{width}}{registry.description(n)}".rstrip() for n in names))
+    # each entry with the other names it answers to (run -t STS-B), then its description
+    shown = {n: n + (f" ({', '.join(a)})" if (a := registry.aliases(n)) else "") for n in names}
+    width = max((len(s) for s in shown.values()), default=0) + 2
+    emit("\n".join(f"{shown[n]:<{width}}{registry.description(n)}".rstrip() for n in names))

@@ -7,18 +7,26 @@ from typing import Annotated, Any
 
 import typer
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
+    AdapterOpt,
     BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     DataOpt,
+    DeviceOpt,
+    DTypeOpt,
     Fmt,
     FmtOpt,
     LayerOpt,
+    MaxLengthOpt,
     ModelsOpt,
+    NoCacheOpt,
     NormalizeOpt,
     OverwriteOpt,
     PoolingOpt,
     PromptOpt,
+    QuietOpt,
     ResultsOpt,
     protocol_options,
     value,
@@ -27,7 +35,7 @@ from ..output import emit
 
 mteb_app = typer.Typer(no_args_is_help=True)
 OutputOpt = Annotated[Path | None, typer.Option("--mteb-output", help="Also write the results in mteb's format here (mteb.ResultCache layout).")]
-ModelFilterOpt = Annotated[str | None, typer.Option("--model", "-m", help="Only models whose name contains this.")]
+ModelFilterOpt = Annotated[list[str] | None, typer.Option("--model", "-m", help="Only models whose name contains this; repeatable.")]
 
 
 def _blocks_table(records, fmt: str) -> str:
@@ -56,16 +64,23 @@ def run(
     normalize: NormalizeOpt = None,
     pooling: PoolingOpt = None,
     layer: LayerOpt = None,
+    max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
+    dtype: DTypeOpt = None,
+    device: DeviceOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
     overwrite: OverwriteOpt = False,
     mteb_output: OutputOpt = None,
     fmt: FmtOpt = Fmt.table,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run MTEB tasks with mteb's evaluators on local data; print scores and block averages."""
     from ...api import Evaluation, evaluate
@@ -77,11 +92,14 @@ def run(
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             how = "stored" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
-            typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
+            if not quiet:
+                typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
 
         ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
-                      overwrite=overwrite, batch_size=batch_size, on_task=on_task, **(protocol or {}),
-                      seed=seed, normalize=normalize, pooling=pooling, layer=layer, prompt=prompt)
+                      use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
+                      on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
+                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                      bidirectional_last=bidirectional_last, adapter=adapter)
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))
     emit(_blocks_table(records, value(fmt)))
@@ -95,7 +113,7 @@ def run(
 
 @mteb_app.command("export")
 def export(
-    output: Annotated[Path, typer.Option("--mteb-output", "-o", help="Folder for mteb's result layout.")],
+    output: Annotated[Path, typer.Option("--out", "-o", "--mteb-output", help="Folder for mteb's result layout.")],
     results_dir: ResultsOpt = None,
     model: ModelFilterOpt = None,
 ) -> None:

@@ -28,7 +28,7 @@ def _names(pairs: list[str]) -> dict[str, str]:
 
 
 def report(
-    results: Annotated[list[Path] | None, typer.Option("--results", "--results-dir", "-r", help="Results folder (made by `embench run --results-dir`); repeat for several.")] = None,
+    results: Annotated[list[Path] | None, typer.Option("--results-dir", "--results", help="Results folder (made by `embench run --results-dir`); repeat for several.")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models (as stored); rows in this order of colours; repeatable.")] = None,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Only the suite's tasks, in its order.")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these tasks (after the suite's); repeatable.")] = None,

@@ -7,8 +7,11 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from ...core.defaults import BATCH_SIZE
 from ..options import (
+    AdapterOpt,
     BatchSizeOpt,
+    BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
     CISeedOpt,
@@ -34,9 +37,17 @@ from ..options import (
 from ..output import emit, err
 
 
+def task_time(prov: dict) -> str:
+    """A task's time as its share of the run's one encoding pass plus its own scoring."""
+    if "encode_seconds" not in prov:
+        return f"{prov.get('wall_seconds', 0):.1f} s"
+    return f"{prov['wall_seconds']:.1f} s: {prov['encode_seconds']:.1f} s its share of the encoding pass + {prov['score_seconds']:.1f} s scoring"
+
+
 @protocol_options()
 def run(
     model: ModelsOpt,
+    label: Annotated[list[str] | None, typer.Option("--label", help="Display name of each --model's row, in the same order (records keep the model's own name).")] = None,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
     protocol: dict[str, str] | None = None,
@@ -46,9 +57,11 @@ def run(
     layer: LayerOpt = None,
     max_length: MaxLengthOpt = None,
     prompt: PromptOpt = None,
+    bidirectional_last: BidirectionalOpt = None,
+    adapter: AdapterOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = 128,
+    batch_size: BatchSizeOpt = BATCH_SIZE,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -66,11 +79,15 @@ def run(
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)
+    if label and len(label) != len(model):
+        from ...core.errors import EmbenchError
+
+        raise EmbenchError(f"--label: {len(label)} label(s) for {len(model)} --model(s); give one per model, in order")
     evaluations, unsaved = [], {}
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
-                how = "stored record reused" if status == "stored" else f"{record.provenance.get('wall_seconds', 0):.1f}s"
+                how = "stored record reused" if status == "stored" else task_time(record.provenance)
                 err.print(f"[dim]{escape(name)}[/] {escape(record.display)}: {100 * record.main_score:.2f} ({how})")
 
         try:
@@ -79,11 +96,14 @@ def run(
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                bidirectional_last=bidirectional_last, adapter=adapter,
                 ci=ci, resamples=resamples, ci_seed=ci_seed,
             )
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
+        if label:
+            ev.labels.update({r.model: label[len(evaluations)] for r in ev.records})
         evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed

@@ -15,18 +15,19 @@ from typing import Annotated
 import typer
 
 Opt = typer.Option
+TRAIN_KEYWORDS = ("corpora", "snli", "20newsgroups", "twentynewsgroups")  # the data root's training sets (train/data.py)
 
 
 # One parameter per option, as typer wants them: the signature is long, the body short.
 def train(
     method: Annotated[str | None, Opt("--method", help="Training method (embench list methods).")] = None,
-    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch.")] = None,
+    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm.")] = None,
     show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
     model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
-    data: Annotated[list[str] | None, Opt("--data", help="Training data: a path, or corpora | snli | 20newsgroups (data root); repeatable.")] = None,
+    train_data: Annotated[list[str] | None, Opt("--train-data", help="Training data: a path, or corpora | snli | 20newsgroups (from the data root); repeatable.")] = None,
     config: Annotated[Path | None, Opt("--config", help="YAML or TOML file of training options.")] = None,
     out: Annotated[str | None, Opt("--out", "-o", help="Output folder (best/, checkpoints/, checkpoint-last/, metrics.jsonl).")] = None,
-    data_root: Annotated[str | None, Opt("--data-root", help="Data root for the keywords and evaluation (default $EMBENCH_DATA).")] = None,
+    data: Annotated[str | None, Opt("--data", help="Data root, for the keywords of --train-data and for evaluation (default: $EMBENCH_DATA, then ~/.cache/embench/data).")] = None,
     family: Annotated[str | None, Opt("--family", help="Model family (embench list families; default: detected).")] = None,
     prompt: Annotated[str | None, Opt("--prompt", help="Template with {text} applied to every training text.")] = None,
     from_scratch: Annotated[bool | None, Opt("--from-scratch/--pretrained", help="Random initialisation of the model's config.")] = None,
@@ -41,6 +42,13 @@ def train(
     freeze_embeddings: Annotated[bool | None, Opt("--freeze-embeddings/--train-embeddings", help="Freeze the embedding layer.")] = None,
     freeze_layers: Annotated[int | None, Opt(help="Freeze the first n transformer layers.")] = None,
     lora_r: Annotated[int | None, Opt(help="Train LoRA adapters of this rank (peft) instead of the weights.")] = None,
+    lora_alpha: Annotated[float | None, Opt(help="LoRA alpha (scaling alpha / r; default 32).")] = None,
+    lora_dropout: Annotated[float | None, Opt(help="LoRA dropout (default 0.1).")] = None,
+    lora_target: Annotated[list[str] | None, Opt("--lora-target", help="Module name(s) LoRA adapts, e.g. q_proj (default: every linear layer); repeatable.")] = None,
+    bidirectional_last: Annotated[int | None, Opt(help="bellm: the last K decoder layers attend in both directions (default 1).")] = None,
+    ibn_weight: Annotated[float | None, Opt(help="bellm: weight of the in-batch + hard negative loss, Eq. 6 (default 1).")] = None,
+    cosine_weight: Annotated[float | None, Opt(help="bellm: weight of AnglE's CoSENT objective (default 0).")] = None,
+    angle_weight: Annotated[float | None, Opt(help="bellm: weight of AnglE's angle objective (default 0).")] = None,
     batch_size: Annotated[int | None, Opt(help="GLOBAL batch size (over processes and accumulation steps).")] = None,
     grad_accumulation: Annotated[int | None, Opt(help="Micro-batches per step (the loss still sees the whole batch).")] = None,
     lr: Annotated[float | None, Opt(help="Peak learning rate.")] = None,
@@ -66,15 +74,16 @@ def train(
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
-    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds")}
+    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data")}
+    _check_data_root(data, train_data)
     from rich.console import Console
     from rich.markup import escape
 
     from ...train import Trainer, make_config, resolve
     from ...train.config import parse_override
 
-    overrides.update(compile=overrides.pop("compile_"), data=data or None, eval_tasks=overrides.pop("eval_task") or None,
-                     eval_analyses=overrides.pop("eval_analysis") or None)
+    overrides.update(compile=overrides.pop("compile_"), data=train_data or None, data_root=overrides.pop("data"), eval_tasks=overrides.pop("eval_task") or None,
+                     eval_analyses=overrides.pop("eval_analysis") or None, lora_targets=overrides.pop("lora_target") or None)
     for item in set_ or []:
         key, value = parse_override(item)
         overrides[key] = value
@@ -101,6 +110,16 @@ def train(
     before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
     Console().print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
+
+
+def _check_data_root(data: str | None, train_data: list[str] | None) -> None:
+    """``--data`` is the data root in every command; training data given there (a keyword or a file) is
+    the old spelling of ``--train-data``: say so rather than fail on a folder that is not one."""
+    from ...core.errors import EmbenchError
+
+    if data is not None and (data.lower() in TRAIN_KEYWORDS or Path(data).expanduser().is_file()):
+        raise EmbenchError(f"--data {data}: --data is the data root (a folder) in every command; training data is "
+                           f"--train-data {data}" + (" (repeat it for several)" if train_data else ""))
 
 
 def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:

@@ -6,8 +6,13 @@ here (or ``METHODS.add(name, cls)`` from anywhere, e.g. a test or a plug-in).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ...core.lazy import lazy_exports
 from ...core.registry import Registry
-from .base import Batch, Method, NoOptions, Outputs
+
+if TYPE_CHECKING:
+    from .base import Batch, Method, NoOptions, Outputs
 
 METHODS: Registry[type[Method]] = Registry("training method")
 METHODS.add("unsup-simcse", "embench.train.methods.simcse:UnsupSimCSE", "simcse",
@@ -20,7 +25,11 @@ METHODS.add("dropout", "embench.train.methods.crop:Dropout",
             description="the cropping paper's dropout baseline: one chunk, two dropout masks")
 METHODS.add("jtcse", "embench.train.methods.jtcse:JTCSE",
             description="JTCSE: twin towers, tensor-modulus constraint, cross-attention in training")
+METHODS.add("bellm", "embench.train.methods.bellm:BeLLM",
+            description="BeLLM: decoder LLM, bidirectional last layer(s), representative-word prompt, LoRA, NLI contrastive")
 METHODS.add("distill", "embench.train.methods.distill:Distill",
             description="distillation: MSE from the student's vector to a teacher's (e.g. an ensemble), computed once")
 
+# the base classes on first use: listing the methods imports no torch
+__getattr__, __dir__ = lazy_exports(__name__, {n: ".base" for n in ("Batch", "Method", "NoOptions", "Outputs")})
 __all__ = ["METHODS", "Batch", "Method", "NoOptions", "Outputs"]

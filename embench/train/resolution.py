@@ -38,7 +38,8 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     POOLERS.canonical(cfg.pooling)
     if cfg.family:
         FAMILIES.canonical(cfg.family)
-    check_prompt(cfg.prompt)
+    if cfg.prompt is not None:  # a named template (bellm, prompteol, none) becomes its text
+        cfg = replace(cfg, prompt=check_prompt(cfg.prompt))
     return cfg
 
 

@@ -1,0 +1,96 @@
+"""``model.encode(texts)`` in the shape sentence-transformers gives it, on every embench model object.
+
+Researchers call ``SentenceTransformer.encode`` out of habit; the object :func:`embench.load_model`
+returns answers the same call, and goes through the engine: texts deduplicated, sorted by token length,
+and looked up in (and added to) the embedding cache, so a second call over the same texts costs nothing.
+The sentence-transformers spellings of the keyword arguments (``show_progress_bar``,
+``normalize_embeddings``, ``convert_to_tensor``) are accepted, so code written for it runs unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.defaults import BATCH_SIZE
+from ..core.errors import EmbenchError
+from .cache import default_cache_dir
+from .engine import Engine
+
+# sentence-transformers' keyword -> ours
+ST_SPELLINGS = {"show_progress_bar": "show_progress", "normalize_embeddings": "normalize"}
+IGNORED = {"convert_to_numpy", "device", "precision", "output_value"}  # see encode(): what each means here
+
+
+def progress_default(show_progress: bool | None) -> bool:
+    """Progress on when asked, else when someone is watching (stderr is a terminal), as in an interactive session."""
+    return sys.stderr.isatty() if show_progress is None else bool(show_progress)
+
+
+class SentenceEncode:
+    """Adds :meth:`encode` to an encoder (anything the engine takes: ``encode_batch``, ``cache_key``, ``name``)."""
+
+    def encode(
+        self,
+        texts: str | Sequence[str],
+        batch_size: int = BATCH_SIZE,
+        *,
+        normalize: bool | None = None,
+        show_progress: bool | None = None,
+        use_cache: bool = True,
+        cache_dir: str | Path | None = None,
+        convert_to_tensor: bool = False,
+        **st_kwargs: Any,
+    ) -> Any:
+        """Vectors of ``texts`` as a float32 array (n, dim); one text (a ``str``) gives one vector (dim,).
+
+        >>> model = load_model("all-MiniLM-L6-v2")          # doctest: +SKIP
+        >>> model.encode(["A man plays a guitar."]).shape    # doctest: +SKIP
+        (1, 384)
+
+        ``normalize=True`` L2-normalises the vectors; ``None`` or ``False`` leaves them as the model gives
+        them (a model whose pipeline ends in a normalisation, as all-MiniLM-L6-v2's does, stays normalised,
+        as with sentence-transformers). ``show_progress`` defaults to on when stderr is a terminal.
+        The cache is ``cache_dir`` (default ``$EMBENCH_CACHE``, then ``~/.cache/embench/embeddings``);
+        ``use_cache=False`` neither reads nor writes it. ``convert_to_tensor`` returns a torch tensor.
+        sentence-transformers' ``show_progress_bar`` and ``normalize_embeddings`` are accepted for ours;
+        its ``convert_to_numpy``, ``device``, ``precision`` and ``output_value`` are not options here (the
+        device and dtype are the model's, set in ``load_model``): ``device``/``precision`` given with a value
+        other than the default are an error rather than silently ignored.
+        """
+        for st_name, ours in ST_SPELLINGS.items():
+            if st_name in st_kwargs:
+                value = st_kwargs.pop(st_name)
+                if ours == "normalize":
+                    normalize = value if normalize is None else normalize
+                else:
+                    show_progress = value if show_progress is None else show_progress
+        for name in list(st_kwargs):
+            if name not in IGNORED:
+                raise EmbenchError(f"encode() got an unexpected option {name!r}; it takes batch_size, normalize, "
+                                   "show_progress, use_cache, cache_dir, convert_to_tensor")
+            value = st_kwargs.pop(name)
+            if name in ("device", "precision") and value not in (None, "float32"):
+                raise EmbenchError(f"encode({name}={value!r}): the {name} is the model's; give it to "
+                                   f"load_model({'device' if name == 'device' else 'dtype'}=...) instead")
+        single = isinstance(texts, str)
+        batch = [texts] if single else list(texts)
+        if not getattr(self, "reusable", True):  # an object embench cannot fingerprint: nothing cached
+            use_cache = False
+        cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+        engine = Engine(self, batch_size=batch_size, cache_dir=cache, progress=progress_default(show_progress))  # type: ignore[arg-type]
+        if hasattr(self, "use_engines"):  # an ensemble: each member once through its own engine and cache
+            self.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
+        vectors = engine.embed(batch).astype(np.float32, copy=False)
+        if normalize:
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        out = vectors[0] if single else vectors
+        if convert_to_tensor:
+            import torch
+
+            return torch.from_numpy(np.ascontiguousarray(out))
+        return out

@@ -1,0 +1,137 @@
+"""BeLLM (Li & Li, 2024): a decoder LLM with bidirectional last layer(s), LoRA, NLI contrastive learning.
+
+* Model: the causal LM with the causal mask removed in its last ``bidirectional_last`` layers
+  (Eq. 4, :mod:`embench.models.bidirectional`; the paper: the last layer only), the
+  representative-word prompt ``The representative word for {text} is:"`` (§3.2) and the last
+  token's state as the sentence vector.
+* Loss (Eq. 6): supervised contrastive learning over NLI triplets: each anchor against every
+  positive and every hard negative of the batch, cosine / tau (tau is not given in the paper;
+  0.05 = 1 / AnglE's ibn_tau 20, the authors' code). Optionally AnglE's objectives on the pairs
+  (anchor, positive) labelled 1 and (anchor, hard negative) labelled 0: CoSENT (``cosine_weight``)
+  and the angle objective (``angle_weight``), both from sentence-transformers (``CoSENTLoss`` and
+  ``AnglELoss``, scale 20). Total = ibn_weight * Eq. 6 + cosine_weight * CoSENT + angle_weight * angle.
+* Training: LoRA adapters through peft on every linear layer (r 32, alpha 32, dropout 0.1, lr 2e-4;
+  §4.1). The kept checkpoint is the adapter alone (``adapter_config.json``, its weights) with
+  ``embench_adapter.json`` naming the base model and the bidirectional setting, so
+  ``--model BASE --adapter DIR`` (or ``--model DIR``) loads it back, bidirectional again.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...core.errors import EmbenchError
+from ...models.bidirectional import make_bidirectional
+from ...models.encoder import num_layers
+from ...models.families import PROMPTS, is_decoder
+from ...models.lora_adapter import write_adapter_meta
+from .. import distributed, losses
+from ..adapters import is_peft
+from ..distributed import DistInfo
+from .base import Batch, Outputs
+from .contrastive import ContrastiveMethod, ContrastiveOptions
+
+ANGLE_SCALE = 20.0  # AnglE's cosine_tau / angle_tau (sentence-transformers' scale)
+
+
+@dataclass
+class BeLLMOptions(ContrastiveOptions):
+    bidirectional_last: int = 1  # the paper: the last layer only (Table 4: none -1.02, all -10.71)
+    ibn_weight: float = 1.0  # Eq. 6 (the authors' README: --ibn_w 1.0)
+    cosine_weight: float = 0.0  # CoSENT (AnglE's cosine objective)
+    angle_weight: float = 0.0  # AnglE's angle objective (the README's tip: > 0 helps)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.bidirectional_last < 0:
+            raise EmbenchError(f"--bidirectional-last must be 0 or more, got {self.bidirectional_last}")
+        weights = (self.ibn_weight, self.cosine_weight, self.angle_weight)
+        if min(weights) < 0 or not sum(weights) > 0:
+            raise EmbenchError(f"the loss weights ibn/cosine/angle must be >= 0 and not all 0, got {weights}")
+
+
+def pair_ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, hard: torch.Tensor, kind: str) -> torch.Tensor:
+    """AnglE's CoSENT (``cosine``) or angle (``angle``) objective on the pairs (anchor, positive) = 1 and
+    (anchor, hard negative) = 0, through sentence-transformers' implementations (scale 20)."""
+    try:
+        from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
+    except ImportError:  # sentence-transformers < 6
+        from sentence_transformers.losses import AnglELoss, CoSENTLoss
+    loss = (CoSENTLoss if kind == "cosine" else AnglELoss)(model=None, scale=ANGLE_SCALE)
+    left = torch.cat([anchors, anchors]).float()
+    right = torch.cat([positives, hard]).float()
+    labels = torch.cat([torch.ones(len(anchors)), torch.zeros(len(anchors))]).to(left.device)
+    return loss.compute_loss_from_embeddings([left, right], labels)
+
+
+class BeLLM(ContrastiveMethod):
+    description = "BeLLM: decoder LLM, bidirectional last layer(s), representative-word prompt, LoRA, NLI contrastive"
+    data_kind = "triplets"
+    Options = BeLLMOptions
+    # the paper's (§3.2, §4.1): prompt, last token, LoRA 32/32/0.1, lr 2e-4; max length 60 is the authors' README
+    defaults = {"pooling": "last_token", "prompt": PROMPTS["bellm"], "lr": 2e-4, "lora_r": 32, "lora_alpha": 32.0,
+                "lora_dropout": 0.1, "batch_size": 64, "max_length": 60, "epochs": 1, "warmup_ratio": 0.0,
+                "eval_steps": 0}
+
+    def build(self, device: str) -> nn.Module:
+        model = self.sentence_model(device)
+        if not is_decoder(model.encoder.config):
+            raise EmbenchError(f"--method bellm trains a decoder LLM; {self.config.model} is an encoder "
+                               "(its attention is already bidirectional)")
+        layers = num_layers(model.encoder.config)
+        if self.options.bidirectional_last > layers:
+            raise EmbenchError(f"--bidirectional-last {self.options.bidirectional_last} is more than the {layers} layers "
+                               f"of {self.config.model}")
+        make_bidirectional(model.encoder, self.options.bidirectional_last)
+        return model
+
+    def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
+        rows = [examples[i] for i in indices]
+        return Batch({"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "hard": [r[2] for r in rows]})
+
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+        o, reps = self.options, outputs.reps
+        logs: dict[str, float] = {}
+        total = reps["anchor"].new_zeros(())
+        if o.ibn_weight:
+            n = reps["anchor"].shape[0]
+            positives = distributed.gather_with_grad(reps["positive"])
+            hard = distributed.gather_with_grad(reps["hard"])
+            ibn = losses.info_nce(reps["anchor"], positives, o.temperature, hard, 1.0, offset=dist.rank * n)  # Eq. 6
+            total = total + o.ibn_weight * ibn
+            logs["ibn_loss"] = float(ibn.detach())
+        for kind, weight in (("cosine", o.cosine_weight), ("angle", o.angle_weight)):
+            if weight:
+                part = pair_ranking_loss(reps["anchor"], reps["positive"], reps["hard"], kind)
+                total = total + weight * part
+                logs[f"{kind}_loss"] = float(part.detach())
+        return total, logs
+
+    def export(self, module: nn.Module, folder: Path, meta: dict[str, Any]) -> Path:
+        """The LoRA adapter and what loading it back needs; a run without LoRA keeps the whole model."""
+        m = self.encoder_for_eval(module)
+        if not is_peft(m.encoder):
+            out = super().export(module, folder, {**meta, "bidirectional_last": self.options.bidirectional_last})
+            return out
+        from ...models.loader import load_model
+
+        folder = Path(folder)
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        m.encoder.save_pretrained(tmp)  # peft: adapter_config.json + adapter_model.safetensors only
+        base = load_model(self.config.model)  # config and fingerprint only: the weights are not read
+        write_adapter_meta(tmp, **{**meta, "base_model": self.config.model, "base_fingerprint": base.fingerprint,
+                                   "bidirectional_last": self.options.bidirectional_last, "prompt": m.prompt,
+                                   "pooling": m.pooling, "max_length": m.max_length})
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+        return folder

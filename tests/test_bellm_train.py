@@ -1,0 +1,123 @@
+"""``embench train --method bellm``: Eq. 6 and AnglE's objectives by hand, LoRA, the adapter saved and loaded back."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import embench
+from embench.core.errors import EmbenchError
+from embench.train.distributed import DistInfo
+from embench.train.methods.base import Batch, Outputs
+from embench.train.methods.bellm import BeLLM, BeLLMOptions, pair_ranking_loss
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_dir(tiny_model):
+    from transformers import LlamaConfig, LlamaModel
+
+    return tiny_model("tiny-llama-bellm", lambda vocab: LlamaModel(LlamaConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+        intermediate_size=64, max_position_embeddings=128)))
+
+
+def _method(**opts):
+    from embench.train import make_config, resolve
+
+    return BeLLM(resolve(make_config(method="bellm", **opts)))
+
+
+def test_eq6_with_in_batch_and_hard_negatives_by_hand():
+    h = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    pos = torch.tensor([[1.0, 1.0], [0.0, 2.0]])
+    neg = torch.tensor([[-1.0, 0.0], [1.0, 0.0]])
+    tau = 0.5
+    cos = lambda a, b: float(F.cosine_similarity(a, b, dim=0))  # noqa: E731
+    want = 0.0
+    for i in range(2):  # Eq. 6: -log e^{cos(h_i, h_i+)/tau} / sum_j (e^{cos(h_i, h_j+)/tau} + e^{cos(h_i, h_j-)/tau})
+        den = sum(math.exp(cos(h[i], pos[j]) / tau) + math.exp(cos(h[i], neg[j]) / tau) for j in range(2))
+        want += -math.log(math.exp(cos(h[i], pos[i]) / tau) / den)
+    method = _method(temperature=tau)
+    batch = Batch({"anchor": ["a", "b"], "positive": ["c", "d"], "hard": ["e", "f"]})
+    loss, logs = method.objective(Outputs({"anchor": h, "positive": pos, "hard": neg}), batch, DistInfo())
+    assert float(loss) == pytest.approx(want / 2, rel=1e-6)  # the mean over the batch
+    assert set(logs) == {"ibn_loss"}
+
+
+@pytest.mark.slow  # importing sentence-transformers takes seconds
+def test_cosent_and_angle_objectives_by_hand():
+    a = torch.tensor([[1.0, 0.0, 0.0, 1.0]])
+    n = torch.tensor([[1.0, 0.0, 1.0, 1.0]])  # the negative is closer than the positive: a loss far from 0
+    p = torch.tensor([[0.0, 1.0, 1.0, 0.0]])
+    # CoSENT: log(1 + e^{20 (cos(a, n) - cos(a, p))}): the pair labelled 0 should score below the pair labelled 1
+    cos_n, cos_p = 2 / (math.sqrt(2) * math.sqrt(3)), 0.0
+    assert float(pair_ranking_loss(a, p, n, "cosine")) == pytest.approx(math.log1p(math.exp(20 * (cos_n - cos_p))), rel=1e-5)
+
+    def angle_score(u, v):  # AnglE's angle similarity (sentence-transformers' form): |cos + sin| of the unit vectors,
+        u, v = u / u.norm(), v / v.norm()  # halves (first, last) paired as the real and imaginary parts
+        cos = float((u * v).sum())
+        sin = float((u[2:] * v[:2] - u[:2] * v[2:]).sum())
+        return abs(cos + sin)
+
+    want = math.log1p(math.exp(20 * (angle_score(a[0], n[0]) - angle_score(a[0], p[0]))))
+    assert float(pair_ranking_loss(a, p, n, "angle")) == pytest.approx(want, rel=1e-5)
+
+
+@pytest.mark.slow
+def test_loss_weights_add_the_objectives():
+    h, pos, neg = torch.randn(3, 8), torch.randn(3, 8), torch.randn(3, 8)
+    out = Outputs({"anchor": h, "positive": pos, "hard": neg})
+    batch = Batch({"anchor": ["x"] * 3, "positive": ["y"] * 3, "hard": ["z"] * 3})
+    ibn = _method().objective(out, batch, DistInfo())[0]
+    both, logs = _method(cosine_weight=0.5, angle_weight=2.0).objective(out, batch, DistInfo())
+    assert float(both) == pytest.approx(float(ibn) + 0.5 * logs["cosine_loss"] + 2.0 * logs["angle_loss"], rel=1e-6)
+    with pytest.raises(EmbenchError, match="not all 0"):
+        BeLLMOptions(ibn_weight=0.0)
+
+
+def test_the_recipe_says_where_each_value_comes_from():
+    from embench.train import make_config, resolve
+    from embench.train.recipes import RECIPES
+
+    cfg = resolve(make_config(recipe="bellm", model="m"))
+    assert (cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.lr) == (32, 32.0, 0.1, 2e-4)
+    assert cfg.prompt == 'The representative word for {text} is:"' and cfg.method_options.bidirectional_last == 1
+    cites = RECIPES.get("bellm").cites
+    assert "from the paper" in cites and "README" in cites
+
+
+@pytest.mark.slow
+def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama_dir, tiny_bert_dir, data_root, tmp_path):
+    from embench.train import make_config, train
+
+    triplets = tmp_path / "nli.csv"
+    rows = [("A man plays a guitar.", "A person makes music.", "Nobody is playing."),
+            ("Two dogs run in snow.", "Animals are outside.", "The dogs sleep inside."),
+            ("A woman cooks dinner.", "Someone is cooking.", "The kitchen is empty."),
+            ("Kids play football.", "Children play a sport.", "The kids are asleep.")] * 4
+    triplets.write_text("sent0,sent1,hard_neg\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    common = dict(model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root), max_steps=3, batch_size=8,
+                  max_length=32, lora_r=4, progress=False, gradient_checkpointing=True, grad_accumulation=2,
+                  bidirectional_last=2, angle_weight=1.0)
+    r = train(make_config(method="bellm", out=str(tmp_path / "run"), **common))
+    best = r.best_dir
+    meta = json.loads((best / "embench_adapter.json").read_text())
+    assert (best / "adapter_config.json").is_file() and not (best / "model.safetensors").exists()
+    assert meta["bidirectional_last"] == 2 and meta["base_model"] == str(tiny_llama_dir)
+    texts = ["A man plays a guitar.", "Two dogs run through the snow."]
+    by_folder = embench.load_model(best)  # the folder names its base, prompt and bidirectional setting
+    by_base = embench.load_model(tiny_llama_dir, adapter=best)
+    assert by_folder.settings.extra["bidirectional_last"] == 2 and by_folder.settings.prompt == meta["prompt"]
+    np.testing.assert_allclose(by_folder.encode_batch(texts), by_base.encode_batch(texts), atol=1e-6)
+    base = embench.load_model(tiny_llama_dir, bidirectional_last=2, prompt="bellm")
+    assert not np.allclose(base.encode_batch(texts), by_base.encode_batch(texts), atol=1e-4)  # the adapter changed it
+    assert by_base.cache_key() != base.cache_key()
+    with pytest.raises(EmbenchError, match=r"adapter .* was trained on .*tiny-llama-bellm.*fingerprint"):
+        embench.load_model(tiny_bert_dir, adapter=best)
+    with pytest.raises(EmbenchError, match="is an encoder"):
+        train(make_config(method="bellm", out=str(tmp_path / "bert"), **{**common, "model": str(tiny_bert_dir)}))

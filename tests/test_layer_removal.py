@@ -1,0 +1,67 @@
+"""Layer removal (BeLLM Figure 4): the first N layers and the final norm, as a model built with N layers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import embench
+from embench.cli.app import app
+
+TEXTS = ["A man plays a guitar.", "Two dogs run through a field of snow, barking loudly."]
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_dir(tiny_model):
+    from transformers import LlamaConfig, LlamaModel
+
+    return tiny_model("tiny-llama-removal", lambda vocab: LlamaModel(LlamaConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=2,
+        intermediate_size=64, max_position_embeddings=128)))
+
+
+def test_removing_layers_equals_a_model_built_with_fewer_layers(tiny_llama_dir, one_thread):
+    from transformers import LlamaConfig, LlamaModel
+
+    full = embench.load_model(tiny_llama_dir, prompt="bellm")
+    state = full.model.state_dict()
+    for kept in (1, 2, 3):
+        cfg = LlamaConfig.from_pretrained(tiny_llama_dir, num_hidden_layers=kept)
+        short = LlamaModel(cfg).eval()
+        missing, _ = short.load_state_dict(state, strict=False)  # the layers above `kept` are left out
+        assert missing == []
+        want = embench.load_model(short, tokenizer=full.tokenizer, prompt="bellm").encode_batch(TEXTS)
+        got = full.view(kept, final_norm=True).encode_batch(TEXTS)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        if kept < 3:  # pooling hidden_states[N] skips the final norm: not the truncated model
+            assert not np.allclose(full.view(kept).encode_batch(TEXTS), want, atol=1e-3)
+    # views are cached apart: the norm is part of the key
+    assert full.view(1, final_norm=True).cache_key() != full.view(1).cache_key()
+    assert full.view(3, final_norm=True).cache_key() == full.view(3).cache_key()
+
+
+def test_a_bert_has_no_final_norm_so_its_layer_states_are_the_truncated_model(tiny_bert_dir):
+    from embench.models.decoder_stack import final_norm
+
+    enc = embench.load_model(tiny_bert_dir, pooling="mean")
+    assert final_norm(enc.model) is None
+    np.testing.assert_allclose(enc.view(1, final_norm=True).encode_batch(TEXTS), enc.view(1).encode_batch(TEXTS), atol=0)
+    assert torch.is_grad_enabled()
+
+
+@pytest.mark.slow
+def test_the_cli_draws_the_curve_and_keeps_the_settings(tiny_llama_dir, env):
+    r = CliRunner().invoke(app, ["analyze", "layer-removal", "-m", str(tiny_llama_dir), "--prompt", "bellm",
+                                 "--bidirectional-last", "1", "--out", str(env / "out"), "-q", "--limit", "1"])
+    assert r.exit_code != 0 and "no --limit option" in str(r.exception)
+    r = CliRunner().invoke(app, ["analyze", "layer-removal", "-m", str(tiny_llama_dir), "--prompt", "bellm",
+                                 "--bidirectional-last", "1", "--out", str(env / "out"), "-q"])
+    assert r.exit_code == 0, r.output
+    import pandas as pd
+
+    frame = pd.read_csv(env / "out" / "layer_removal.csv")
+    assert frame["layers_kept"].tolist() == [1, 2, 3] and frame["layers_removed"].tolist() == [2, 1, 0]
+    assert frame["final_norm"].all() and (frame["bidirectional_last"] == 1).all()
+    assert frame["stsb_spearman"].between(-1, 1).all() and (env / "out" / "layer_removal.png").is_file()

@@ -1,0 +1,114 @@
+"""The Python face researchers expect: ``model.encode`` as sentence-transformers has it, and ``evaluate``
+taking a ``SentenceTransformer`` or any object with ``encode``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import embench
+from embench.core.errors import EmbenchError
+from embench.models.foreign import ForeignEncoder
+
+TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "A man is playing a guitar.", "Dogs run."]
+
+
+@pytest.fixture(scope="module")
+def st_model(minilm_path):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(minilm_path), device="cpu")
+
+
+@pytest.mark.slow
+def test_encode_matches_sentence_transformers(st_model, tmp_path):
+    model = embench.load_model("all-MiniLM-L6-v2")
+    ours = model.encode(TEXTS, batch_size=2, cache_dir=tmp_path)
+    theirs = st_model.encode(TEXTS, batch_size=2)
+    assert ours.dtype == np.float32 and ours.shape == (4, 384)
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert model.encode(TEXTS[0], cache_dir=tmp_path).shape == (384,)  # one text, one vector, as ST
+    tensor = model.encode(TEXTS, convert_to_tensor=True, show_progress_bar=False, cache_dir=tmp_path)
+    assert isinstance(tensor, torch.Tensor) and torch.allclose(tensor, torch.from_numpy(ours))
+
+
+def test_encode_goes_through_the_cache(tiny_bert_dir, tmp_path, monkeypatch):
+    model = embench.load_model(tiny_bert_dir)
+    first = model.encode(TEXTS, cache_dir=tmp_path)
+    calls = []
+    monkeypatch.setattr(type(model), "encode_views", lambda *a, **k: calls.append(1))
+    again = model.encode(TEXTS, cache_dir=tmp_path)  # every vector from the cache: the model is not run
+    assert calls == [] and np.array_equal(first, again)
+    assert any(tmp_path.rglob("*.np[yz]"))  # shards written
+
+
+def test_encode_normalize_and_options(tiny_bert_dir, tmp_path):
+    model = embench.load_model(tiny_bert_dir)
+    raw = model.encode(TEXTS, use_cache=False)
+    unit = model.encode(TEXTS, normalize_embeddings=True, use_cache=False)  # sentence-transformers' spelling
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0)
+    assert np.allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
+    assert np.allclose(unit, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
+    with pytest.raises(EmbenchError, match="unexpected option 'normalise'"):
+        model.encode(TEXTS, normalise=True)
+    with pytest.raises(EmbenchError, match=r"load_model\(device=...\)"):
+        model.encode(TEXTS, device="cuda")
+
+
+class Counting:
+    """A user's own model: anything with encode(texts) -> array (here the tiny BERT behind it)."""
+
+    def __init__(self, inner, fingerprint=None):
+        self.inner, self.calls = inner, 0
+        if fingerprint:
+            self.fingerprint = fingerprint
+
+    def encode(self, texts):
+        self.calls += 1
+        return self.inner.encode_batch(list(texts))
+
+
+@pytest.mark.slow
+def test_evaluate_any_object_with_encode(tiny_bert_dir, data_root, tmp_path):
+    inner = embench.load_model(tiny_bert_dir)
+    direct = embench.evaluate(inner, tasks=["STS16"], data=data_root, results_dir=tmp_path / "r0", use_cache=False)
+    opts = dict(tasks=["STS16"], data=data_root, results_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+    anon = Counting(inner)
+    ev = embench.evaluate(anon, **opts)
+    assert ev.frame.iloc[0, 0] == pytest.approx(direct.frame.iloc[0, 0], abs=1e-5)  # other batches: float noise
+    assert ev.records[0].model == "Counting"
+    calls = anon.calls
+    # no fingerprint: nothing cached, and the stored record is not served again (the object may have changed)
+    again = embench.evaluate(anon, **opts)
+    assert again.status == {"STS16": "computed"} and anon.calls == 2 * calls
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").rglob("*.np[yz]"))
+    # a fingerprint the user vouches for: cached and reused like any named model
+    named = Counting(inner, fingerprint="v1")
+    embench.evaluate(named, **opts)
+    assert embench.evaluate(named, **opts).status == {"STS16": "stored"}
+
+
+def test_foreign_encoder_errors():
+    with pytest.raises(EmbenchError, match="no encode"):
+        ForeignEncoder(object())
+
+    class Wrong:
+        def encode(self, texts):
+            return np.zeros((len(texts) + 1, 3))
+
+    with pytest.raises(EmbenchError, match=r"returned shape \(3, 3\) for 2 texts"):
+        ForeignEncoder(Wrong()).encode_batch(["a", "b"])
+    with pytest.raises(EmbenchError, match="pass fingerprint"):
+        ForeignEncoder(Wrong()).cache_key()
+
+
+@pytest.mark.slow
+def test_evaluate_sentence_transformer_object(st_model, data_root, tmp_path, minilm_cache):
+    """A SentenceTransformer passed as it is scores exactly as the same checkpoint by name."""
+    by_name = embench.evaluate("all-MiniLM-L6-v2", tasks=["STS16"], data=data_root, results_dir=tmp_path / "a",
+                               cache_dir=minilm_cache)
+    obj = embench.evaluate(st_model, tasks=["STS16"], data=data_root, results_dir=tmp_path / "b",
+                           cache_dir=tmp_path / "cache")
+    assert obj.frame.iloc[0, 0] == pytest.approx(by_name.frame.iloc[0, 0], abs=1e-5)
+    assert any((tmp_path / "cache").rglob("*"))  # a Module is fingerprinted from its parameters: cached
