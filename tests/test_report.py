@@ -205,3 +205,10 @@ def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path):
     subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'u2'}", f"--screenshot={shot}", "--window-size=1200,1400",
                     page.as_uri()], capture_output=True, timeout=120)
     assert 0.002 < _dark_fraction(shot) < 0.3
+
+
+def test_a_checkpoint_series_is_placed_at_its_training_steps():
+    from embench.report.figures import _training_step
+
+    frame = pd.DataFrame({"checkpoint": ["", "step-000010", "checkpoint-500", "best"], "step": [0, 1, 2, 3]})
+    assert _training_step(frame).tolist() == [0, 10, 500, 3]  # "best" has no number: the analysis' own index

@@ -26,7 +26,7 @@ embench report --results-dir "$RESULTS" --suite sts-all --split rows "${NAMES[@]
 
 # Figure 2: unsupervised SimCSE on MiniLM (mean pooling, MLP in training only), a checkpoint every 10 steps
 RUN="$RUNS/minilm-simcse"
-[[ -d "$RUN/checkpoints" ]] || embench train --method unsup-simcse --model all-MiniLM-L6-v2 --data corpora --out "$RUN" \
+[[ -d "$RUN/checkpoints" ]] || embench train --method unsup-simcse --model all-MiniLM-L6-v2 --train-data corpora --out "$RUN" \
   --pooling mean --mlp train --batch-size 32 --max-length 32 --max-steps 40 --lr 3e-5 --eval-steps 0 --save-every 10 \
   --set log_steps=10 --quiet
 embench analyze alignment-uniformity -m all-MiniLM-L6-v2 --label "MiniLM (step 0)" -m "$RUN/checkpoints" \

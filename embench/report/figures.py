@@ -60,13 +60,25 @@ def _spectrum(ax, data, colours):
     ax.set(xlabel="singular value index", ylabel="normalised singular value")  # linear axes, as Figure F.1
 
 
+def _training_step(frame: pd.DataFrame) -> pd.Series:
+    """The training step of each row: the last number of its checkpoint folder's name (``step-000040``),
+    else the ``step`` column (the analysis numbers a series' points 0, 1, 2, ...)."""
+    names = frame["checkpoint"].fillna("").astype(str) if "checkpoint" in frame else pd.Series("", index=frame.index)
+    parsed = names.str.extract(r"(\d+)(?!.*\d)", expand=False)
+    return pd.to_numeric(parsed, errors="coerce").fillna(frame["step"]).astype(int)
+
+
 def _alignment(ax, data, colours):
+    from matplotlib.ticker import MaxNLocator
+
+    data = data.assign(step=_training_step(data))
     for m, g in data.groupby("model", sort=False):
         g = g.sort_values("step")
         ax.plot(g["uniformity"], g["alignment"], marker="o", color=colours[m], label=m)
         if len(g) > 1:  # a checkpoint series: SimCSE Figure 2's trajectory, its steps written beside the points
-            for _, row in g.iloc[:: max(1, len(g) // 4)].iterrows():
+            for _, row in g.iloc[:: max(1, len(g) // 4)].iterrows():  # every point when there are few
                 ax.annotate(str(int(row["step"])), (row["uniformity"], row["alignment"]), fontsize=5, xytext=(2, 2), textcoords="offset points")
+    ax.xaxis.set_major_locator(MaxNLocator(4))  # long tick labels of a narrow range must not overlap
     ax.set(xlabel=r"$\ell_{uniform}$", ylabel=r"$\ell_{align}$")
 
 

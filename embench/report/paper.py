@@ -50,8 +50,11 @@ class PaperTable:
     def note(self) -> str:
         """The footnote: the protocol of every number in the table, then each row's encoder settings."""
         proto = ", ".join(f"{k}={v}" for k, v in self.protocol.items()) or "as stored"
-        rows = "; ".join(f"{row}: " + ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, ""))
-                         for row, enc in self.encoders.items())
+        shown = {row: ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, "")) for row, enc in self.encoders.items()}
+        if len(shown) > 1 and len(set(shown.values())) == 1:  # one encoder setting for every row: said once
+            rows = f"every row: {next(iter(shown.values()))}"
+        else:
+            rows = "; ".join(f"{row}: {enc}" for row, enc in shown.items())
         return f"Protocol ({self.kind}): {proto}. Scores x100; Avg. over the columns shown." + (f" Encoders: {rows}." if rows else "")
 
 
@@ -82,7 +85,7 @@ def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
         parts.append(f"  {shown}: {len(recs)} record(s), e.g. {', '.join(where[:3])}")
     return (f"the {kind} records asked for were made under {len(groups)} protocols (they differ in "
             f"{', '.join(differing)}):\n" + "\n".join(parts) +
-            "\nchoose one with --model/--task, or pass --split for one table per protocol")
+            "\nchoose one with --model/--task, or pass --split tables (a table per protocol) or --split rows (a row per model and protocol)")
 
 
 SPLITS = ("tables", "rows")  # how records of several protocols are shown: a table each, or a row each
@@ -103,6 +106,7 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
         by_kind.setdefault(r.kind, {}).setdefault(protocol_of(r), []).append(r)
     tables = []
     for kind, groups in by_kind.items():
+        groups = dict(sorted(groups.items(), key=lambda kv: str(kv[0])))  # protocols in a stable order
         if len(groups) > 1 and split not in SPLITS:
             raise ProtocolMixError(_describe_mix(kind, groups))
         suffix: dict[tuple, str] = {}
