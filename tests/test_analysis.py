@@ -184,6 +184,7 @@ def _manual_attention(encoder, text):
     return enc, atts, ctxs
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_attention_shares_and_cls_energy_weight_match_a_numpy_attention(tiny_encoder):
     text = "The cat sat on the mat."
     enc, atts, ctxs = _manual_attention(tiny_encoder, text)
@@ -255,9 +256,9 @@ def shared_cache(tmp_path_factory):
     "name, extra, png, csv",
     [
         pytest.param("spectrum", [], "spectrum", "spectrum_summary", marks=pytest.mark.slow),
-        ("cosine-density", [], "cosine_density", "cosine_density"),
+        pytest.param("cosine-density", [], "cosine_density", "cosine_density", marks=pytest.mark.slow),
         ("knn", ["--dataset", "trec", "--limit", "400", "--metric", "euclidean", "--metric", "cosine"], "knn", "knn"),
-        ("cls-energy", ["--limit", "40"], "cls_energy", "cls_energy"),
+        pytest.param("cls-energy", ["--limit", "40"], "cls_energy", "cls_energy", marks=pytest.mark.slow),
         pytest.param("attention", ["--limit", "40"], "attention_maps", "attention_sinks", marks=pytest.mark.slow),
         pytest.param("layers", ["--dataset", "trec", "--limit", "300", "--layers", "0,2"], "layers", "layers", marks=pytest.mark.slow),
         ("token-dependency", ["--limit", "50"], "token_dependency", "token_dependency_summary"),
@@ -312,6 +313,7 @@ def test_layers_scores_each_layer_on_mteb_tasks_with_the_block_average(tmp_path,
     assert bad.exit_code != 0 and "STS-BB" in bad.output
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_alignment_uniformity_follows_a_folder_of_checkpoints(tmp_path, tiny_bert_dir, data_root, shared_cache):
     from embench.analysis import run
 

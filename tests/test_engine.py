@@ -36,6 +36,7 @@ class CountingEncoder:
         return self.inner.describe()
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_batch_1_and_batch_128_agree_in_fp32(tiny_bert_dir, minilm_path):
     for model in (tiny_bert_dir, "all-MiniLM-L6-v2"):
         enc = embench.load_model(model, device="cpu")

@@ -31,6 +31,7 @@ def _writer(root: str, worker: int, rounds: int) -> None:
         cache.put_many(keys, np.stack([_vector(k) for k in keys]))
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_many_processes_writing_one_cache_never_store_a_wrong_or_unreadable_vector(tmp_path):
     workers, rounds = 6, 30
     ctx = mp.get_context("fork")  # the workers need only numpy and the cache module

@@ -59,6 +59,7 @@ def test_a_nan_stop_leaves_the_previous_good_checkpoint_untouched_and_names_it(t
     assert len(digests) == 1 and _digest(saved / "state.pt") == digests[0]  # byte for byte the step-2 checkpoint
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_resume_takes_a_new_learning_rate_and_says_so(tiny_bert_dir, data_root, tmp_path, caplog):
     out = tmp_path / "run"
     train(_config(tiny_bert_dir, data_root, out, max_steps=2, save_steps=2))

@@ -16,6 +16,7 @@ from embench.evaluation.results import ResultStore
 TASKS = ["STS16", "STSBenchmark"]
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_intervals_come_from_stored_items_without_encoding(env, tiny_bert_dir, one_thread):
     ev = embench.evaluate(str(tiny_bert_dir), tasks=TASKS, ci=95)
     model = ev.records[0].model
@@ -36,6 +37,7 @@ def test_intervals_come_from_stored_items_without_encoding(env, tiny_bert_dir, o
     assert narrow[1] - narrow[0] < ev.intervals[(model, "STS16")][1] - ev.intervals[(model, "STS16")][0]
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_records_without_usable_items_are_scored_again_when_an_interval_is_asked_for(env, tiny_bert_dir, one_thread, caplog):
     embench.evaluate(str(tiny_bert_dir), tasks=["STS16"])
     store = ResultStore()
@@ -51,6 +53,7 @@ def test_records_without_usable_items_are_scored_again_when_an_interval_is_asked
     assert embench.evaluate(str(tiny_bert_dir), tasks=["STS16"], ci=95).status["STS16"] == "computed"
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_cli_intervals_in_every_format_and_bad_options(env, tiny_bert_dir, one_thread):
     runner = CliRunner()
     base = ["run", "--model", str(tiny_bert_dir), "--task", "STS16", "-q"]

@@ -142,6 +142,7 @@ def test_sentence_transformers_folder_with_cls_pooling(tmp_path, tiny_bert_dir, 
 
 
 @pytest.mark.parametrize("weights_name", ["model.safetensors", "pytorch_model.bin"])
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_sentence_transformers_dense_modules_match_sentence_transformers(tmp_path, tiny_bert_dir, weights_name):
     """Pooling -> Dense(tanh) -> Dense(identity) -> Normalize, saved by sentence-transformers itself."""
     from sentence_transformers import SentenceTransformer, models

@@ -54,7 +54,7 @@ def test_import_embench_does_not_import_mteb():
     ("name", "limit", "main_name"),
     [
         pytest.param("EmotionClassification", 120, "accuracy", marks=pytest.mark.slow),
-        ("TwentyNewsgroupsClustering", 240, "v_measure"),
+        pytest.param("TwentyNewsgroupsClustering", 240, "v_measure", marks=pytest.mark.slow),
         ("SciFact", 12, "ndcg_at_10"),
         ("TwitterURLCorpus", 240, "max_ap"),
     ],

@@ -108,6 +108,7 @@ def test_interrupted_run_keeps_finished_tasks_and_resumes(env, tiny_bert_dir, mo
     assert len(embench.results(env / "results")) == 7
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_results_show_lists_stored_records(env, tiny_bert_dir):
     _run("run", "--model", str(tiny_bert_dir), "--task", "STS13", "-q")
     _run("run", "--model", str(tiny_bert_dir), "--task", "STS13", "--aggregation", "mean", "-q")

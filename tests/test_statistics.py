@@ -117,6 +117,7 @@ def test_paired_bootstrap_p_counts_both_tails():
 
 
 @pytest.mark.parametrize("metric", [Metric(correlation="pearson"), Metric(correlation="spearman"), Metric(kind="accuracy")])
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_permutation_test_equals_scipy_exactly_on_a_small_example(metric):
     x, y = _pairs(11, 0.5, 6)
     z = _pairs(11, 0.2, 7)[0]

@@ -58,6 +58,7 @@ def test_similarity_cosine_and_dot():
 
 
 @pytest.mark.parametrize("task", ["STS12", "STS16", "SICKRelatedness"])
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_task_scores_equal_independent_scipy_on_real_data(task, data_root, tiny_bert_dir, monkeypatch):
     """The record's six numbers and per-subset values, recomputed with scipy from independently read files.
 

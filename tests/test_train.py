@@ -415,6 +415,7 @@ def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(t
     np.testing.assert_allclose(st_folder.encode_batch(["A dog runs."]), want, atol=1e-5)
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_mlm_auxiliary_loss_and_freezing_embeddings_and_first_layers(tiny_bert_dir, data_root, tmp_path):
     from safetensors.torch import load_file
 

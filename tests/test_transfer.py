@@ -289,6 +289,7 @@ def test_pair_features_reach_the_classifier():
     assert (uv.scores["features"], code.scores["features"]) == ("[u, v, |u-v|, u*v]", "[|u-v|, u*v]")
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_tiny_model_runs_the_transfer_suite_end_to_end(data_root, tiny_bert_dir, tmp_path, cache_dir):
     from typer.testing import CliRunner
 

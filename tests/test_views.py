@@ -60,6 +60,7 @@ def _check_views_equal_alone(model, cache, batch_size=3):
         assert not again.encoder.loaded  # every vector from the cache: the weights were never read
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_every_view_from_one_pass_equals_that_view_alone_tiny_bert(tiny_bert_dir, tmp_path, one_thread):
     _check_views_equal_alone(tiny_bert_dir, tmp_path / "cache")
 
