@@ -209,6 +209,7 @@ def test_attention_shares_and_cls_energy_weight_match_a_numpy_attention(tiny_enc
             np.linalg.norm(concat[0]) / np.linalg.norm(concat[1 : n - 1]), rel=1e-6)
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_attention_without_eager_implementation_is_a_clear_error(tiny_bert_dir):
     encoder = load_model(tiny_bert_dir, pooling="mean", device="cpu")
     model = encoder.model
@@ -257,7 +258,8 @@ def shared_cache(tmp_path_factory):
     [
         pytest.param("spectrum", [], "spectrum", "spectrum_summary", marks=pytest.mark.slow),
         pytest.param("cosine-density", [], "cosine_density", "cosine_density", marks=pytest.mark.slow),
-        ("knn", ["--dataset", "trec", "--limit", "400", "--metric", "euclidean", "--metric", "cosine"], "knn", "knn"),
+        pytest.param("knn", ["--dataset", "trec", "--limit", "400", "--metric", "euclidean", "--metric", "cosine"], "knn", "knn",
+                     marks=pytest.mark.slow),
         pytest.param("cls-energy", ["--limit", "40"], "cls_energy", "cls_energy", marks=pytest.mark.slow),
         pytest.param("attention", ["--limit", "40"], "attention_maps", "attention_sinks", marks=pytest.mark.slow),
         pytest.param("layers", ["--dataset", "trec", "--limit", "300", "--layers", "0,2"], "layers", "layers", marks=pytest.mark.slow),

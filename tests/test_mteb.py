@@ -55,7 +55,7 @@ def test_import_embench_does_not_import_mteb():
     [
         pytest.param("EmotionClassification", 120, "accuracy", marks=pytest.mark.slow),
         pytest.param("TwentyNewsgroupsClustering", 240, "v_measure", marks=pytest.mark.slow),
-        ("SciFact", 12, "ndcg_at_10"),
+        pytest.param("SciFact", 12, "ndcg_at_10", marks=pytest.mark.slow),
         ("TwitterURLCorpus", 240, "max_ap"),
     ],
 )

@@ -186,6 +186,7 @@ def test_tasks_and_suites_are_registered_as_papers_print_them():
     assert {TASKS.get(t).kind for t in ("SST-5", "SICK-E", "SST")} == {"transfer"}
 
 
+@pytest.mark.slow  # over 1 s: the fast tier stays under a minute
 def test_readers_keep_senteval_counts_tokens_and_order(data_root):
     root = DataRoot(data_root)
     sizes = {n: {k: len(v.y) for k, v in TASKS.get(n).read(root)[0].items()} for n in ("MR", "TREC", "MRPC", "SICK-E")}
