@@ -263,7 +263,8 @@ def shared_cache(tmp_path_factory):
         pytest.param("cls-energy", ["--limit", "40"], "cls_energy", "cls_energy", marks=pytest.mark.slow),
         pytest.param("attention", ["--limit", "40"], "attention_maps", "attention_sinks", marks=pytest.mark.slow),
         pytest.param("layers", ["--dataset", "trec", "--limit", "300", "--layers", "0,2"], "layers", "layers", marks=pytest.mark.slow),
-        ("token-dependency", ["--limit", "50"], "token_dependency", "token_dependency_summary"),
+        pytest.param("token-dependency", ["--limit", "50"], "token_dependency", "token_dependency_summary",
+                     marks=pytest.mark.slow),
         pytest.param("tsne", ["--dataset", "trec", "--limit", "300"], "tsne", "tsne_knn", marks=pytest.mark.slow),
     ],
 )

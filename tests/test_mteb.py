@@ -24,6 +24,8 @@ from embench.tasks.mteb.blocks import block_averages
 from embench.tasks.mteb.local_data import SchemaError, spread
 from embench.tasks.mteb.tasks import MTEBTask
 
+pytestmark = pytest.mark.slow  # every test here imports mteb (about 5 s): the fast tier stays under a minute
+
 
 @pytest.fixture(scope="module")
 def tiny(tiny_bert_dir):
