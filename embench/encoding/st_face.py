@@ -21,8 +21,6 @@ from ..core.errors import EmbenchError
 from .cache import default_cache_dir
 from .engine import Engine
 
-# sentence-transformers' keyword -> ours
-ST_SPELLINGS = {"show_progress_bar": "show_progress", "normalize_embeddings": "normalize"}
 IGNORED = {"convert_to_numpy", "device", "precision", "output_value"}  # see encode(): what each means here
 
 
@@ -62,13 +60,10 @@ class SentenceEncode:
         device and dtype are the model's, set in ``load_model``): ``device``/``precision`` given with a value
         other than the default are an error rather than silently ignored.
         """
-        for st_name, ours in ST_SPELLINGS.items():
-            if st_name in st_kwargs:
-                value = st_kwargs.pop(st_name)
-                if ours == "normalize":
-                    normalize = value if normalize is None else normalize
-                else:
-                    show_progress = value if show_progress is None else show_progress
+        # sentence-transformers' spellings stand in for ours when ours are not given
+        st_normalize, st_progress = st_kwargs.pop("normalize_embeddings", None), st_kwargs.pop("show_progress_bar", None)
+        normalize = st_normalize if normalize is None else normalize
+        show_progress = st_progress if show_progress is None else show_progress
         for name in list(st_kwargs):
             if name not in IGNORED:
                 raise EmbenchError(f"encode() got an unexpected option {name!r}; it takes batch_size, normalize, "
