@@ -91,6 +91,37 @@ def test_a_checksum_mismatch_after_conversion_writes_nothing(tmp_path, server):
     assert not root.path.exists() or not any(p.is_file() for p in root.path.rglob("*"))
 
 
+def test_the_cli_fetches_every_other_file_when_one_fails_and_names_it(tmp_path, server):
+    served, url, _ = server
+    good, bad = b"kept line\n", b"upstream changed\n"
+    (served / "good.txt").write_bytes(good)
+    (served / "bad.txt").write_bytes(bad)
+    entries = [
+        {"path": "corpora/bad.txt.gz", "task": "corpora", "url": f"{url}/bad.txt", "sha256": _sha(b"as listed\n"), "compress": True,
+         "verified": "no: not compared yet"},
+        {"path": "corpora/gone.txt.gz", "task": "corpora", "url": f"{url}/gone.txt", "sha256": _sha(good), "compress": True},
+        {"path": "corpora/good.txt.gz", "task": "corpora", "url": f"{url}/good.txt", "sha256": _sha(good), "compress": True},
+    ]
+    manifest = _manifest(tmp_path, entries)
+    data = tmp_path / "data"
+    r = CliRunner().invoke(app, ["data", "download", "--data", str(data), "--manifest", str(manifest)])
+    out = " ".join(r.output.split())  # the console wraps long lines
+    assert r.exit_code == 1, r.output
+    assert "1 downloaded, 0 already present, 2 failed" in out
+    assert "not downloaded: corpora/bad.txt.gz" in out and "never compared with upstream: no: not compared yet" in out
+    assert "not downloaded: corpora/gone.txt.gz" in out and "could not download" in out
+    assert gzip.decompress((data / "corpora/good.txt.gz").read_bytes()) == good  # the good file is kept
+    assert not (data / "corpora/bad.txt.gz").exists()
+
+    # --accept-mismatch stores it, says so, and `data check --files` reports the difference
+    r = CliRunner().invoke(app, ["data", "download", "--data", str(data), "--manifest", str(manifest), "--accept-mismatch"])
+    assert r.exit_code == 1 and "1 downloaded, 1 already present, 1 failed" in r.output, r.output
+    assert "checksum that differs from the manifest's: corpora/bad.txt.gz" in " ".join(r.output.split())
+    assert gzip.decompress((data / "corpora/bad.txt.gz").read_bytes()) == bad
+    statuses = {r["path"]: r["status"] for r in check_manifest_files(DataRoot(data), manifest)}
+    assert statuses["corpora/bad.txt.gz"] == "differs" and statuses["corpora/good.txt.gz"] == "ok"
+
+
 def test_a_resume_keeps_good_files_fetches_absent_and_damaged_ones(tmp_path, server):
     served, url, requests = server
     files = {f"f{i}.txt": f"line {i}\n".encode() for i in range(3)}

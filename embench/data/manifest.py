@@ -123,6 +123,8 @@ def download(
     base_url: str | None = None,
     timeout: float = 60.0,
     paths: set[str] | None = None,
+    keep_going: bool = False,
+    accept_mismatch: bool = False,
 ) -> list[tuple[str, str]]:
     """Fetch the manifest's files into ``root``; returns (path, status) per file.
 
@@ -132,11 +134,13 @@ def download(
     A present file whose checksum matches is kept ("present"); others are downloaded, converted
     where the entry says so, verified and renamed into place ("downloaded"), one by one, so an
     interrupted run resumes where it stopped. A checksum mismatch raises and writes nothing for
-    that file. ``base_url`` replaces every entry's URL by ``base_url/<path>`` (a mirror of the data
-    root's own files, with ``.gz`` removed where the entry compresses; ``file://`` works).
+    that file; with ``keep_going`` a file that cannot be fetched or does not verify is reported as
+    "failed: <why>" and the others are still fetched. ``accept_mismatch`` stores a converted file whose
+    checksum differs ("downloaded, checksum differs"): for manifest entries never compared with
+    upstream (their ``verified`` field says so) the manifest may be what is wrong. ``base_url`` replaces
+    every entry's URL by ``base_url/<path>`` (a mirror of the data root's own files, with ``.gz``
+    removed where the entry compresses; ``file://`` works).
     """
-    from .convert import convert
-
     entries = load_manifest(manifest)
     wanted = {t.lower() for t in tasks or []}
     known = {(e.task or "").lower() for e in entries}
@@ -151,30 +155,46 @@ def download(
         if _present(dest, e.sha256):
             done.append((e.path, "present"))
             continue
-        if base_url:  # a mirror holds the stored files themselves (a data root will do): no conversion
-            url = f"{base_url.rstrip('/')}/{e.path}"
-            try:
-                payload = _fetch(url, e.path, timeout)
-            except EmbenchError:
-                if not e.path.endswith(".gz"):
-                    raise
-                url = url.removesuffix(".gz")  # a mirror that keeps the file uncompressed
-                payload = _fetch(url, e.path, timeout)
-        else:
-            url = " + ".join(e.urls)
-            payloads = [_fetch(u, e.path, timeout) for u in e.urls]
-            payload = convert(e.convert, payloads) if e.convert else payloads[0]
-        payload = _decompressed(payload, url)  # checksums are of the content
-        got = hashlib.sha256(payload).hexdigest()
-        if got != e.sha256:
-            step = f" after conversion {e.convert['name']!r}" if e.convert and not base_url else ""
-            raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(dest.name + f".part{os.getpid()}")
-        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
-        os.replace(tmp, dest)
-        done.append((e.path, "downloaded"))
+        try:
+            done.append((e.path, _fetch_entry(e, dest, base_url, timeout, accept_mismatch)))
+        except EmbenchError as err:
+            if not keep_going:
+                raise
+            unconfirmed = f" (this entry was never compared with upstream: {e.verified})" if e.verified.startswith("no") else ""
+            done.append((e.path, f"failed: {err}{unconfirmed}"))
     return done
+
+
+def _fetch_entry(e: Entry, dest: Path, base_url: str | None, timeout: float, accept_mismatch: bool) -> str:
+    """Fetch, convert, verify and store one entry; its status."""
+    from .convert import convert
+
+    if base_url:  # a mirror holds the stored files themselves (a data root will do): no conversion
+        url = f"{base_url.rstrip('/')}/{e.path}"
+        try:
+            payload = _fetch(url, e.path, timeout)
+        except EmbenchError:
+            if not e.path.endswith(".gz"):
+                raise
+            url = url.removesuffix(".gz")  # a mirror that keeps the file uncompressed
+            payload = _fetch(url, e.path, timeout)
+    else:
+        url = " + ".join(e.urls)
+        payloads = [_fetch(u, e.path, timeout) for u in e.urls]
+        payload = convert(e.convert, payloads) if e.convert else payloads[0]
+    payload = _decompressed(payload, url)  # checksums are of the content
+    got = hashlib.sha256(payload).hexdigest()
+    status = "downloaded"
+    if got != e.sha256:
+        step = f" after conversion {e.convert['name']!r}" if e.convert and not base_url else ""
+        if not accept_mismatch:
+            raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
+        status = "downloaded, checksum differs"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + f".part{os.getpid()}")
+    tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
+    os.replace(tmp, dest)
+    return status
 
 
 def manifest_sums(manifest: str | Path | None = None) -> dict[str, str]:

@@ -56,6 +56,7 @@ def download(
     base_url: Annotated[str | None, typer.Option(help="Fetch every file from BASE_URL/<path> instead (a mirror).")] = None,
     from_hub: Annotated[bool, typer.Option("--from-hub", help="MTEB tasks (-t MTEB:NAME): copy their Hugging Face dataset, at the revision mteb pins, into <data>/mteb/<task>/ (needs embench[mteb] and the hub).")] = False,
     hub_mirror: Annotated[Path | None, typer.Option(help="With --from-hub: a local folder of <repo_id>/ trees to copy from instead of the hub.")] = None,
+    accept_mismatch: Annotated[bool, typer.Option("--accept-mismatch", help="Store a file whose checksum differs from the manifest's (reported; `data check` then says 'differs'). For entries the manifest marks as never compared with upstream.")] = False,
 ) -> None:
     """Fetch the public releases listed in the manifest into the data root, verifying sha256."""
     from ...data.manifest import download as fetch
@@ -67,9 +68,18 @@ def download(
         _from_hub(root, task or [], hub_mirror)
         return
     paths = manifest_paths(task, manifest) if task else None
-    done = fetch(root, None, manifest, base_url, paths=paths)
-    got = sum(1 for _, s in done if s == "downloaded")
-    emit(f"{got} downloaded, {len(done) - got} already present, into {root.path}")
+    # every file is tried: one that cannot be fetched or verified does not stop the others
+    done = fetch(root, None, manifest, base_url, paths=paths, keep_going=True, accept_mismatch=accept_mismatch)
+    failed = [(p, s.removeprefix("failed: ")) for p, s in done if s.startswith("failed")]
+    differs = [p for p, s in done if s.endswith("checksum differs")]
+    got = sum(1 for _, s in done if s.startswith("downloaded"))
+    for path in differs:
+        err.print(f"[yellow]stored with a checksum that differs from the manifest's:[/] {path}")
+    for path, why in failed:
+        err.print(f"[red]not downloaded:[/] {path}: {why}")
+    emit(f"{got} downloaded, {sum(1 for _, s in done if s == 'present')} already present, {len(failed)} failed, into {root.path}")
+    if failed:
+        raise typer.Exit(1)
 
 
 def _from_hub(root, names: list[str], mirror: Path | None) -> None:
