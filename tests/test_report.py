@@ -138,6 +138,34 @@ def test_a_figure_without_its_analysis_output_says_which_command_makes_it(tmp_pa
         compose("spectrum", [tmp_path / "a"], tmp_path / "out", models=["m1", "m2"])
 
 
+@pytest.mark.slow
+def test_bellm_figures_draw_each_model_in_its_report_colour(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+
+    from embench.report import figures
+
+    a = tmp_path / "a"
+    a.mkdir()
+    pd.DataFrame({"model": ["llm"] * 3 + ["enc"] * 3, "layers_kept": [1, 2, 3] * 2,
+                  "stsb_spearman": [0.1, 0.3, 0.2, 0.5, 0.6, 0.7]}).to_csv(a / "layer_removal.csv", index=False)
+    pd.DataFrame({"model": ["llm"] * 3 + ["enc"] * 3, "spearman": [0.9, 0.8, 0.7, 0.2, 0.1, 0.3]}).to_csv(a / "token_dependency.csv", index=False)
+    colours = {"enc": (1.0, 0.0, 0.0), "llm": (0.0, 0.0, 1.0)}
+    drawn = {}
+
+    def keep(fig, out, name):  # look at the axes instead of the file
+        drawn[name] = fig.axes[0]
+        return [Path(out) / f"{name}.png"]
+
+    monkeypatch.setattr(figures, "save", keep)
+    figures.compose("layer-removal", [a], tmp_path / "out", colours=colours)
+    figures.compose("token-dependency", [a], tmp_path / "out", colours=colours)
+    lines = {ln.get_label(): ln for ln in drawn["layer_removal"].get_lines()}
+    assert list(lines["llm"].get_ydata()) == [10.0, 30.0, 20.0] and to_rgba(lines["enc"].get_color()) == to_rgba(colours["enc"])
+    boxes = drawn["token_dependency"].patches
+    assert [to_rgba(p.get_facecolor()) for p in boxes] == [to_rgba(colours["llm"]), to_rgba(colours["enc"])]
+    assert [t.get_text() for t in drawn["token_dependency"].get_xticklabels()] == ["mean 0.80", "mean 0.20"]
+
+
 # --- LaTeX through pdflatex, HTML through chromium --------------------------------------------------
 
 def _tool(name: str) -> str:

@@ -105,6 +105,26 @@ def _per_layer(column: str, label: str):
     return draw
 
 
+def _layer_removal(ax, data, colours):
+    """BeLLM Figure 4: STS-B Spearman against the number of layers kept (removed from the top)."""
+    for m, g in data.groupby("model", sort=False):
+        g = g.sort_values("layers_kept")
+        ax.plot(g["layers_kept"], 100 * g["stsb_spearman"], marker="o", ms=3, color=colours[m], label=m)
+    ax.set(xlabel="layers kept (the rest removed from the top)", ylabel="STS-B Spearman (x100)")
+
+
+def _token_dependency(ax, data, colours):
+    """BeLLM Figure 2: per-sentence pivot-token Spearman, one box per model, means as diamonds."""
+    models = list(dict.fromkeys(data["model"]))
+    groups = [data.loc[data["model"] == m, "spearman"].dropna() for m in models]
+    boxes = ax.boxplot(groups, patch_artist=True, showmeans=True, widths=0.6, flierprops={"markersize": 1},
+                       meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black", "markersize": 3})
+    for patch, m in zip(boxes["boxes"], models, strict=True):
+        patch.set(facecolor=colours[m], label=m)
+    ax.set_xticks(range(1, len(models) + 1), [f"mean {g.mean():.2f}" for g in groups])
+    ax.set(ylabel="pivot-token Spearman (per sentence)")
+
+
 def _knn(ax, data, colours):
     data = data.assign(setting=data["transform"] + "/" + data["metric"])
     settings = list(dict.fromkeys(data["setting"]))
@@ -145,6 +165,10 @@ COMPOSERS: dict[str, Composer] = {
                            "E_CLS per layer (JTCSE)"),
     "attention-sinks": Composer("attention_sinks.csv", _per_layer("cls_share", "attention to [CLS]"),
                                 "embench analyze attention -m {model} --out {name}", "Share of attention to [CLS] per layer (JTCSE)"),
+    "layer-removal": Composer("layer_removal.csv", _layer_removal, "embench analyze layer-removal -m {model} --out {name}",
+                              "STS-B Spearman as layers are removed from the top (BeLLM Figure 4)"),
+    "token-dependency": Composer("token_dependency.csv", _token_dependency, "embench analyze token-dependency -m {model} --out {name}",
+                                 "Pivot-token dependency per sentence (BeLLM Figure 2)"),
     "knn": Composer("knn.csv", _knn, "embench analyze knn -m {model} --out {name}",
                     "kNN accuracy per transform and metric (cropping paper Table S3)"),
     "training-loss": Composer("*metrics.jsonl", _training_metric("loss"), "embench train ... --out {name} (its metrics.jsonl)",
