@@ -93,6 +93,10 @@ def test_nltk_lines_strips_brown_tags_and_takes_members_by_pattern():
     assert out == b"The jury .\nHe said .\n"
     abc = _zip({"abc/rural.txt": b"PM denies it\n\nHe said so.\n"})
     assert convert({"name": "nltk-lines", "members": ["abc/rural.txt"]}, [abc]) == b"PM denies it\nHe said so.\n"
+    # the data root's corpora keep lines of 4 to 80 tokens (after Brown's tags are stripped)
+    short = _zip({"brown/ca01": b"\tHe/pps said/vbd ./.\n\tThe/at jury/nn said/vbd it/pps ./.\n\t" + b"x/nn " * 81 + b"\n"})
+    assert convert({"name": "nltk-lines", "members": "brown/c*", "strip_tags": True, "min_tokens": 4, "max_tokens": 80},
+                   [short]) == b"The jury said it .\n"
 
 
 def test_an_unknown_conversion_names_the_known_ones():

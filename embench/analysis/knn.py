@@ -199,9 +199,9 @@ def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emo
                 ax.bar(xs, 100 * g["accuracy"], width, yerr=100 * g["stderr"], color=colours[j], label=ref.label,
                        error_kw={"lw": 0.8, "capsize": 1.5})
             ax.set_xticks(range(len(sets)), [s.name for s in sets] if r == len(metrics) - 1 else [], rotation=30, ha="right")
-            ax.set_title(f"k={k}, {m}, {t}")
+            ax.set_title(f"{m}, {t}")  # short: three panels side by side must not overlap
             if c == 0:
-                ax.set_ylabel("kNN accuracy (%)")
+                ax.set_ylabel(f"{k}-NN accuracy (%)")
         handles, names_ = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, names_, loc="upper center", ncol=len(refs), bbox_to_anchor=(0.5, 1.04))
         fig.tight_layout()
