@@ -74,15 +74,15 @@ def test_columns_to_jsonl_zips_parallel_files_and_checks_their_lengths():
 def test_newsgroups_bydate_takes_subject_and_body_in_group_then_number_order():
     release = _tgz({
         "20news-bydate-test/sci.space/10": b"From: x\nSubject: Re: orbits\n\nBody two\n",
-        "20news-bydate-test/sci.space/9": b"Subject: launch\nLines: 1\n\nBody one\n\nmore\n",
+        "20news-bydate-test/sci.space/9": b"Subject: launch\nLines: 1\n\n\n  Body one\n\nmore\n\n",
         "20news-bydate-test/alt.atheism/50": b"Subject: faq\n\nText \xe9\n",  # Latin-1, as the release is
         "20news-bydate-train/alt.atheism/1": b"Subject: not this split\n\nx\n",
     })
     rows = [json.loads(line) for line in convert({"name": "newsgroups-bydate", "folder": "20news-bydate-test"}, [release]).splitlines()]
     assert rows == [
-        {"id": "50", "label": "alt.atheism", "subject": "faq", "text": "Text é\n"},
-        {"id": "9", "label": "sci.space", "subject": "launch", "text": "Body one\n\nmore\n"},
-        {"id": "10", "label": "sci.space", "subject": "Re: orbits", "text": "Body two\n"},
+        {"id": "50", "label": "alt.atheism", "subject": "faq", "text": "Text é"},
+        {"id": "9", "label": "sci.space", "subject": "launch", "text": "Body one\n\nmore"},
+        {"id": "10", "label": "sci.space", "subject": "Re: orbits", "text": "Body two"},
     ]
 
 

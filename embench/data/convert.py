@@ -120,7 +120,8 @@ def columns_to_jsonl(payloads: list[bytes], fields: list[str], integers: list[st
 
 @converter("newsgroups-bydate")
 def newsgroups_bydate(payloads: list[bytes], folder: str) -> bytes:
-    """20 Newsgroups' bydate tarball to JSON lines: id (file name), label (group), subject, text (body after the headers)."""
+    """20 Newsgroups' bydate tarball to JSON lines: id (file name), label (group), subject, text (body after the
+    headers, stripped of surrounding whitespace: no stored text starts or ends with any)."""
     rows = []
     with tarfile.open(fileobj=io.BytesIO(payloads[0])) as t:
         members = sorted((m for m in t.getmembers() if m.isfile() and m.name.startswith(folder + "/")),
@@ -129,7 +130,7 @@ def newsgroups_bydate(payloads: list[bytes], folder: str) -> bytes:
             text = t.extractfile(m).read().decode("latin-1")  # the release is Latin-1
             head, _, body = text.partition("\n\n")
             subject = next((h[len("Subject:"):].strip() for h in head.splitlines() if h.startswith("Subject:")), "")
-            rows.append({"id": m.name.split("/")[-1], "label": m.name.split("/")[-2], "subject": subject, "text": body})
+            rows.append({"id": m.name.split("/")[-1], "label": m.name.split("/")[-2], "subject": subject, "text": body.strip()})
     return _jsonl(rows)
 
 
