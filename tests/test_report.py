@@ -166,6 +166,30 @@ def test_bellm_figures_draw_each_model_in_its_report_colour(tmp_path, monkeypatc
     assert [t.get_text() for t in drawn["token_dependency"].get_xticklabels()] == ["mean 0.80", "mean 0.20"]
 
 
+@pytest.mark.slow
+def test_training_figures_read_the_eval_columns_embench_train_logs(tmp_path, monkeypatch):
+    from embench.report import figures
+
+    run = tmp_path / "runs" / "crop"
+    run.mkdir(parents=True)
+    log = [{"step": 0, "eval/STSBenchmark-dev": 0.80, "eval/knn:trec": 0.42, "best": True},
+           {"step": 10, "loss": 0.9, "lr": 1e-5}, {"step": 20, "loss": 0.5, "lr": 5e-6},
+           {"step": 20, "eval/STSBenchmark-dev": 0.82, "eval/knn:trec": 0.40, "best": True}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out, name: drawn.setdefault(name, fig.axes[0]) and [])
+    for name in ("training-loss", "training-eval", "training-knn"):
+        figures.compose(name, [tmp_path / "runs"], tmp_path / "out")
+    points = {n: (list(ax.get_lines()[0].get_xdata()), list(ax.get_lines()[0].get_ydata()), ax.get_ylabel()) for n, ax in drawn.items()}
+    assert points == {"training_loss": ([10, 20], [0.9, 0.5], "loss"),
+                      "training_eval": ([0, 20], [0.80, 0.82], "STSBenchmark-dev"),
+                      "training_knn": ([0, 20], [0.42, 0.40], "knn:trec")}
+    assert drawn["training_knn"].get_lines()[0].get_label() == "crop"  # a run folder's own log is named after the folder
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 10, "loss": 0.9}) + "\n")
+    with pytest.raises(EmbenchError, match="--eval-analysis knn:DATASET"):
+        figures.compose("training-knn", [tmp_path / "runs"], tmp_path / "out")
+
+
 # --- LaTeX through pdflatex, HTML through chromium --------------------------------------------------
 
 def _tool(name: str) -> str:

@@ -138,17 +138,20 @@ def _knn(ax, data, colours):
     ax.set(ylabel="kNN accuracy (mean over sets)")
 
 
-def _training_metric(column: str | None):
-    """Training curves of every run that logged ``column`` (None: the first ``*spearman`` column logged)."""
+def _training_metric(column: str | None, prefix: str = "eval/", skip: str | None = None):
+    """Training curves of every run that logged ``column`` (None: the first logged column that starts with
+    ``prefix`` and not with ``skip``; ``embench train`` logs evaluations as ``eval/<task or analysis spec>``)."""
     def draw(ax, data, colours):
-        metric = column or next((c for c in data.columns if c.endswith("spearman") and data[c].notna().any()), None)
+        metric = column or next((c for c in data.columns if c.startswith(prefix) and not (skip and c.startswith(skip))
+                                 and data[c].notna().any()), None)
         if metric is None or metric not in data:
-            raise EmbenchError("no run logged an evaluation metric (train with --eval-steps N)")
+            raise EmbenchError(f"no run logged an evaluation metric {prefix}... (train with --eval-steps N and "
+                               f"{'--eval-analysis knn:DATASET' if 'knn' in prefix else '--eval-task TASK'})")
         for m, g in data.groupby("model", sort=False):
             g = g.dropna(subset=[metric])
             if len(g):  # runs that never logged it get no line and no legend entry
                 ax.plot(g["step"], g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
-        ax.set(xlabel="training step", ylabel=metric)
+        ax.set(xlabel="training step", ylabel=metric.removeprefix("eval/"))
     return draw
 
 
@@ -173,8 +176,11 @@ COMPOSERS: dict[str, Composer] = {
                     "kNN accuracy per transform and metric (cropping paper Table S3)"),
     "training-loss": Composer("*metrics.jsonl", _training_metric("loss"), "embench train ... --out {name} (its metrics.jsonl)",
                               "Training loss of embench runs"),
-    "training-eval": Composer("*metrics.jsonl", _training_metric(None), "embench train ... --eval-steps N --out {name}",
+    "training-eval": Composer("*metrics.jsonl", _training_metric(None, skip="eval/knn"), "embench train ... --eval-steps N --out {name}",
                               "Evaluation during training (embench runs with --eval-steps)"),
+    "training-knn": Composer("*metrics.jsonl", _training_metric(None, prefix="eval/knn"),
+                             "embench train ... --eval-steps N --eval-analysis knn:DATASET --out {name}",
+                             "kNN accuracy during training (cropping paper Figures 1 and 3)"),
 }
 
 
