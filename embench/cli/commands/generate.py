@@ -29,7 +29,7 @@ def triplets(
     limit: Annotated[int | None, Opt(min=1, help="Only the first N premises.")] = None,
     contrastive: Annotated[bool, Opt("--contrastive/--no-contrastive", help="Contrastive decoding against the opposite instruction (MultiCSR §3.1).")] = True,
     omega: Annotated[float, Opt(help="omega of l - omega * l_noisy (the paper's 0.3).")] = 0.3,
-    sample: Annotated[bool, Opt("--sample/--greedy", help="Sample the next token (temperature, top-p) or take the argmax.")] = False,
+    sample: Annotated[bool, Opt("--do-sample/--greedy", help="Sample the next token (temperature, top-p) or take the argmax (default).")] = False,
     temperature: Annotated[float | None, Opt(help="Sampling temperature (default 1).")] = None,
     top_p: Annotated[float, Opt(help="Sampling: nucleus probability mass (1 = off).")] = 1.0,
     max_new_tokens: Annotated[int, Opt(help="Tokens per generated sentence at most.")] = 48,
