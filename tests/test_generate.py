@@ -216,3 +216,20 @@ def test_curation_counts_unreadable_answers_as_dropped_and_swaps_under_the_code_
     with pytest.raises(EmbenchError, match="other settings .*answer_prefix"):
         curate_triplets("no-such-model", trip, tmp_path / "kept-code.csv", rule="code", answer_prefix="Score:")
     assert decide("paper", None, 1.0, 3, 3, 1, "no score in the answer").reason == "entailment: no score in the answer"
+
+
+def test_the_cli_refuses_a_prompt_without_premise_and_an_encoder_only_llm_before_generating(tiny_bert_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    premises = tmp_path / "p.txt"
+    premises.write_text("a man plays\n")
+    runner = CliRunner()
+    bad = runner.invoke(app, ["generate", "triplets", "--llm", str(tiny_bert_dir), "--premises", str(premises), "--out",
+                              str(tmp_path / "t.csv"), "--prompt-entailment", "Paraphrase it."])
+    assert bad.exit_code != 0 and "has no {premise}" in str(bad.exception)
+    enc = runner.invoke(app, ["generate", "triplets", "--llm", str(tiny_bert_dir), "--premises", str(premises), "--out",
+                              str(tmp_path / "t.csv"), "-q"])
+    assert "encoder-only" in str(enc.exception)
+    assert not (tmp_path / "t.csv").exists()

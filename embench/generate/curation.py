@@ -94,12 +94,13 @@ def _scored(path: Path, triplets: list[tuple[str, str, str]]) -> dict[int, tuple
 def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLike | None = None, *, rule: str = "paper",
                     alpha: float = 3.0, beta: float = 3.0, gamma: float = 1.0, limit: int | None = None,
                     chat: bool | None = None, max_new_tokens: int = 8, batch_size: int = 16, device: str | None = None,
-                    answer_prefix: str = "", progress: bool = False) -> CurationResult:
+                    answer_prefix: str = "", scores: str | os.PathLike | None = None, progress: bool = False) -> CurationResult:
     """Score every triplet of ``triplets`` with ``llm`` and keep those ``rule`` accepts (see the module doc).
 
     ``answer_prefix`` is put at the start of the model's answer (after the chat template's assistant turn),
     e.g. ``"Score:"``: embench's addition, not the paper's, for small models that restate the sentences
-    instead of giving a number; the scores file and summary record it.
+    instead of giving a number; the scores file and summary record it. ``scores`` names the answers file
+    (default ``<out stem>.scores.csv``): another rule's run given the same file asks the LLM nothing again.
     """
     if rule not in RULES:
         raise EmbenchError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}")
@@ -111,6 +112,8 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     if out.resolve() == src.resolve():
         raise EmbenchError(f"--out {out} is the triplet file itself: give another --out")
     paths = _paths(out)
+    if scores is not None:
+        paths["scores"] = Path(scores)
     _check_scoring_settings(paths["scores"], {"llm": str(llm), "chat": chat, "max_new_tokens": max_new_tokens,
                                               "answer_prefix": answer_prefix, "prompt": SCORING})
     answers = _scored(paths["scores"], rows)

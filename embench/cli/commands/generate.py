@@ -64,10 +64,11 @@ def curate(
     triplets: Annotated[Path, Opt("--triplets", help="A triplet CSV (sent0,sent1,hard_neg), e.g. from 'generate triplets'.")],
     out: Annotated[Path | None, Opt("--out", "-o", help="The kept triplets (default: <triplets>.kept.csv); scores, summary and figure beside it.")] = None,
     rule: Annotated[str, Opt(help="paper (a >= alpha, b <= beta, a >= b + gamma) or code (the authors' filter: swaps roles when the contradiction scores higher).")] = "paper",
-    alpha: Annotated[float, Opt(help="paper rule: lowest entailment score kept (3).")] = 3.0,
+    alpha: Annotated[float, Opt(help="paper rule: lowest entailment score kept (3); code rule: its positive line.")] = 3.0,
     beta: Annotated[float, Opt(help="paper rule: highest contradiction score kept (3); code rule: its negative line.")] = 3.0,
     gamma: Annotated[float, Opt(help="paper rule: the margin a - b at least (1).")] = 1.0,
     limit: Annotated[int | None, Opt(min=1, help="Only the first N triplets.")] = None,
+    scores: Annotated[Path | None, Opt("--scores", help="The answers file, read and extended (default: <out stem>.scores.csv); another --rule reuses it.")] = None,
     chat: Annotated[bool | None, Opt("--chat/--no-chat", help="Wrap prompts in the tokenizer's chat template (default: when it has one).")] = None,
     max_new_tokens: Annotated[int, Opt(help="Tokens of each scoring answer at most.")] = 8,
     answer_prefix: Annotated[str, Opt(help="Text that starts the model's answer, e.g. 'Score:' (not the paper's; for small models that restate the sentences).")] = "",
@@ -80,7 +81,7 @@ def curate(
 
     result = curate_triplets(llm, triplets, out, rule=rule, alpha=alpha, beta=beta, gamma=gamma, limit=limit, chat=chat,
                              max_new_tokens=max_new_tokens, batch_size=batch_size, device=device, answer_prefix=answer_prefix,
-                             progress=not quiet)
+                             scores=scores, progress=not quiet)
     reasons = ", ".join(f"{k} {v}" for k, v in result.dropped.items()) or "none"
     _say(f"kept {result.kept} of {result.total} triplets ({rule} rule) in {result.out}; dropped: {reasons}")
     for f in result.files:

@@ -1,0 +1,149 @@
+"""Tables of the MultiCSR runs (analyses/multicsr/run.sh) from their outputs.
+
+    python analyses/multicsr/report.py --out OUT      # writes OUT/multicsr.md and prints it
+
+Besides counts and times, it puts the generations beside the gold SNLI hypotheses of the same premises
+(the data root's, which the generator never saw) under one cheap automatic proxy: all-MiniLM-L6-v2's
+cosine of each hypothesis with its premise, and how often a hypothesis merely repeats its premise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import embench
+from embench.data.root import DataRoot
+from embench.train.data import snli_triplets
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
+
+
+def generation_table(out: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """Per triplet file (contrastive, plain) and the gold SNLI hypotheses: time, proxy cosines, copies."""
+    enc = embench.load_model("all-MiniLM-L6-v2")
+    frames = {name: pd.read_csv(out / f"{name}.csv", keep_default_na=False)
+              for name in ("triplets", "triplets-plain") if (out / f"{name}.csv").is_file()}
+    if not frames:
+        return pd.DataFrame(), {}
+    keys = frames["triplets"]["key"].tolist()
+    gold = snli_triplets(DataRoot.resolve(None))
+    frames["gold SNLI"] = pd.DataFrame([{"sent0": gold[k - 1][0], "sent1": gold[k - 1][1], "hard_neg": gold[k - 1][2], "key": k}
+                                        for k in keys])
+    texts = sorted({t for f in frames.values() for col in ("sent0", "sent1", "hard_neg") for t in f[col] if t})
+    vec = dict(zip(texts, enc.encode(texts, normalize=True), strict=True))
+
+    def cos(a: str, b: str) -> float:
+        return float(vec[a] @ vec[b]) if a and b else np.nan
+
+    rows = []
+    for name, f in frames.items():
+        meta = out / f"{name}.csv.json"
+        totals = json.loads(meta.read_text())["totals"] if meta.is_file() else {}
+        ce = np.array([cos(a, b) for a, b in zip(f.sent0, f.sent1, strict=True)])
+        cc = np.array([cos(a, b) for a, b in zip(f.sent0, f.hard_neg, strict=True)])
+        rows.append({
+            "triplets": name if name == "gold SNLI" else f"{name}.csv" + (" (contrastive, omega 0.3)" if name == "triplets" else " (plain)"),
+            "rows": len(f), "s / triplet": (totals["seconds"] / totals["rows"]) if totals.get("rows") else np.nan,
+            "tokens / s": (totals["tokens"] / totals["seconds"]) if totals.get("seconds") else np.nan,
+            "cos(premise, entailment)": np.nanmean(ce), "cos(premise, contradiction)": np.nanmean(cc),
+            "margin (ent - con)": np.nanmean(ce - cc),
+            "contradiction >= 0.9 cos": float(np.mean(cc >= 0.9)),
+            "entailment = premise": float(np.mean([_norm(a) == _norm(b) for a, b in zip(f.sent0, f.sent1, strict=True)])),
+            "contradiction = premise": float(np.mean([_norm(a) == _norm(b) for a, b in zip(f.sent0, f.hard_neg, strict=True)])),
+            "empty": int(sum(1 for a, b in zip(f.sent1, f.hard_neg, strict=True) if not a or not b)),
+        })
+    return pd.DataFrame(rows).round(3), frames
+
+
+def curation_tables(out: Path) -> list[str]:
+    lines = []
+    for stem in ("noprefix/kept", "kept", "kept-code"):
+        summary = out / f"{stem}.summary.json"
+        if not summary.is_file():
+            continue
+        s = json.loads(summary.read_text())
+        st = s["settings"]
+        lines += [f"### `{stem}.csv`: {st['rule']} rule, answer prefix {st['answer_prefix']!r}", "",
+                  f"{s['kept']} of {s['total']} kept" + (f" ({s['swapped']} with roles swapped)" if s["swapped"] else ""), "",
+                  "| outcome | triplets |", "|---|---:|", f"| kept | {s['kept']} |"]
+        lines += [f"| dropped: {k} | {v} |" for k, v in s["dropped"].items()]
+        ent, con = s["scores"]["entailment"], s["scores"]["contradiction"]
+        if ent or con:
+            lines += ["", "| score | a = score(premise, entailment) | b = score(premise, contradiction) |", "|---:|---:|---:|"]
+            for v in sorted(set(ent) | set(con), key=float):
+                lines.append(f"| {v} | {ent.get(v, 0)} | {con.get(v, 0)} |")
+        lines.append("")
+    return lines
+
+
+def examples(out: Path, n: int = 4) -> list[str]:
+    scores = out / "kept.scores.csv"
+    if not scores.is_file():
+        return []
+    from embench.generate.rules import decide, parse_score
+
+    f = pd.read_csv(scores, keep_default_na=False)
+    lines = ["| premise | entailment (answer) | contradiction (answer) | paper rule |", "|---|---|---|---|"]
+    shown = {"kept": 0, "dropped": 0}
+    for r in f.itertuples():
+        a, wa = parse_score(r.answer_entailment)
+        b, wb = parse_score(r.answer_contradiction)
+        d = decide("paper", a, b, 3, 3, 1, wa, wb)
+        kind = "kept" if d.kept else "dropped"
+        if shown[kind] >= n:
+            continue
+        shown[kind] += 1
+        lines.append(f"| {r.sent0} | {r.sent1} ({r.answer_entailment.strip()}) | {r.hard_neg} ({r.answer_contradiction.strip()}) "
+                     f"| {d.reason} |")
+    return lines
+
+
+def training_table(out: Path) -> pd.DataFrame:
+    rows = []
+    for r in embench.results(out / "results"):
+        name = r.model if "runs" not in str(r.model) else Path(str(r.model)).parent.name
+        row = {"model": name, "STS-B dev": round(100 * r.main_score, 2)}
+        metrics = out / "runs" / name / "metrics.jsonl"
+        if metrics.is_file():
+            recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
+            shares = [x["fn_masked_share"] for x in recs if "fn_masked_share" in x]
+            row["steps"] = max((x.get("step", 0) for x in recs), default=0)
+            row["masked share / step (mean)"] = round(float(np.mean(shares)), 4) if shares else "-"
+            losses = [x["loss"] for x in recs if "loss" in x]
+            row["loss first -> last"] = f"{losses[0]:.3f} -> {losses[-1]:.3f}" if losses else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    out = ap.parse_args().out
+    parts = ["# MultiCSR runs", "", "## Stage 1: generation", ""]
+    gen, _ = generation_table(out)
+    if len(gen):
+        parts += [gen.to_markdown(index=False), ""]
+    parts += ["## Stage 2: self-curation", "", *curation_tables(out), "### Examples (kept.scores.csv)", "", *examples(out), ""]
+    train = training_table(out) if (out / "results").is_dir() else pd.DataFrame()
+    if len(train):
+        parts += ["## Stage 3: training all-MiniLM-L6-v2", "", train.to_markdown(index=False), ""]
+    for name in ("snli", "generated"):
+        csv = out / "in-batch-similarity" / name / "in_batch_similarity.csv"
+        if csv.is_file():
+            f = pd.read_csv(csv).drop(columns=["per_batch_share"])
+            parts += [f"## In-batch similarity ({name})", "", f.round(4).to_markdown(index=False), ""]
+    text = "\n".join(parts)
+    (out / "multicsr.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
