@@ -69,6 +69,14 @@ def test_omega_zero_gives_exactly_plain_greedy_generation(llama):
     assert changed != got  # the contrast does move the tokens
 
 
+def test_sampling_is_reproducible_from_its_seed(llama):
+    model, tok = llama
+    settings = DecodeSettings(max_new_tokens=6, omega=0.3, sample=True, temperature=2.0, top_p=0.9)
+    def run(seed):
+        return decode(model, "causal", tok, PROMPTS, NOISY, settings, torch.Generator().manual_seed(seed))[0]
+    assert run(1) == run(1) and run(1) != run(2)
+
+
 def test_encoder_decoder_decoding_equals_generate(tiny_model, one_thread):
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 

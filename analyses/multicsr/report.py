@@ -22,6 +22,18 @@ from embench.data.root import DataRoot
 from embench.train.data import snli_triplets
 
 
+def markdown(frame: pd.DataFrame) -> str:
+    """A pipe table (pandas' to_markdown needs tabulate, which embench does not depend on)."""
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "-" if np.isnan(v) else f"{v:.4g}"
+        return str(v).replace("\n", " / ").replace("|", "\\|")
+
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
+    return "\n".join([head, rule, *("| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False))])
+
+
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
 
@@ -101,22 +113,31 @@ def examples(out: Path, n: int = 4) -> list[str]:
         if shown[kind] >= n:
             continue
         shown[kind] += 1
-        lines.append(f"| {r.sent0} | {r.sent1} ({r.answer_entailment.strip()}) | {r.hard_neg} ({r.answer_contradiction.strip()}) "
-                     f"| {d.reason} |")
+        def flat(t: str) -> str:
+            return t.strip().replace("\n", " / ").replace("|", "\\|")
+
+        lines.append(f"| {flat(r.sent0)} | {flat(r.sent1)} (answer: {flat(r.answer_entailment)}) | {flat(r.hard_neg)} "
+                     f"(answer: {flat(r.answer_contradiction)}) | {d.reason} |")
     return lines
 
 
 def training_table(out: Path) -> pd.DataFrame:
+    """STS-B dev of MiniLM and of each run, matched by the weights' fingerprint (runs with identical weights
+    share one record), with the run's steps, loss and masked share."""
+    by_fp = {r.encoder.get("fingerprint"): r for r in embench.results(out / "results")}
+    models = {"all-MiniLM-L6-v2 (before)": "all-MiniLM-L6-v2"}
+    models.update({d.name: str(d / "best") for d in sorted((out / "runs").iterdir()) if (d / "best").is_dir()})
     rows = []
-    for r in embench.results(out / "results"):
-        name = r.model if "runs" not in str(r.model) else Path(str(r.model)).parent.name
-        row = {"model": name, "STS-B dev": round(100 * r.main_score, 2)}
+    for name, path in models.items():
+        r = by_fp.get(embench.load_model(path).fingerprint)
+        row = {"model": name, "STS-B dev": round(100 * r.main_score, 2) if r is not None else "-",
+               "weights sha": embench.load_model(path).fingerprint}
         metrics = out / "runs" / name / "metrics.jsonl"
         if metrics.is_file():
             recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
-            shares = [x["fn_masked_share"] for x in recs if "fn_masked_share" in x]
-            row["steps"] = max((x.get("step", 0) for x in recs), default=0)
-            row["masked share / step (mean)"] = round(float(np.mean(shares)), 4) if shares else "-"
+            pairs = [x["fn_masked_pairs"] for x in recs if "fn_masked_pairs" in x]
+            row["steps"] = str(max((x.get("step", 0) for x in recs), default=0))
+            row["pairs masked (all steps)"] = str(int(sum(pairs))) if pairs else "no mask"
             losses = [x["loss"] for x in recs if "loss" in x]
             row["loss first -> last"] = f"{losses[0]:.3f} -> {losses[-1]:.3f}" if losses else "-"
         rows.append(row)
@@ -130,16 +151,16 @@ def main() -> None:
     parts = ["# MultiCSR runs", "", "## Stage 1: generation", ""]
     gen, _ = generation_table(out)
     if len(gen):
-        parts += [gen.to_markdown(index=False), ""]
+        parts += [markdown(gen), ""]
     parts += ["## Stage 2: self-curation", "", *curation_tables(out), "### Examples (kept.scores.csv)", "", *examples(out), ""]
     train = training_table(out) if (out / "results").is_dir() else pd.DataFrame()
     if len(train):
-        parts += ["## Stage 3: training all-MiniLM-L6-v2", "", train.to_markdown(index=False), ""]
+        parts += ["## Stage 3: training all-MiniLM-L6-v2", "", markdown(train), ""]
     for name in ("snli", "generated"):
         csv = out / "in-batch-similarity" / name / "in_batch_similarity.csv"
         if csv.is_file():
             f = pd.read_csv(csv).drop(columns=["per_batch_share"])
-            parts += [f"## In-batch similarity ({name})", "", f.round(4).to_markdown(index=False), ""]
+            parts += [f"## In-batch similarity ({name})", "", markdown(f.round(4)), ""]
     text = "\n".join(parts)
     (out / "multicsr.md").write_text(text + "\n", encoding="utf-8")
     print(text)

@@ -37,11 +37,18 @@ DATA="$OUT/kept.csv"
 if [ "$(($(wc -l < "$DATA") - 1))" -lt 16 ]; then DATA="$OUT/triplets.csv"; fi
 echo "training data: $DATA"
 COMMON=(--method sup-simcse -m all-MiniLM-L6-v2 --train-data "$DATA" --pooling mean --mlp none --batch-size 16
-        --epochs 3 --lr 2e-5 --max-length 128 --eval-steps 0 --log-steps 1 -q)
+        --epochs 3 --lr 2e-5 --max-length 128 --eval-steps 0 --set log_steps=1 -q)
 [ -d "$OUT/runs/plain/best" ] || embench train "${COMMON[@]}" --out "$OUT/runs/plain"
 [ -d "$OUT/runs/mask-0.9/best" ] || embench train "${COMMON[@]}" --false-negative-filter all-MiniLM-L6-v2 --sigma 0.9 --out "$OUT/runs/mask-0.9"
 [ -d "$OUT/runs/mask-0.7/best" ] || embench train "${COMMON[@]}" --false-negative-filter all-MiniLM-L6-v2 --sigma 0.7 --out "$OUT/runs/mask-0.7"
-for M in all-MiniLM-L6-v2 "$OUT/runs/plain/best" "$OUT/runs/mask-0.9/best" "$OUT/runs/mask-0.7/best"; do
+# The paper's supervised mixture (App. G): each generated triplet with the gold SNLI triplet of its premise, so a
+# batch can hold one premise twice; batch 32 to make that likely. With and without the mask (sigma 0.9)
+python "$HERE/mixture.py" --out "$OUT"
+MIX=(--method sup-simcse -m all-MiniLM-L6-v2 --train-data "$OUT/mixture.csv" --pooling mean --mlp none --batch-size 32
+     --epochs 3 --lr 2e-5 --max-length 128 --eval-steps 0 --set log_steps=1 -q)
+[ -d "$OUT/runs/mixture-plain/best" ] || embench train "${MIX[@]}" --out "$OUT/runs/mixture-plain"
+[ -d "$OUT/runs/mixture-mask-0.9/best" ] || embench train "${MIX[@]}" --false-negative-filter all-MiniLM-L6-v2 --sigma 0.9 --out "$OUT/runs/mixture-mask-0.9"
+for M in all-MiniLM-L6-v2 "$OUT"/runs/*/best; do
   embench run -m "$M" -t STSBenchmark --stsb-split dev -f markdown --results-dir "$OUT/results" -q
 done
 

@@ -235,7 +235,7 @@ def _figure(frame, rule: str, alpha: float, beta: float, gamma: float, out: Path
 
     scored = frame.dropna(subset=["a", "b"])
     with style.paper_style():
-        fig, axes = style.figure(ncols=2)
+        fig, axes = style.figure(ncols=2, width=6.4)
         ax = axes[0, 0]
         grid = np.linspace(0, 5, 201)
         aa, bb = np.meshgrid(grid, grid)
@@ -246,10 +246,13 @@ def _figure(frame, rule: str, alpha: float, beta: float, gamma: float, out: Path
         ax.contourf(aa, bb, region.astype(float), levels=[0.5, 1.5], colors=["#f4a261"], alpha=0.35)
         counts = scored.groupby(["a", "b"]).size()
         if len(counts):
+            kept_at = scored.groupby(["a", "b"])["kept"].any()
             xs, ys = zip(*counts.index, strict=True)
-            ax.scatter(xs, ys, s=12 + 18 * np.asarray(counts.values), c=["#2a9d8f" if k else "#6c757d" for k in
-                       [bool(scored[(scored.a == x) & (scored.b == y)]["kept"].any()) for x, y in counts.index]],
-                       alpha=0.8, edgecolors="none")
+            sizes = 20 + 220 * np.asarray(counts.values) / counts.values.max()  # area by count, the largest bounded
+            ax.scatter(xs, ys, s=sizes, c=["#2a9d8f" if kept_at[k] else "#6c757d" for k in counts.index], alpha=0.8,
+                       edgecolors="none", clip_on=False)
+            for (x, y), n in counts.items():
+                ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(0, -12), ha="center", fontsize="x-small")
         ax.set_xlim(-0.2, 5.2)
         ax.set_ylim(-0.2, 5.2)
         ax.set_xlabel("a: score(premise, entailment)")
@@ -262,4 +265,5 @@ def _figure(frame, rule: str, alpha: float, beta: float, gamma: float, out: Path
         ax.set_xlabel("LLM similarity score")
         ax.set_ylabel("pairs")
         ax.legend(frameon=False)
+        fig.tight_layout()
         return style.save(fig, out, stem)
