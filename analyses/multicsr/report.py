@@ -75,6 +75,20 @@ def generation_table(out: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     return pd.DataFrame(rows).round(3), frames
 
 
+def side_by_side(frames: dict[str, pd.DataFrame], n: int = 6) -> list[str]:
+    """The first premises with the gold SNLI hypotheses and both generations."""
+    if "triplets-plain" not in frames:
+        return []
+    lines = ["| premise | gold SNLI (E / C) | contrastive, omega 0.3 (E / C) | plain greedy (E / C) |", "|---|---|---|---|"]
+    for i in range(min(n, len(frames["triplets"]))):
+        cells = [frames["triplets"].sent0[i]]
+        for name in ("gold SNLI", "triplets", "triplets-plain"):
+            f = frames[name]
+            cells.append(f"E: {f.sent1[i]} / C: {f.hard_neg[i]}")
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return lines
+
+
 def curation_tables(out: Path) -> list[str]:
     lines = []
     for stem in ("noprefix/kept", "kept", "kept-code"):
@@ -130,8 +144,8 @@ def training_table(out: Path) -> pd.DataFrame:
     rows = []
     for name, path in models.items():
         r = by_fp.get(embench.load_model(path).fingerprint)
-        row = {"model": name, "STS-B dev": round(100 * r.main_score, 2) if r is not None else "-",
-               "weights sha": embench.load_model(path).fingerprint}
+        row = {"model": name, "STS-B dev": f"{100 * r.main_score:.2f}" if r is not None else "-",
+               "weights fingerprint": embench.load_model(path).fingerprint}
         metrics = out / "runs" / name / "metrics.jsonl"
         if metrics.is_file():
             recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
@@ -149,9 +163,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     out = ap.parse_args().out
     parts = ["# MultiCSR runs", "", "## Stage 1: generation", ""]
-    gen, _ = generation_table(out)
+    gen, frames = generation_table(out)
     if len(gen):
-        parts += [markdown(gen), ""]
+        parts += [markdown(gen), "", "### The first premises", "", *side_by_side(frames), ""]
     parts += ["## Stage 2: self-curation", "", *curation_tables(out), "### Examples (kept.scores.csv)", "", *examples(out), ""]
     train = training_table(out) if (out / "results").is_dir() else pd.DataFrame()
     if len(train):
@@ -160,6 +174,7 @@ def main() -> None:
         csv = out / "in-batch-similarity" / name / "in_batch_similarity.csv"
         if csv.is_file():
             f = pd.read_csv(csv).drop(columns=["per_batch_share"])
+            f["train_data"] = [Path(str(x)).name for x in f["train_data"]]  # no path of this machine in the report
             parts += [f"## In-batch similarity ({name})", "", markdown(f.round(4)), ""]
     text = "\n".join(parts)
     (out / "multicsr.md").write_text(text + "\n", encoding="utf-8")
