@@ -50,9 +50,9 @@ def test_combined_logits_of_one_step_are_l_minus_omega_l_noisy(llama):
         main, other = Stream(model, "causal", _enc(tok, PROMPTS)), Stream(model, "causal", _enc(tok, NOISY))
         combined = contrastive_logits(main.logits, other.logits, 0.3)
         for i in range(len(PROMPTS)):  # each prompt alone, unpadded: the batch's left padding changes nothing
-            l = model(**_enc(tok, [PROMPTS[i]])).logits[0, -1]
+            logits = model(**_enc(tok, [PROMPTS[i]])).logits[0, -1]
             l_noisy = model(**_enc(tok, [NOISY[i]])).logits[0, -1]
-            torch.testing.assert_close(combined[i], l - 0.3 * l_noisy, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(combined[i], logits - 0.3 * l_noisy, atol=1e-4, rtol=1e-4)
     first, _ = decode(model, "causal", tok, PROMPTS, NOISY, DecodeSettings(max_new_tokens=1, omega=0.3))
     assert [x[0] for x in first if x] == [int(combined[i].argmax()) for i in range(3) if first[i]]
 
