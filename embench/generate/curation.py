@@ -25,7 +25,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, decode
-from .prompts import SCORING, render
+from .prompts import SCORING, render, uses_chat
 from .rules import RULES, Decision, decide, parse_score
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,8 @@ def _score_missing(llm: str, rows: list[tuple[str, str, str]], answers: dict[int
             chunk = todo[start : start + batch_size]
             prompts = [render(lm.tokenizer, SCORING.format(premise=rows[i][0], hypothesis=rows[i][k]), chat) + answer_prefix
                        for k in (1, 2) for i in chunk]
-            ids, _ = decode(lm.model, lm.kind, lm.tokenizer, prompts, None, settings)
+            special = lm.kind == "seq2seq" or not uses_chat(lm.tokenizer, chat)
+            ids, _ = decode(lm.model, lm.kind, lm.tokenizer, prompts, None, settings, None, special)
             texts = [lm.tokenizer.decode(x, skip_special_tokens=True).strip() for x in ids]
             n = len(chunk)
             for j, i in enumerate(chunk):

@@ -92,17 +92,20 @@ def _pick(logits: torch.Tensor, settings: DecodeSettings, generator: torch.Gener
 
 @torch.inference_mode()
 def decode(model: Any, kind: str, tokenizer: Any, prompts: list[str], noisy: list[str] | None,
-           settings: DecodeSettings, generator: torch.Generator | None = None) -> tuple[list[list[int]], int]:
+           settings: DecodeSettings, generator: torch.Generator | None = None,
+           add_special_tokens: bool | None = None) -> tuple[list[list[int]], int]:
     """New token ids of each prompt (up to and without the stop token) and how many tokens were generated.
 
     With ``noisy`` (one per prompt), each token comes from ``l - omega * l_noisy``; the noisy stream is fed
-    the same chosen tokens, so both condition on the same prefix (Eq. 2)."""
+    the same chosen tokens, so both condition on the same prefix (Eq. 2). ``add_special_tokens`` (default:
+    for encoder-decoders only) adds the tokenizer's own (a BOS, T5's EOS); a chat template brings its own."""
     if noisy is not None and len(noisy) != len(prompts):
         raise ValueError(f"{len(noisy)} noisy prompts for {len(prompts)} prompts")
     device = next(model.parameters()).device
 
     def tokenize(texts: list[str]) -> dict[str, torch.Tensor]:
-        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=kind == "seq2seq")
+        special = kind == "seq2seq" if add_special_tokens is None else add_special_tokens
+        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=special)
         return {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
     main = Stream(model, kind, tokenize(prompts))

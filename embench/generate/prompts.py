@@ -83,10 +83,15 @@ class PromptSet:
         return self.templates[label][index].format(premise=premise)
 
 
+def uses_chat(tokenizer: Any, chat: bool | None) -> bool:
+    """Whether prompts go through the chat template: ``chat``, or (None) whether the tokenizer has one."""
+    return getattr(tokenizer, "chat_template", None) is not None if chat is None else chat
+
+
 def render(tokenizer: Any, text: str, chat: bool | None) -> str:
     """``text`` as the model's user turn (chat template, assistant turn opened) when ``chat`` (None: when the
     tokenizer has a chat template), else as it is."""
-    use = getattr(tokenizer, "chat_template", None) is not None if chat is None else chat
+    use = uses_chat(tokenizer, chat)
     if not use:
         return text
     if getattr(tokenizer, "chat_template", None) is None:

@@ -26,7 +26,7 @@ from typing import Any
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, clean, decode
 from .premises import Premise, read_premises
-from .prompts import PromptSet, render
+from .prompts import PromptSet, render, uses_chat
 
 log = logging.getLogger(__name__)
 HEADER = ("sent0", "sent1", "hard_neg", "key", "entailment_prompt", "contradiction_prompt")
@@ -162,7 +162,8 @@ def _one_batch(lm: Any, prompts: PromptSet, batch: list[Premise], settings: Deco
     con = [render(lm.tokenizer, prompts.text("contradiction", ic, p.text), chat) for p, (_, ic) in zip(batch, drawn, strict=True)]
     # §3.1: the noisy instruction of each hypothesis is the opposite label's instruction, on the same premise
     noisy = con + ent if contrastive else None
-    ids, n_tokens = decode(lm.model, lm.kind, lm.tokenizer, ent + con, noisy, settings, generator)
+    special = lm.kind == "seq2seq" or not uses_chat(lm.tokenizer, chat)  # a plain prompt gets the model's BOS
+    ids, n_tokens = decode(lm.model, lm.kind, lm.tokenizer, ent + con, noisy, settings, generator, special)
     texts = [clean(lm.tokenizer.decode(x, skip_special_tokens=True)) for x in ids]
     n = len(batch)
     return [(texts[i], texts[n + i], drawn[i][0], drawn[i][1]) for i in range(n)], n_tokens
