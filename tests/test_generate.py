@@ -151,6 +151,14 @@ def test_generation_resumes_after_a_partial_file_and_gives_what_one_run_gives(ti
     assert meta["settings"]["omega"] == 0.3 and meta["totals"]["rows"] == 6  # 3 + the cut row and 2 more
     with pytest.raises(EmbenchError, match="other settings .*omega"):
         generate_triplets(str(tiny_llama_dir), str(premises), part, omega=0.5, **opts)
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    cli = CliRunner().invoke(app, ["generate", "triplets", "--llm", str(tiny_llama_dir), "--premises", str(premises),
+                                   "--out", str(tmp_path / "cli.csv"), "--limit", "2", "--max-new-tokens", "4", "-q"])
+    assert cli.exit_code == 0, cli.output
+    assert "wrote 2 triplets" in cli.output and len(_rows(tmp_path / "cli.csv")) == 3
 
 
 # -- stage 2 -----------------------------------------------------------------------------------------

@@ -97,7 +97,8 @@ def test_paper_mask_loss_equals_eq7_by_hand():
         den = sum(math.exp(_cos(A[i], c) / 0.1) for j, c in enumerate(cands) if not mask[i, j])
         hand += -math.log(math.exp(_cos(A[i], P[i]) / 0.1) / den)
     assert float(loss) == pytest.approx(hand / 3, rel=1e-5)
-    assert logs["fn_masked_share"] == pytest.approx(6 / 12)
+    assert logs["fn_masked_share"] == pytest.approx(6 / 12) and logs["fn_masked_pairs"] == 6
+    assert logs["fn_masked_share_so_far"] == pytest.approx(6 / 12)
     assert float(loss) < float(_objective(_method())[0])  # fewer negatives, smaller loss
 
 
@@ -182,4 +183,5 @@ def test_the_frozen_encoder_stays_frozen_in_eval_mode_and_out_of_the_checkpoint(
     weights = load_file(next((result.best_dir).glob("*.safetensors")))
     assert len(weights) == len(trainer.model.encoder.state_dict())
     logged = [r for r in result.history if "fn_masked_share" in r]
-    assert logged and all(0.0 <= r["fn_masked_share"] <= 1.0 for r in logged)
+    assert logged and all(0.0 <= r["fn_masked_share"] <= 1.0 and r["fn_masked_pairs"] >= 0 for r in logged)
+    assert 0.0 <= logged[-1]["fn_masked_share_so_far"] <= 1.0  # over every step, whatever --log-steps

@@ -105,6 +105,8 @@ class SupSimCSE(_SimCSE):
     defaults = {**UnsupSimCSE.defaults, "pooling": "cls", "lr": 5e-5, "batch_size": 512, "epochs": 3,
                 "method_options": {"mlp": "keep"}}
     guide: fn.Guide | None = None  # held here, never by the trained module: not saved, not optimised
+    _masked_total = 0.0  # masked pairs and in-batch negatives over every step of this process's run, so that a
+    _pairs_total = 0.0  # logging window (--log-steps) loses no step's share
 
     def build(self, device: str) -> nn.Module:
         model = super().build(device)
@@ -134,7 +136,12 @@ class SupSimCSE(_SimCSE):
         loss = losses.info_nce(reps["anchor"], positives, o.temperature, hard, self.hard_negative_weight, offset=offset,
                                exclude=mask.to(reps["anchor"].device), masked_as="zero" if code else "remove",
                                objective=o.fn_loss)
-        return loss, {"fn_masked_share": fn.masked_share(mask, offset), "fn_masked_pairs": float(mask.sum())}
+        share = fn.masked_share(mask, offset)
+        n_negatives = mask.shape[0] * (mask.shape[1] - 2)  # 2N(N-1) for this process's anchors
+        self._masked_total += float(mask.sum())
+        self._pairs_total += n_negatives
+        return loss, {"fn_masked_share": share, "fn_masked_pairs": float(mask.sum()),
+                      "fn_masked_share_so_far": self._masked_total / self._pairs_total}
 
     def false_negatives(self, batch: Batch, offset: int) -> torch.Tensor:
         """Eq. 6 over the global batch: the frozen encoder scores this process's anchors against every
