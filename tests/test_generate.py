@@ -156,9 +156,9 @@ def test_generation_resumes_after_a_partial_file_and_gives_what_one_run_gives(ti
     from embench.cli.app import app
 
     cli = CliRunner().invoke(app, ["generate", "triplets", "--llm", str(tiny_llama_dir), "--premises", str(premises),
-                                   "--out", str(tmp_path / "cli.csv"), "--limit", "2", "--max-new-tokens", "4", "-q"])
-    assert cli.exit_code == 0, cli.output
-    assert "wrote 2 triplets" in cli.output and len(_rows(tmp_path / "cli.csv")) == 3
+                                   "--out", str(tmp_path / "new" / "cli.csv"), "--limit", "2", "--max-new-tokens", "4", "-q"])
+    assert cli.exit_code == 0, cli.output  # a folder that does not exist yet is made
+    assert "wrote 2 triplets" in cli.output and len(_rows(tmp_path / "new" / "cli.csv")) == 3
 
 
 # -- stage 2 -----------------------------------------------------------------------------------------

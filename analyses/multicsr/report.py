@@ -75,6 +75,33 @@ def generation_table(out: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     return pd.DataFrame(rows).round(3), frames
 
 
+def proxy(f: pd.DataFrame, enc) -> dict[str, float]:
+    """MiniLM's cosines of each hypothesis with its premise, and how often a hypothesis repeats its premise."""
+    texts = sorted({t for col in ("sent0", "sent1", "hard_neg") for t in f[col] if t})
+    vec = dict(zip(texts, enc.encode(texts, normalize=True), strict=True))
+    ce = np.array([float(vec[a] @ vec[b]) for a, b in zip(f.sent0, f.sent1, strict=True)])
+    cc = np.array([float(vec[a] @ vec[b]) for a, b in zip(f.sent0, f.hard_neg, strict=True)])
+    return {"cos(premise, entailment)": ce.mean(), "cos(premise, contradiction)": cc.mean(), "margin (ent - con)": (ce - cc).mean(),
+            "contradiction >= 0.9 cos": float(np.mean(cc >= 0.9)),
+            "contradiction = premise": float(np.mean([_norm(a) == _norm(b) for a, b in zip(f.sent0, f.hard_neg, strict=True)])),
+            "entailment = premise": float(np.mean([_norm(a) == _norm(b) for a, b in zip(f.sent0, f.sent1, strict=True)]))}
+
+
+def omega_table(out: Path) -> pd.DataFrame:
+    """The first 32 premises under each omega: 0 (plain), 0.3 (the main run), the sweep's files."""
+    files = {0.0: out / "triplets-plain.csv", 0.3: out / "triplets.csv"}
+    files.update({float(p.stem.rsplit("-", 1)[1]): p for p in (out / "omega").glob("triplets-omega-*.csv")})
+    if len(files) < 3:
+        return pd.DataFrame()
+    enc = embench.load_model("all-MiniLM-L6-v2")
+    rows = []
+    for w, path in sorted(files.items()):
+        f = pd.read_csv(path, keep_default_na=False)
+        f = f[f["key"] <= 32]
+        rows.append({"omega": w, "premises": len(f), **proxy(f, enc)})
+    return pd.DataFrame(rows)
+
+
 def side_by_side(frames: dict[str, pd.DataFrame], n: int = 6) -> list[str]:
     """The first premises with the gold SNLI hypotheses and both generations."""
     if "triplets-plain" not in frames:
@@ -166,6 +193,9 @@ def main() -> None:
     gen, frames = generation_table(out)
     if len(gen):
         parts += [markdown(gen), "", "### The first premises", "", *side_by_side(frames), ""]
+    omega = omega_table(out)
+    if len(omega):
+        parts += ["### omega (the first 32 premises)", "", markdown(omega), ""]
     parts += ["## Stage 2: self-curation", "", *curation_tables(out), "### Examples (kept.scores.csv)", "", *examples(out), ""]
     train = training_table(out) if (out / "results").is_dir() else pd.DataFrame()
     if len(train):

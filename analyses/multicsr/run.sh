@@ -23,6 +23,11 @@ mkdir -p "$OUT"
 embench generate triplets --llm "$G" --premises snli --limit "$N" --out "$OUT/triplets.csv"
 embench generate triplets --llm "$G" --premises snli --limit "$N" --out "$OUT/triplets-plain.csv" --no-contrastive
 
+# Figure 6's question at a small scale: omega swept on the first 32 premises (0 = plain greedy, 0.3 from above)
+for W in 0.15 0.6 1.0; do
+  embench generate triplets --llm "$G" --premises snli --limit 32 --omega "$W" --out "$OUT/omega/triplets-omega-$W.csv"
+done
+
 # Stage 2: App. A's scoring prompt. Without a prefix SmolLM2 restates the sentences (no score: every triplet
 # dropped; shown on the first 8), so the answer is started with 'Score:'; both rules read one answers file
 embench generate curate --llm "$G" --triplets "$OUT/triplets.csv" --limit 8 --out "$OUT/noprefix/kept.csv" --max-new-tokens 24
@@ -48,6 +53,9 @@ MIX=(--method sup-simcse -m all-MiniLM-L6-v2 --train-data "$OUT/mixture.csv" --p
      --epochs 3 --lr 2e-5 --max-length 128 --eval-steps 0 --set log_steps=1 -q)
 [ -d "$OUT/runs/mixture-plain/best" ] || embench train "${MIX[@]}" --out "$OUT/runs/mixture-plain"
 [ -d "$OUT/runs/mixture-mask-0.9/best" ] || embench train "${MIX[@]}" --false-negative-filter all-MiniLM-L6-v2 --sigma 0.9 --out "$OUT/runs/mixture-mask-0.9"
+# the authors' code's stage 3: masked logits x 0, BCE on the softmax, own hard negative unprotected, '>' sigma
+[ -d "$OUT/runs/mixture-code-0.9/best" ] || embench train "${MIX[@]}" --false-negative-filter all-MiniLM-L6-v2 --sigma 0.9 \
+  --fn-mask-variant code --fn-loss bce --set fn_protect_hard=false --out "$OUT/runs/mixture-code-0.9"
 for M in all-MiniLM-L6-v2 "$OUT"/runs/*/best; do
   embench run -m "$M" -t STSBenchmark --stsb-split dev -f markdown --results-dir "$OUT/results" -q
 done

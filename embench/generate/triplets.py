@@ -100,9 +100,9 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         warn(p)
     found = found[:limit] if limit else found
     out = Path(out)
+    decoding = asdict(DecodeSettings(max_new_tokens, omega if contrastive else 0.0, sample, temperature, top_p))
     settings = {"llm": str(llm), "premises": str(premises), "contrastive": contrastive, "omega": omega if contrastive else None,
-                "decoding": asdict(DecodeSettings(max_new_tokens, omega, sample, temperature, top_p)), "seed": seed,
-                "chat": chat, "templates": prompts.templates}
+                "decoding": decoding, "seed": seed, "chat": chat, "templates": prompts.templates}
     done: set[int] = set()
     meta = settings_path(out)
     before: dict[str, Any] = {}
@@ -110,7 +110,8 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         done = _existing_keys(out, warn)
         if meta.is_file():
             before = json.loads(meta.read_text(encoding="utf-8")).get("settings", {})
-            differ = [k for k in settings if k not in ("llm", "premises") and before.get(k) != settings[k]]
+            # the model is compared by its weights' fingerprint once loaded (its path may move); the rest as given
+            differ = [k for k in settings if k != "llm" and before.get(k) != settings[k]]
             if differ:
                 raise EmbenchError(f"{out} was written with other settings ({', '.join(differ)}): give --overwrite to "
                                    "start again, or another --out")
@@ -126,9 +127,9 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         raise EmbenchError(f"{out} was written by another model ({before.get('llm')}): give --overwrite to start again, "
                            "or another --out")
     settings["llm_fingerprint"] = lm.fingerprint
+    out.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(meta, settings, 0, 0.0, 0)  # before the first row: a resume after a kill is checked too
     decode_settings = DecodeSettings(max_new_tokens, omega, sample, temperature, top_p)
-    out.parent.mkdir(parents=True, exist_ok=True)
     new_file = not out.exists() or out.stat().st_size == 0
     written, tokens, started = 0, 0, time.perf_counter()
     with open(out, "a", encoding="utf-8", newline="") as f, \
@@ -140,6 +141,8 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
             f.flush()
         for start in range(0, len(pending), batch_size):
             batch = pending[start : start + batch_size]
+            # sampling: one stream per batch, seeded by its first premise; a resumed run can batch differently, so
+            # its draws (not its settings) may differ from an uninterrupted run's. Greedy output does not depend on it
             generator = torch.Generator().manual_seed(seed * 1_000_003 + batch[0].key) if sample else None
             hyps, n_tokens = _one_batch(lm, prompts, batch, decode_settings, contrastive, chat, generator)
             tokens += n_tokens

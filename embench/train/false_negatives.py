@@ -92,11 +92,12 @@ class Guide:
         self.module.requires_grad_(False)
 
     @torch.no_grad()
-    def vectors(self, texts: list[str]) -> torch.Tensor:
-        """Unit vectors of ``texts`` (one batch), on the training device."""
+    def vectors(self, texts: list[str], chunk: int = 256) -> torch.Tensor:
+        """Unit vectors of ``texts`` (one view of the batch), ``chunk`` texts per forward pass."""
         self.module.eval()  # a caller's model.train() never reaches it, but say it where it matters
-        vecs = torch.from_numpy(self.encoder.encode_batch(list(texts))).float()
-        return F.normalize(vecs, dim=-1)
+        texts = list(texts)
+        parts = [torch.from_numpy(self.encoder.encode_batch(texts[i : i + chunk])).float() for i in range(0, len(texts), chunk)]
+        return F.normalize(torch.cat(parts), dim=-1)
 
 
 def guide_cosines(guide_anchor: torch.Tensor, guide_candidates: torch.Tensor) -> torch.Tensor:
