@@ -20,12 +20,16 @@ _PUBLIC = {
     "report_tables": "embench.evaluation.scan",
     "EvalProtocol": "embench.evaluation.protocols",
     "load_model": "embench.models.loader",
+    "generate_triplets": "embench.generate",
+    "curate_triplets": "embench.generate",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
-__all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "evaluate", "load_model", "report_tables", "results"]
+__all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "curate_triplets", "evaluate",
+           "generate_triplets", "load_model", "report_tables", "results"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .api import Comparison, Evaluation, compare, evaluate, results
     from .evaluation.protocols import EvalProtocol
     from .evaluation.scan import report_tables
+    from .generate import curate_triplets, generate_triplets
     from .models.loader import load_model

@@ -17,6 +17,9 @@ EXCEPTIONS = {
     ("train", "--batch-size"): "the global training batch, not an encoding batch",
     ("report", "--results-dir"): "a report reads several results folders; the others write into one",
     ("grid", "--results-dir"): "the one folder every job of the grid writes into",
+    ("generate triplets", "--batch-size"): "premises an LLM decodes together (x2 hypotheses x2 streams), not texts encoded",
+    ("generate curate", "--batch-size"): "scoring prompts an LLM decodes together, not texts encoded",
+    ("generate triplets", "--temperature"): "the sampling temperature of decoding, not InfoNCE's",
 }
 
 

@@ -21,7 +21,7 @@ LAYERS = (
     ("evaluation",),
     ("tasks",),
     ("api",),
-    ("analysis", "audit", "train", "grid", "data_names"),
+    ("analysis", "audit", "train", "grid", "generate", "data_names"),
     ("__init__",),
     ("cli",),
 )

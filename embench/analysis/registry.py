@@ -30,6 +30,8 @@ for _name, _path, _what in (
     ("tsne", "tsne:tsne", "cropping paper: t-SNE maps, datasets as rows and models side by side"),
     ("token-dependency", "token_dependency:token_dependency",
      "BeLLM Figure 2/5: distribution of pivot-to-token Spearman correlation over sentences"),
+    ("in-batch-similarity", "in_batch_similarity:in_batch_similarity",
+     "MultiCSR Figure 8: a frozen encoder's cosines of in-batch negatives of training triplets, sigma marked"),
 ):
     ANALYSES.add(_name, f"embench.analysis.{_path}", description=_what)
 

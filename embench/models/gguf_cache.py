@@ -34,14 +34,16 @@ def cached_gguf_folder(fingerprint: str) -> Path | None:
 
 
 def load_gguf_cached(fingerprint: str, read: Callable[[], torch.nn.Module], load_kwargs: dict[str, Any],
-                     tokenizer: Any = None) -> torch.nn.Module:
+                     tokenizer: Any = None, auto_class: Any = None) -> torch.nn.Module:
     """The model of the GGUF file with ``fingerprint``: from the cache, else ``read()`` and then cached
-    (with ``tokenizer``, which the next load then reads from the cache too)."""
+    (with ``tokenizer``, which the next load then reads from the cache too). ``auto_class`` (default
+    ``AutoModel``) reads the cached weights: a base model's and a causal LM's load into each other
+    (transformers adds or drops the base-model prefix; SmolLM2's output head is tied to its embeddings)."""
     from transformers import AutoModel
 
     folder = gguf_cache_dir() / fingerprint
     if (folder / "config.json").is_file() and any(folder.glob("*.safetensors")):
-        return AutoModel.from_pretrained(folder, torch_dtype=torch.float32, **load_kwargs)
+        return (auto_class or AutoModel).from_pretrained(folder, torch_dtype=torch.float32, **load_kwargs)
     model = read()
     try:
         _save(model, folder, tokenizer)

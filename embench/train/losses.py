@@ -24,6 +24,8 @@ def info_nce(
     alpha: float = 1.0,
     offset: int = 0,
     exclude: torch.Tensor | None = None,
+    masked_as: str = "remove",
+    objective: str = "infonce",
 ) -> torch.Tensor:
     """Mean InfoNCE of ``anchors`` (n x d) against all ``positives`` (N x d) and ``hard_negatives``.
 
@@ -32,7 +34,9 @@ def info_nce(
 
     ``exclude`` (bool, n x N, or n x 2N with hard negatives) marks candidates to leave out of the
     denominator: suspected false negatives (MultiCSR's filter, GISTEmbed's guide). An anchor's own
-    positive is never left out.
+    positive is never left out. ``masked_as``: ``remove`` (logit -inf, MultiCSR Eq. 7) or ``zero`` (the
+    logit multiplied by 0, so e^0 stays in the denominator: the MultiCSR authors' code). ``objective``:
+    ``infonce`` (cross-entropy) or ``bce`` (the MultiCSR code's binary cross-entropy on the softmax).
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
@@ -54,7 +58,15 @@ def info_nce(
             raise ValueError(f"the exclusion mask is {tuple(exclude.shape)}, the logits {tuple(logits.shape)}")
         keep_own = torch.zeros_like(exclude, dtype=torch.bool)
         keep_own[torch.arange(n, device=a.device), target] = True
-        logits = logits.masked_fill(exclude.bool() & ~keep_own, float("-inf"))
+        if masked_as not in ("remove", "zero"):
+            raise ValueError(f"masked_as must be remove or zero, got {masked_as!r}")
+        logits = logits.masked_fill(exclude.bool() & ~keep_own, float("-inf") if masked_as == "remove" else 0.0)
+    if objective == "bce":
+        from .false_negatives import softmax_bce
+
+        return softmax_bce(logits, target)
+    if objective != "infonce":
+        raise ValueError(f"objective must be infonce or bce, got {objective!r}")
     return F.cross_entropy(logits, target)
 
 

@@ -79,3 +79,22 @@ RECIPES.add("jtcse-roberta", Recipe(
     "the authors' train_jtcse_roberta.py (AdamW, lr 1e-6, batch 256, 1 epoch, max_len 64, 6 CAELs, STS-B dev every "
     "100 steps); otherwise as jtcse-bert",
     {**_JTCSE, "lr": 1e-6, "batch_size": 256}))
+_MULTICSR = {"method": "sup-simcse", "batch_size": 256, "temperature": 0.05, "sigma": 0.9,
+             "false_negative_filter": "all-MiniLM-L6-v2", "pooling": "cls_before_pooler", "mlp": "train",
+             "hard_negative_weight": 1.0, "lr": 5e-5, "epochs": 3, "max_length": 32, "warmup_ratio": 0.0,
+             "eval_steps": 250, "eval_tasks": ["STSBenchmark-dev"]}
+RECIPES.add("multicsr", Recipe(
+    "multicsr", "MultiCSR stage 3: supervised SimCSE on generated, curated triplets (--train-data FILE) with the "
+                "frozen encoder's in-batch false negatives masked",
+    "from the paper (§4.1 'Implementation details', Eq. 5-7): batch 256, tau 0.05, sigma 0.9, the best checkpoint on "
+    "STS-B dev, hard negatives from the generated contradictions. From the authors' run.sh (Circle-Ming/MultiCSR): "
+    "[CLS] with the MLP in training only (--pooler_type cls --mlp_only_train). Neither gives lr, epochs or max length: "
+    "supervised SimCSE's (lr 5e-5, 3 epochs, 32 tokens, STS-B dev every 250 steps). The paper's frozen encoder is "
+    "SimCSE of the matching backbone (not here offline): all-MiniLM-L6-v2 stands in; --false-negative-filter changes it",
+    _MULTICSR))
+RECIPES.add("multicsr-code", Recipe(
+    "multicsr-code", "MultiCSR stage 3 as the authors' code computes it: masked logits x 0, BCE on the softmax, the own "
+                     "hard negative unprotected, '>' sigma",
+    "Circle-Ming/MultiCSR simcse/models.py (cl_masked_forward: weights = where(cos > phi, 0, 1), softmax(cos * weights), "
+    "BCE against the one-hot target, only the diagonal of the positive block restored); otherwise as 'multicsr'",
+    {**_MULTICSR, "fn_mask_variant": "code", "fn_loss": "bce", "fn_protect_hard": False}))

@@ -22,6 +22,8 @@ COMMANDS.add("analyze", "embench.cli.commands.analyze:analyze")
 COMMANDS.add("mteb", "embench.cli.commands.mteb:mteb_app",
              description="MTEB tasks through the mteb library, fed from the data root.")
 COMMANDS.add("train", "embench.cli.commands.train:train")
+COMMANDS.add("generate", "embench.cli.commands.generate:generate_app",
+             description="LLM-generated training triplets: contrastive decoding (MultiCSR stage 1), self-curation (stage 2).")
 COMMANDS.add("grid", "embench.cli.commands.grid:grid_app",
              description="Models x tasks x protocols as jobs (local processes or a Slurm array); `embench grid status DIR`.")
 COMMANDS.add("report", "embench.cli.commands.report:report")

@@ -21,7 +21,7 @@ TRAIN_KEYWORDS = ("corpora", "snli", "20newsgroups", "twentynewsgroups")  # the 
 # One parameter per option, as typer wants them: the signature is long, the body short.
 def train(
     method: Annotated[str | None, Opt("--method", help="Training method (embench list methods).")] = None,
-    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm.")] = None,
+    recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm, multicsr, multicsr-code.")] = None,
     show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
     model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
     train_data: Annotated[list[str] | None, Opt("--train-data", help="Training data: a path, or corpora | snli | 20newsgroups (from the data root); repeatable.")] = None,
@@ -35,6 +35,10 @@ def train(
     mlp: Annotated[str | None, Opt(help="SimCSE's MLP head: none | train (training only) | keep.")] = None,
     temperature: Annotated[float | None, Opt(help="InfoNCE temperature (default 0.05).")] = None,
     hard_negative_weight: Annotated[float | None, Opt(help="alpha: weight of each anchor's own hard negative (sup-simcse).")] = None,
+    false_negative_filter: Annotated[str | None, Opt("--false-negative-filter", help="sup-simcse: a frozen encoder whose in-batch cosines >= --sigma mask false negatives (MultiCSR stage 3).")] = None,
+    sigma: Annotated[float | None, Opt(help="sup-simcse with --false-negative-filter: the cosine threshold (default 0.9).")] = None,
+    fn_mask_variant: Annotated[str | None, Opt(help="False-negative mask: paper (removed from the softmax) | code (logit x 0, the authors' code).")] = None,
+    fn_loss: Annotated[str | None, Opt(help="With --false-negative-filter: infonce (paper) | bce (the authors' code).")] = None,
     mlm_weight: Annotated[float | None, Opt(help="lambda of the auxiliary MLM loss (0 = off).")] = None,
     tower2: Annotated[str | None, Opt("--tower2", help="jtcse: the second tower (default: a second copy of --model).")] = None,
     cross_layers: Annotated[int | None, Opt(help="jtcse: cross-attention layers, one every num_layers/n layers (0 = off).")] = None,

@@ -5,7 +5,9 @@
 * ``sup-simcse`` (§4, Eq. 5/8): entailment hypotheses are positives, contradiction hypotheses hard
   negatives, the anchor's own hard negative weighted by alpha. [CLS] with the MLP kept at test
   (``mlp: keep``: the model's own pooler head, re-initialised, so the saved checkpoint applies it
-  under embench's ``cls`` pooling).
+  under embench's ``cls`` pooling). With ``false_negative_filter`` (an encoder) it is MultiCSR's stage 3
+  (Eq. 6-7): in-batch negatives the frozen encoder rates >= ``sigma`` leave the denominator
+  (:mod:`embench.train.false_negatives`; the authors' code variants are the ``fn_*`` options).
 
 Defaults are Table A.1 (BERT-base) and the official scripts: max length 32, no warm-up, linear
 decay, STS-B dev every 250 steps (the paper's number; the scripts say 125).
@@ -18,11 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import nn
 
 from ...core.errors import EmbenchError
+from .. import distributed, losses
+from .. import false_negatives as fn
+from ..distributed import DistInfo
 from ..module import unwrap
-from .base import Batch
+from .base import Batch, Outputs
 from .contrastive import ContrastiveMethod, ContrastiveOptions
 
 
@@ -73,12 +79,76 @@ class UnsupSimCSE(_SimCSE):
         return Batch({"anchor": texts, "positive": list(texts)})
 
 
+@dataclass
+class SupSimCSEOptions(SimCSEOptions):
+    # MultiCSR stage 3 (§3.3): a frozen encoder's in-batch false negatives leave the denominator
+    false_negative_filter: str | None = None  # the frozen encoder P_eta (any model embench loads); None = off
+    sigma: float = 0.9  # Eq. 6 threshold (App. E, Figure 7)
+    fn_mask_variant: str = "paper"  # paper: removed (-inf), >= sigma | code: logit x 0 (e^0 stays), > sigma
+    fn_loss: str = "infonce"  # infonce (Eq. 7) | bce (the authors' code: BCE on the softmax probabilities)
+    fn_protect_hard: bool = True  # Eq. 6 keeps the own hard negative; the authors' code does not
+    fn_max_length: int | None = None  # the frozen encoder's maximum length (default: its own)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        fn.check_sigma(self.sigma)
+        if self.fn_mask_variant not in fn.MASK_VARIANTS:
+            raise EmbenchError(f"--fn-mask-variant must be one of {', '.join(fn.MASK_VARIANTS)}, got {self.fn_mask_variant!r}")
+        if self.fn_loss not in fn.FN_LOSSES:
+            raise EmbenchError(f"--fn-loss must be one of {', '.join(fn.FN_LOSSES)}, got {self.fn_loss!r}")
+
+
 class SupSimCSE(_SimCSE):
     description = "supervised SimCSE: NLI entailment positives, contradiction hard negatives"
     data_kind = "triplets"
+    Options = SupSimCSEOptions
     defaults = {**UnsupSimCSE.defaults, "pooling": "cls", "lr": 5e-5, "batch_size": 512, "epochs": 3,
                 "method_options": {"mlp": "keep"}}
+    guide: fn.Guide | None = None  # held here, never by the trained module: not saved, not optimised
+    _masked_total = 0.0  # masked pairs and in-batch negatives over every step of this process's run, so that a
+    _pairs_total = 0.0  # logging window (--log-steps) loses no step's share
+
+    def build(self, device: str) -> nn.Module:
+        model = super().build(device)
+        o = self.options
+        if o.false_negative_filter:
+            self.guide = fn.Guide(o.false_negative_filter, device, o.fn_max_length)
+        return model
 
     def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
         rows = [examples[i] for i in indices]
         return Batch({"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "hard": [r[2] for r in rows]})
+
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+        o = self.options
+        if self.guide is None:
+            if o.fn_loss != "infonce":
+                raise EmbenchError("--fn-loss bce is the MultiCSR code's loss with the false-negative filter: "
+                                   "give --false-negative-filter ENCODER too")
+            return super().objective(outputs, batch, dist)
+        reps = outputs.reps
+        n = reps["anchor"].shape[0]
+        offset = dist.rank * n
+        mask = self.false_negatives(batch, offset)
+        positives = distributed.gather_with_grad(reps["positive"])
+        hard = distributed.gather_with_grad(reps["hard"])
+        code = o.fn_mask_variant == "code"
+        loss = losses.info_nce(reps["anchor"], positives, o.temperature, hard, self.hard_negative_weight, offset=offset,
+                               exclude=mask.to(reps["anchor"].device), masked_as="zero" if code else "remove",
+                               objective=o.fn_loss)
+        share = fn.masked_share(mask, offset)
+        n_negatives = mask.shape[0] * (mask.shape[1] - 2)  # 2N(N-1) for this process's anchors
+        self._masked_total += float(mask.sum())
+        self._pairs_total += n_negatives
+        return loss, {"fn_masked_share": share, "fn_masked_pairs": float(mask.sum()),
+                      "fn_masked_share_so_far": self._masked_total / self._pairs_total}
+
+    def false_negatives(self, batch: Batch, offset: int) -> torch.Tensor:
+        """Eq. 6 over the global batch: the frozen encoder scores this process's anchors against every
+        positive and hard negative (vectors gathered over processes), once per step."""
+        o, guide = self.options, self.guide
+        anchors = guide.vectors(batch.texts["anchor"])
+        pos = distributed.gather_with_grad(guide.vectors(batch.texts["positive"]).to(guide.device)).cpu()
+        hard = distributed.gather_with_grad(guide.vectors(batch.texts["hard"]).to(guide.device)).cpu()
+        return fn.false_negative_mask(fn.guide_cosines(anchors, pos), fn.guide_cosines(anchors, hard), o.sigma,
+                                      offset, protect_hard=o.fn_protect_hard, strict=o.fn_mask_variant == "code")

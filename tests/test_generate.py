@@ -1,0 +1,251 @@
+"""MultiCSR stages 1 and 2: contrastive decoding on a tiny random Llama, premises and resume, the curation rules."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import torch
+
+from embench.core.errors import EmbenchError
+from embench.generate.decoding import DecodeSettings, Stream, contrastive_logits, decode
+from embench.generate.premises import read_premise_file
+from embench.generate.prompts import PromptSet, builtin, check_template
+from embench.generate.rules import decide, keep_code, keep_paper, parse_score
+
+PROMPTS = ["a man plays a guitar on the stage tonight", "dogs run", "the cat sat on a mat with a hat"]
+NOISY = ["nobody plays", "cats sleep on the sofa all day long", "x"]
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_dir(tiny_model):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def make(vocab):
+        # MiniLM's tokenizer: [SEP] (102) ends an answer, [PAD] (0) pads
+        return LlamaForCausalLM(LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                            eos_token_id=102, pad_token_id=0, bos_token_id=101))
+
+    return tiny_model("tiny-llama", make)
+
+
+@pytest.fixture(scope="module")
+def llama(tiny_llama_dir, one_thread):
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
+    tok.padding_side = "left"
+    return LlamaForCausalLM.from_pretrained(tiny_llama_dir).eval(), tok
+
+
+def _enc(tok, texts):
+    return tok(texts, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False)
+
+
+def test_combined_logits_of_one_step_are_l_minus_omega_l_noisy(llama):
+    model, tok = llama
+    with torch.inference_mode():
+        main, other = Stream(model, "causal", _enc(tok, PROMPTS)), Stream(model, "causal", _enc(tok, NOISY))
+        combined = contrastive_logits(main.logits, other.logits, 0.3)
+        for i in range(len(PROMPTS)):  # each prompt alone, unpadded: the batch's left padding changes nothing
+            logits = model(**_enc(tok, [PROMPTS[i]])).logits[0, -1]
+            l_noisy = model(**_enc(tok, [NOISY[i]])).logits[0, -1]
+            torch.testing.assert_close(combined[i], logits - 0.3 * l_noisy, atol=1e-4, rtol=1e-4)
+    first, _ = decode(model, "causal", tok, PROMPTS, NOISY, DecodeSettings(max_new_tokens=1, omega=0.3))
+    assert [x[0] for x in first if x] == [int(combined[i].argmax()) for i in range(3) if first[i]]
+
+
+def test_omega_zero_gives_exactly_plain_greedy_generation(llama):
+    model, tok = llama
+    enc = _enc(tok, PROMPTS)
+    ref = model.generate(**enc, max_new_tokens=10, do_sample=False, pad_token_id=0)[:, enc["input_ids"].shape[1]:]
+    got, n = decode(model, "causal", tok, PROMPTS, NOISY, DecodeSettings(max_new_tokens=10, omega=0.0))
+    for row, want in zip(got, ref.tolist(), strict=True):
+        assert row == want[: len(row)] and (len(row) == 10 or want[len(row)] == 102)
+    assert n == sum(len(r) + (len(r) < 10) for r in got)
+    changed, _ = decode(model, "causal", tok, PROMPTS, NOISY, DecodeSettings(max_new_tokens=10, omega=0.5))
+    assert changed != got  # the contrast does move the tokens
+
+
+def test_sampling_is_reproducible_from_its_seed(llama):
+    model, tok = llama
+    settings = DecodeSettings(max_new_tokens=6, omega=0.3, sample=True, temperature=2.0, top_p=0.9)
+    def run(seed):
+        return decode(model, "causal", tok, PROMPTS, NOISY, settings, torch.Generator().manual_seed(seed))[0]
+    assert run(1) == run(1) and run(1) != run(2)
+
+
+def test_encoder_decoder_decoding_equals_generate(tiny_model, one_thread):
+    from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
+
+    folder = tiny_model("tiny-t5", lambda vocab: T5ForConditionalGeneration(T5Config(
+        vocab_size=vocab, d_model=32, d_ff=64, num_layers=2, num_heads=4, d_kv=8, decoder_start_token_id=0,
+        pad_token_id=0, eos_token_id=102)))
+    model, tok = T5ForConditionalGeneration.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+    enc = tok(PROMPTS, return_tensors="pt", padding=True, return_token_type_ids=False)
+    ref = model.generate(**enc, max_new_tokens=6, do_sample=False)[:, 1:].tolist()
+    got, _ = decode(model, "seq2seq", tok, PROMPTS, NOISY, DecodeSettings(max_new_tokens=6, omega=0.0))
+    assert [r[: len(g)] for r, g in zip(ref, got, strict=True)] == got
+
+
+def test_a_template_must_say_where_the_premise_goes():
+    with pytest.raises(EmbenchError, match=r"--prompt-entailment .* has no \{premise\}"):
+        PromptSet(["Paraphrase this sentence."], None)
+    with pytest.raises(EmbenchError, match="only"):
+        check_template("{premise} and {other}", "--prompt-contradiction")
+    assert len(builtin("entailment")) == 4 and all("{premise}" in t for t in builtin("contradiction"))
+    prompts = PromptSet(seed=3)
+    assert prompts.draw(17) == PromptSet(seed=3).draw(17)  # the same draw on every run and resume
+    assert {PromptSet(seed=s).draw(1) for s in range(40)} > {(0, 0)}
+
+
+def test_a_premise_file_with_an_empty_line_and_bad_bytes_names_them_and_keeps_the_rest(tmp_path):
+    f = tmp_path / "premises.txt"
+    f.write_bytes(b"A man plays.\n\n  \nCaf\xe9 bad bytes\nA dog runs.\n")
+    premises, problems = read_premise_file(f)
+    assert [(p.key, p.text) for p in premises] == [(1, "A man plays."), (5, "A dog runs.")]
+    assert len(problems) == 3
+    assert f"{f}:2: empty line" in problems[0] and f"{f}:4: not UTF-8 (byte 0xe9" in problems[2]
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(EmbenchError, match="no premise"):
+        read_premise_file(empty)
+
+
+def test_an_encoder_only_model_cannot_generate(tiny_bert_dir):
+    from embench.models.loader import load_language_model
+
+    with pytest.raises(EmbenchError, match="encoder-only model .bert.: it cannot generate"):
+        load_language_model(str(tiny_bert_dir), device="cpu")
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+@pytest.mark.slow
+def test_generation_resumes_after_a_partial_file_and_gives_what_one_run_gives(tiny_llama_dir, tmp_path, one_thread):
+    from embench.generate import generate_triplets
+
+    premises = tmp_path / "p.txt"
+    premises.write_text("a man plays a guitar\n\nthe cat sleeps\ntwo dogs run in a park\na child reads\nrain falls\n")
+    warned: list[str] = []
+    opts = dict(batch_size=2, max_new_tokens=6, device="cpu", warn=warned.append)
+    whole = generate_triplets(str(tiny_llama_dir), str(premises), tmp_path / "whole.csv", **opts)
+    assert (whole.written, whole.already) == (5, 0) and any(":2: empty line" in w for w in warned)
+    part = tmp_path / "part.csv"
+    first = generate_triplets(str(tiny_llama_dir), str(premises), part, limit=3, **opts)
+    assert first.written == 3
+    text = part.read_text()
+    part.write_text(text[: len(text) - 7])  # a kill in the middle of the third row
+    again = generate_triplets(str(tiny_llama_dir), str(premises), part, **opts)
+    assert (again.written, again.already) == (3, 2) and any("cut short" in w for w in warned)
+    assert _rows(part) == _rows(tmp_path / "whole.csv")  # greedy: the resumed file is the one-run file
+    assert _rows(part)[0][:3] == ["sent0", "sent1", "hard_neg"]
+    done = generate_triplets(str(tiny_llama_dir), str(premises), part, **opts)
+    assert (done.written, done.already) == (0, 5)
+    meta = json.loads((tmp_path / "part.csv.json").read_text())
+    assert meta["settings"]["omega"] == 0.3 and meta["totals"]["rows"] == 6  # 3 + the cut row and 2 more
+    with pytest.raises(EmbenchError, match="other settings .*omega"):
+        generate_triplets(str(tiny_llama_dir), str(premises), part, omega=0.5, **opts)
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    cli = CliRunner().invoke(app, ["generate", "triplets", "--llm", str(tiny_llama_dir), "--premises", str(premises),
+                                   "--out", str(tmp_path / "new" / "cli.csv"), "--limit", "2", "--max-new-tokens", "4", "-q"])
+    assert cli.exit_code == 0, cli.output  # a folder that does not exist yet is made
+    assert "wrote 2 triplets" in cli.output and len(_rows(tmp_path / "new" / "cli.csv")) == 3
+
+
+# -- stage 2 -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("answer", "score"), [("4", 4.0), ("Score: 4.5/5", 4.5), (" 0.0", 0.0), ("5.0.", 5.0),
+                                               ("I would say 3 out of 5", 3.0)])
+def test_the_first_number_of_the_answer_is_its_score(answer, score):
+    assert parse_score(answer) == (score, "")
+
+
+@pytest.mark.parametrize(("answer", "why"), [("The sentence is similar", "no score"), ("", "no score"),
+                                             ("7", "outside 0-5")])
+def test_an_answer_without_a_score_in_0_5_is_unreadable(answer, why):
+    value, reason = parse_score(answer)
+    assert value is None and why in reason
+
+
+# (a, b) -> paper rule (alpha 3, beta 3, gamma 1), code rule (lines 3 and 3)
+TABLE = [
+    ((4.5, 0.0), ("kept", "kept")),
+    ((5.0, 1.0), ("kept", "kept")),
+    ((3.0, 2.0), ("kept", "kept")),
+    ((3.0, 2.5), ("margin below gamma", "kept")),  # the code asks only a != b
+    ((3.0, 3.0), ("margin below gamma", "equal scores")),
+    ((2.0, 0.0), ("entailment below alpha", "both on one side of the lines")),
+    ((5.0, 4.0), ("contradiction above beta", "both on one side of the lines")),
+    ((1.0, 4.0), ("entailment below alpha", "kept (roles swapped)")),  # the code swaps the roles
+    ((0.0, 5.0), ("entailment below alpha", "kept (roles swapped)")),
+]
+
+
+@pytest.mark.parametrize(("scores", "expected"), TABLE)
+def test_curation_rules_on_a_table_of_scored_pairs(scores, expected):
+    a, b = scores
+    assert keep_paper(a, b).reason == expected[0]
+    code = keep_code(a, b)
+    assert code.reason == expected[1] and code.swapped == (expected[1] == "kept (roles swapped)")
+    assert keep_paper(a, b, alpha=1, beta=4, gamma=0).kept == (a >= 1 and b <= 4 and a >= b)
+
+
+@pytest.mark.slow
+def test_curation_counts_unreadable_answers_as_dropped_and_swaps_under_the_code_rule(tmp_path):
+    """Scores already in the scores file: curation reuses them and loads no model at all."""
+    from embench.generate import curate_triplets
+    from embench.generate.curation import SCORE_HEADER, _paths
+    from embench.generate.prompts import SCORING
+
+    trip = tmp_path / "t.csv"
+    rows = [("p0", "e0", "c0"), ("p1", "e1", "c1"), ("p2", "e2", "c2"), ("p3", "e3", "c3"), ("p4", "", "c4")]
+    with open(trip, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["sent0", "sent1", "hard_neg", "key"])
+        w.writerows([(*r, i) for i, r in enumerate(rows)])
+    answers = [("4.5", "0"), ("The sentence means", "1"), ("2", "5"), ("3", "3"), ("", "")]
+    for rule, kept in (("paper", [("p0", "e0", "c0")]), ("code", [("p0", "e0", "c0"), ("p2", "c2", "e2")])):
+        out = tmp_path / f"kept-{rule}.csv"
+        scores = _paths(out)["scores"]
+        with open(scores, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(SCORE_HEADER)
+            w.writerows([(i, *rows[i], *answers[i]) for i in range(4)])  # the empty row is never scored
+        scores.with_name(scores.name + ".json").write_text(json.dumps(
+            {"llm": "no-such-model", "chat": None, "max_new_tokens": 8, "answer_prefix": "", "prompt": SCORING}))
+        result = curate_triplets("no-such-model", trip, out, rule=rule)
+        assert [tuple(r) for r in _rows(out)[1:]] == kept
+        assert result.dropped["entailment: no score in the answer"] == 1
+        assert result.dropped["empty sentence (nothing generated)"] == 1
+        assert result.total == 5 and result.kept == len(kept)
+        summary = json.loads(_paths(out)["summary"].read_text())
+        assert summary["kept"] == len(kept) and sum(summary["dropped"].values()) == 5 - len(kept)
+        assert (tmp_path / f"kept-{rule}.scores.png").is_file()
+    with pytest.raises(EmbenchError, match="other settings .*answer_prefix"):
+        curate_triplets("no-such-model", trip, tmp_path / "kept-code.csv", rule="code", answer_prefix="Score:")
+    assert decide("paper", None, 1.0, 3, 3, 1, "no score in the answer").reason == "entailment: no score in the answer"
+
+
+def test_the_cli_refuses_a_prompt_without_premise_and_an_encoder_only_llm_before_generating(tiny_bert_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    premises = tmp_path / "p.txt"
+    premises.write_text("a man plays\n")
+    runner = CliRunner()
+    bad = runner.invoke(app, ["generate", "triplets", "--llm", str(tiny_bert_dir), "--premises", str(premises), "--out",
+                              str(tmp_path / "t.csv"), "--prompt-entailment", "Paraphrase it."])
+    assert bad.exit_code != 0 and "has no {premise}" in str(bad.exception)
+    enc = runner.invoke(app, ["generate", "triplets", "--llm", str(tiny_bert_dir), "--premises", str(premises), "--out",
+                              str(tmp_path / "t.csv"), "-q"])
+    assert "encoder-only" in str(enc.exception)
+    assert not (tmp_path / "t.csv").exists()
