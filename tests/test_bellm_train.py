@@ -121,3 +121,32 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
         embench.load_model(tiny_bert_dir, adapter=best)
     with pytest.raises(EmbenchError, match="is an encoder"):
         train(make_config(method="bellm", out=str(tmp_path / "bert"), **{**common, "model": str(tiny_bert_dir)}))
+
+
+@pytest.mark.slow
+def test_training_on_a_gguf_file_reads_its_dequantised_weights_from_the_cache(tmp_path, monkeypatch, tiny_llama_dir):
+    """The trainer's load of a .gguf file goes through embench's GGUF cache as the encoder's does: a second
+    load reads the cached safetensors (the "file" here is not even a readable GGUF), with the run's config
+    overrides applied on top."""
+    import shutil
+
+    from embench.models.loader import _fingerprint_files, _stat
+    from embench.train import make_config, resolve
+    from embench.train.backbone import load_backbone
+
+    monkeypatch.setenv("EMBENCH_GGUF_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF stands here for a file dequantised before")
+    shutil.copytree(tiny_llama_dir, tmp_path / "cache" / _fingerprint_files(_stat(gguf)))  # what the first load left
+    cfg = resolve(make_config(method="bellm", model=str(gguf), dropout=0.25))
+    backbone = load_backbone(cfg, "cpu")
+    from transformers import AutoModel
+
+    reference = AutoModel.from_pretrained(tiny_llama_dir)
+    assert backbone.encoder.config.attention_dropout == 0.25  # the override, on the cached config
+    trained = {n.split("base_model.model.")[-1].replace(".base_layer", ""): p for n, p in backbone.encoder.state_dict().items()}
+    for name, value in reference.state_dict().items():
+        assert torch.equal(trained[name], value), name
+    gguf.write_bytes(b"GGUF edited: another file, so no cache entry")  # a file never dequantised is read as GGUF
+    with pytest.raises(EmbenchError, match="model.gguf"):
+        load_backbone(resolve(make_config(method="bellm", model=str(gguf))), "cpu")

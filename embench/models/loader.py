@@ -111,6 +111,25 @@ def weights_fingerprint(folder: Path) -> str:
     return _fingerprint_files(_stat(*files))
 
 
+def dequantised_gguf(path: Path) -> Path | None:
+    """The cache folder holding a GGUF file's dequantised fp32 weights, config and tokenizer, made on first
+    use so that every later load (the trainer's too) reads safetensors instead of dequantising again.
+    None when the file cannot be read or cached: the caller then reads the file itself, and says why."""
+    fingerprint = _fingerprint_files(_stat(path))
+    cached = cached_gguf_folder(fingerprint)
+    if cached is not None:
+        return cached
+    from transformers import AutoModel, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        load_gguf_cached(fingerprint, lambda: AutoModel.from_pretrained(path.parent, gguf_file=path.name, torch_dtype=torch.float32),
+                         {}, tokenizer)
+    except Exception:  # noqa: BLE001  (the caller's own load of the file reports what is wrong with it)
+        return None
+    return cached_gguf_folder(fingerprint)
+
+
 def _stat(*files: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
 

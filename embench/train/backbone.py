@@ -14,7 +14,7 @@ from torch import nn
 
 from ..core.errors import EmbenchError
 from ..models.families import FAMILIES, Family, detect
-from ..models.loader import gguf_file_of, resolve_model_path
+from ..models.loader import dequantised_gguf, gguf_file_of, resolve_model_path
 from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
 
@@ -38,7 +38,11 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     st = sentence_transformers_config(folder) if folder is not None else None
     hf = str(st["transformer_path"]) if st else source
     gguf = gguf_file_of(cfg.model)
-    extra = {"gguf_file": gguf} if gguf else {}
+    # a GGUF file is dequantised once into embench's cache, then read from there like a checkpoint folder
+    cached = dequantised_gguf(Path(cfg.model)) if gguf else None
+    if cached is not None:
+        hf = source = str(cached)
+    extra = {"gguf_file": gguf} if gguf and cached is None else {}
     try:
         tok_from = hf if st is None or _has_tokenizer(Path(hf)) else source
         tokenizer = AutoTokenizer.from_pretrained(tok_from, **extra)
