@@ -13,7 +13,7 @@ RUNS=${2:-$(mktemp -d)}
 RESULTS="$RUNS/results"
 MODELS=(-m all-MiniLM-L6-v2)
 NAMES=(--name all-MiniLM-L6-v2=MiniLM-L6)
-if [[ -n "${MPNET:-}" ]]; then MODELS+=(-m "$MPNET"); NAMES+=(--name "$(basename "$MPNET")=MPNet (SBERT)"); fi
+if [[ -n "${MPNET:-}" ]]; then MODELS+=(-m "$MPNET"); NAMES+=(--name "$MPNET=MPNet (SBERT)"); fi
 mkdir -p "$OUT"
 
 # Table B.2: the same embeddings scored under three aggregations (one encoding, re-scored from the cache)
