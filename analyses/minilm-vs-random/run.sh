@@ -23,4 +23,4 @@ run attention --limit 500
 run cls-energy --limit 500
 run knn --limit 3000 --metric euclidean --metric cosine --transform raw --transform centred --transform whitened
 run tsne --dataset agnews --dataset trec --limit 3000
-run layers --dataset trec --limit 1000 --layers 0,2,4,6
+run layers --dataset trec --limit 1000   # every layer, 0 (the embeddings) to 6
