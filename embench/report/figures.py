@@ -151,7 +151,10 @@ def _training_metric(column: str | None, prefix: str = "eval/", skip: str | None
             g = g.dropna(subset=[metric])
             if len(g):  # runs that never logged it get no line and no legend entry
                 ax.plot(g["step"], g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
-        ax.set(xlabel="training step", ylabel=metric.removeprefix("eval/"))
+        label = metric.removeprefix("eval/")
+        # a spec with options (knn:datasets=...,limit=2000) is too long for an axis: its name only (the
+        # options are in the run's train_config.json)
+        ax.set(xlabel="training step", ylabel=label if len(label) <= 24 else label.split(":")[0])
     return draw
 
 
