@@ -40,4 +40,13 @@ embench analyze token-dependency -m "$G" -m all-MiniLM-L6-v2 --label SmolLM2-135
     --max-length 32 --eval-steps 0 -q
 embench run -m "$G" --adapter "$OUT/lora/best" -t STSBenchmark --stsb-split dev -f markdown "${RES[@]}"
 
+# Figure 5's trained side: token dependency of the LoRA model (its adapter brings K = 1 back; no prompt, as Figure 2)
+embench analyze token-dependency -m "$G" --adapter "$OUT/lora/best" --prompt none --label "SmolLM2 + LoRA (30 steps)" \
+  --limit 500 --out "$OUT/token-dependency-trained" -q
+
+# the page: layer removal, token dependency (before, against MiniLM, and after training), the LoRA loss
+embench report -a "$OUT/layer-removal" -a "$OUT/token-dependency" -a "$OUT/token-dependency-trained" -a "$OUT/lora" \
+  --figure layer-removal --figure token-dependency --figure training-loss -f html \
+  --title "BeLLM on SmolLM2-135M-Instruct at CPU scale" -o "$OUT/bellm.html"
+
 python "$HERE/report.py" --out "$OUT"
