@@ -18,6 +18,7 @@ import pandas as pd
 from ..core.errors import EmbenchError
 from ..report import style
 from .base import AnalysisResult, analysis
+from .geometry import normalise
 from .inputs import unique, write_csv
 
 BIN_WIDTH = 0.05
@@ -30,11 +31,6 @@ def negative_cosines(anchor: np.ndarray, positive: np.ndarray, hard: np.ndarray)
     sp, sh = anchor @ positive.T, anchor @ hard.T
     others = ~np.eye(n, dtype=bool)
     return np.concatenate([sp[others], sh[others]]), np.diag(sp).copy(), np.diag(sh).copy()
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 @analysis("in-batch-similarity")
@@ -56,7 +52,7 @@ def in_batch_similarity(refs, ctx, out, train_data: str = "snli", batch: int = 2
     edges = np.round(np.arange(-1.0, 1.0 + BIN_WIDTH / 2, BIN_WIDTH), 10)
     summary, hist = [], []
     for ref in refs:
-        vec = dict(zip(texts, _unit(ctx.embed(ref.encoder(), texts)), strict=True))
+        vec = dict(zip(texts, normalise(ctx.embed(ref.encoder(), texts)), strict=True))
         neg, own_pos, own_hard = [], [], []
         for idx in drawn:
             rows = [triplets[i] for i in idx]

@@ -49,30 +49,6 @@ def _paths(out: Path) -> dict[str, Path]:
             "markdown": out.with_name(stem + ".summary.md"), "figure_dir": out.parent, "figure_stem": stem + ".scores"}
 
 
-def read_rows(path: Path) -> list[tuple[str, str, str]]:
-    """(sent0, sent1, hard_neg) of every row of a triplet CSV; a generation may be empty (it is then dropped,
-    never scored), a row without its three columns is an error naming the line."""
-    from ..core.errors import MalformedDataError, MissingDataError
-
-    if not path.is_file():
-        raise MissingDataError(path)
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header[:3]] != ["sent0", "sent1", "hard_neg"]:
-            raise MalformedDataError(path, 1, "expected the header sent0,sent1,hard_neg")
-        rows = []
-        for fields in reader:
-            if not fields:
-                continue
-            if len(fields) < 3:
-                raise MalformedDataError(path, reader.line_num, f"expected at least 3 comma-separated fields, found {len(fields)}")
-            rows.append((fields[0], fields[1], fields[2]))
-    if not rows:
-        raise EmbenchError(f"{path}: no triplet (the file has no row after its header)")
-    return rows
-
-
 def _scored(path: Path, triplets: list[tuple[str, str, str]]) -> dict[int, tuple[str, str]]:
     """Answers already in the scores file, for the rows that are still the same triplet."""
     if not path.is_file():
@@ -107,7 +83,10 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     if batch_size < 1 or max_new_tokens < 1:
         raise EmbenchError("--batch-size and --max-new-tokens must be at least 1")
     src = Path(triplets)
-    rows = read_rows(src)[:limit] if limit else read_rows(src)
+    from ..train.data import read_triplets_csv
+
+    # a generation may be empty: it is dropped by the rule, never scored
+    rows = read_triplets_csv(src, allow_empty=True)[:limit or None]
     out = Path(out) if out is not None else src.with_name((src.name[:-4] if src.name.endswith(".csv") else src.name) + ".kept.csv")
     if out.resolve() == src.resolve():
         raise EmbenchError(f"--out {out} is the triplet file itself: give another --out")

@@ -70,8 +70,9 @@ def read_documents(path: str | Path, field: str = "text") -> list[str]:
     return docs
 
 
-def read_triplets_csv(path: str | Path) -> list[tuple[str, str, str]]:
-    """(anchor, positive, hard negative) rows of a SimCSE-style CSV (header ``sent0,sent1,hard_neg``)."""
+def read_triplets_csv(path: str | Path, allow_empty: bool = False) -> list[tuple[str, str, str]]:
+    """(anchor, positive, hard negative) rows of a SimCSE-style CSV (header ``sent0,sent1,hard_neg``).
+    ``allow_empty`` keeps rows with an empty sentence (``embench generate curate`` drops those itself)."""
     p = _existing(Path(path))
     try:
         with open_text(p) as f:
@@ -95,7 +96,7 @@ def read_triplets_csv(path: str | Path) -> list[tuple[str, str, str]]:
                 continue
             if len(fields) != len(header):
                 raise MalformedDataError(p, line, f"expected {len(header)} comma-separated fields, found {len(fields)}")
-            if any(not x.strip() for x in fields[:3]):
+            if not allow_empty and any(not x.strip() for x in fields[:3]):
                 raise MalformedDataError(p, line, "an empty sentence in sent0, sent1 or hard_neg")
             rows.append((fields[0], fields[1], fields[2]))
     except csv.Error as e:
