@@ -109,6 +109,26 @@ def test_layers_analysis_runs_one_forward_pass_per_batch_not_one_per_layer(tiny_
     assert frame["stsb_spearman"].nunique() == 5
 
 
+
+@pytest.mark.slow
+def test_layers_with_a_suite_put_its_texts_in_the_shared_pass(tiny_bert4, tmp_path, data_root, monkeypatch, one_thread):
+    """--suite: every layer's suite score reads the vectors of the one shared pass (no pass per layer)."""
+    from embench.analysis import run
+    from embench.analysis.inputs import make_context, stsb, unique
+    from embench.analysis.layers import suite_texts
+
+    calls = []
+    forward = HFEncoder.forward_hidden
+    monkeypatch.setattr(HFEncoder, "forward_hidden", lambda self, *a, **k: calls.append(1) or forward(self, *a, **k))
+    result = run("layers", [str(tiny_bert4)], tmp_path / "out", data=data_root, cache_dir=tmp_path / "cache",
+                 batch_size=512, dataset=None, layers="0,4", suite=["STS16"])
+    frame = result.tables["layers"]
+    pairs = stsb(__import__("embench").data.DataRoot.resolve(data_root))
+    ctx = make_context(data_root, None, False, 512, False)
+    texts = unique(pairs.left + pairs.right + suite_texts("STS16,", ctx))
+    assert len(calls) == math.ceil(len(texts) / 512)  # STS-B and STS16 for both layers: one pass, then cache hits
+    assert frame["tasks_average"].notna().all() and frame["tasks_average"].nunique() == 2
+
 def test_an_impossible_view_is_named_before_any_encoding(tiny_bert_dir, tmp_path):
     base = load_model(tiny_bert_dir, device="cpu")
     with pytest.raises(EmbenchError, match=r"--layer 7 is out of range .* layers 0 \(embedding output\) to 2"):

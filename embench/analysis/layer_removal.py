@@ -25,7 +25,7 @@ from ..report import style
 from .base import AnalysisResult, analysis
 from .cosine_density import cosines
 from .inputs import stsb, unique, write_csv
-from .layers import _suite_average, _suite_spec, parse_layers
+from .layers import _suite_average, _suite_spec, parse_layers, suite_texts
 
 
 @analysis("layer-removal")
@@ -45,7 +45,7 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
         full = ref.encoder()
         kept = [n for n in parse_layers(layers, full.num_layers) if n > 0]  # N = 0 keeps no layer at all
         views = [ref.encoder(layer=n, final_norm=True) for n in kept]
-        texts = unique(sentences + (_suite_texts(suite, ctx) if suite else []))
+        texts = unique(sentences + (suite_texts(suite, ctx) if suite else []))
         per_view = ctx.embed_views(views, texts)  # every N from one pass; the suite then reads the cache
         has_norm = final_norm(full.model) is not None
         for n, enc, vectors in zip(kept, views, per_view, strict=True):
@@ -76,19 +76,3 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
         files += style.save(fig, out, "layer_removal")
     return AnalysisResult("layer-removal", {"layer_removal": frame}, files)
 
-
-def _suite_texts(suite: str, ctx) -> list[str]:
-    """Every text the suite's tasks encode, under the suite's protocol (so the pass fills the cache they read)."""
-    from ..evaluation.protocols import EvalProtocol
-    from ..evaluation.suites import SUITES
-    from ..tasks import TASKS
-
-    name, tasks, _, _ = _suite_spec(suite)
-    from ..api import resolve_tasks
-
-    names = resolve_tasks(name, tasks)[0]
-    protocol = EvalProtocol.from_options(**(SUITES.get(name).protocol if name else {}))
-    texts: list[str] = []
-    for t in names:
-        texts += list(TASKS.get(t).prepare(ctx.root, protocol).texts)
-    return unique(texts)

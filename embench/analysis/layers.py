@@ -10,13 +10,16 @@ Measures per layer:
 * STS-B Spearman of cosine similarities (``split``, default test);
 * kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
 * optionally a suite's score per layer (``suite``, e.g. ``mteb-lite``) through
-  :func:`embench.api.evaluate`: for MTEB tasks the cropping paper's block average (the mean of
+  :func:`embench.api.evaluate`, whose texts are encoded for every layer in the same single pass (the
+  tasks then read each layer's vectors from the embedding cache): for MTEB tasks the cropping paper's block average (the mean of
   the task-type means, :func:`embench.tasks.mteb.blocks.block_averages`), for other suites the
   plain mean of the main scores. Figure 4c of the cropping paper uses non-normalised embeddings,
   which is what the layer encoders give unless ``--normalize``.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -56,16 +59,20 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
         suite = ",".join(suite) + ("," if len(suite) == 1 else "")
     if suite:
         _suite_spec(suite)  # an unknown suite or task fails here, before anything is encoded
+        if ctx.cache_dir is None:
+            warnings.warn(f"--suite {suite} without an embedding cache: its tasks encode their texts again for every "
+                          "layer (with the cache they read the vectors of the shared pass)", stacklevel=2)
     pairs = stsb(ctx.root, split, text)
     sentences = unique(pairs.left + pairs.right)
     labelled = load_labelled(dataset, ctx.root, limit=limit, seed=seed) if dataset else None
+    extra = suite_texts(suite, ctx) if suite else []
     rows = []
     for ref in refs:
         overrides = {} if ref.options.get("pooling") else {"pooling": "mean"}
         chosen = parse_layers(layers, ref.encoder().num_layers)
         encoders = [ref.encoder(layer=layer, **overrides) for layer in chosen]
-        # Every layer from ONE forward pass per batch over the STS-B and kNN texts together.
-        texts = unique(sentences + (labelled.texts if labelled is not None else []))
+        # Every layer from ONE forward pass per batch over the STS-B, kNN and suite texts together.
+        texts = unique(sentences + (labelled.texts if labelled is not None else []) + extra)
         per_layer = ctx.embed_views(encoders, texts)
         for layer, enc, vectors in zip(chosen, encoders, per_layer, strict=True):
             row = {"model": ref.label, "layer": layer, "pooling": enc.pooling}
@@ -115,6 +122,22 @@ def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:
         return None, tasks, "tasks_average", all(t.startswith("MTEB:") for t in tasks)
     tasks = resolve_tasks(suite, None)[0]
     return suite, None, f"{suite}_average", all(t.startswith("MTEB:") for t in tasks)
+
+
+def suite_texts(suite: str, ctx) -> list[str]:
+    """Every text the suite's tasks encode, under the suite's protocol (so the shared pass fills the cache they read)."""
+    from ..api import resolve_tasks
+    from ..evaluation.protocols import EvalProtocol
+    from ..evaluation.suites import SUITES
+    from ..tasks import TASKS
+
+    name, tasks, _, _ = _suite_spec(suite)
+    names = resolve_tasks(name, tasks)[0]
+    protocol = EvalProtocol.from_options(**(SUITES.get(name).protocol if name else {}))
+    texts: list[str] = []
+    for t in names:
+        texts += list(TASKS.get(t).prepare(ctx.root, protocol).texts)
+    return unique(texts)
 
 
 def _suite_average(encoder, suite: str, ctx, out) -> float:
