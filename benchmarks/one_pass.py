@@ -12,7 +12,8 @@ peak resident memory (``ru_maxrss``) are its own; the ratios are taken within th
      time (what the engine did before it served several views from one pass);
   2. ``sts-all``: one cold `embench run --suite sts-all`; ``audit``: the default `embench audit`, cold;
   3. ``flops``: the engine's linear-layer FLOP rate on the unique sts-all texts against a plain
-     ``torch.mm`` of the same shapes, both fp32 on the same threads.
+     ``torch.mm`` of the same shapes, both fp32 on the same threads, interleaved in five rounds (the
+     median round's ratio: a shared host's drift moves both sides of a round alike).
 """
 
 from __future__ import annotations
@@ -75,9 +76,15 @@ def job(name: str, model: str, tmp: Path) -> dict:
     return out
 
 
-def flop_rate(model: str, root) -> dict:
+def flop_rate(model: str, root, rounds: int = 5) -> dict:
     """Linear-layer FLOPs of encoding the unique sts-all texts over the time it took, against ``torch.mm`` on
-    (tokens x hidden) @ (hidden x hidden) and (tokens x hidden) @ (hidden x intermediate)."""
+    (tokens x hidden) @ (hidden x hidden) and (tokens x hidden) @ (hidden x intermediate).
+
+    The two are interleaved: the texts are split into ``rounds`` random parts, and each part's encoding
+    is followed by 4 s of ``torch.mm``, so a drift in the machine's speed (a shared host) moves both
+    sides of each round's ratio alike. The ratio reported is the median over the rounds; the overall
+    rates are beside it."""
+    import numpy as np
     import torch
 
     import embench
@@ -88,29 +95,38 @@ def flop_rate(model: str, root) -> dict:
     texts = sorted({t for n in SUITES.get("sts-all").tasks for t in TASKS.get(n).prepare(root, embench.EvalProtocol()).texts})
     enc = embench.load_model(model)
     cfg = enc.config
-    tokens = int(enc.token_lengths(texts).sum())
+    lengths = enc.token_lengths(texts)
     h, inter, layers = cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
-    flops = 2 * tokens * layers * (4 * h * h + 2 * h * inter)  # Q, K, V, output projections + the two FFN matrices
-    engine = Engine(enc, batch_size=128)
-    engine.embed(texts[:256])  # load the weights and warm up outside the clock
-    t = time.perf_counter()
-    engine.embed(texts[256:])
-    seconds = time.perf_counter() - t
-    enc_flops = flops * (len(texts) - 256) / len(texts)
+    per_token = 2 * layers * (4 * h * h + 2 * h * inter)  # Q, K, V, output projections + the two FFN matrices
+    Engine(enc, batch_size=128).embed(texts[:256])  # load the weights and warm up outside the clock
     a, wq, wf = torch.randn(128 * 20, h), torch.randn(h, h), torch.randn(h, inter)
     for _ in range(3):
         torch.mm(a, wq), torch.mm(a, wf)
-    t, reps = time.perf_counter(), 0
-    while time.perf_counter() - t < 10:
-        for _ in range(4):
-            torch.mm(a, wq)
-        for _ in range(2):
-            torch.mm(a, wf)
-        reps += 1
-    mm_rate = reps * 2 * a.shape[0] * (4 * h * h + 2 * h * inter) / (time.perf_counter() - t)
-    return {"tokens": tokens, "tflop": flops / 1e12, "encode_gflops": enc_flops / seconds / 1e9,
-            "matmul_gflops": mm_rate / 1e9, "flop_rate_ratio": enc_flops / seconds / mm_rate,
-            "floor_seconds": flops / mm_rate, "threads": torch.get_num_threads()}
+    parts = np.array_split(np.random.default_rng(0).permutation(np.arange(256, len(texts))), rounds)
+    enc_flop = enc_s = mm_flop = mm_s = 0.0
+    ratios = []
+    for part in parts:
+        engine = Engine(enc, batch_size=128)  # a fresh memory: every text of the part is encoded
+        t = time.perf_counter()
+        engine.embed([texts[i] for i in part])
+        seconds = time.perf_counter() - t
+        flop = per_token * float(lengths[part].sum())
+        t, reps = time.perf_counter(), 0
+        while time.perf_counter() - t < 4:
+            for _ in range(4):
+                torch.mm(a, wq)
+            for _ in range(2):
+                torch.mm(a, wf)
+            reps += 1
+        mm_seconds = time.perf_counter() - t
+        mflop = reps * 2 * a.shape[0] * (4 * h * h + 2 * h * inter)
+        ratios.append((flop / seconds) / (mflop / mm_seconds))
+        enc_flop, enc_s, mm_flop, mm_s = enc_flop + flop, enc_s + seconds, mm_flop + mflop, mm_s + mm_seconds
+    tflop = per_token * float(lengths.sum())
+    return {"tokens": int(lengths.sum()), "tflop": tflop / 1e12, "encode_gflops": enc_flop / enc_s / 1e9,
+            "matmul_gflops": mm_flop / mm_s / 1e9, "flop_rate_ratio": float(np.median(ratios)),
+            "flop_rate_ratio_rounds": ratios, "encode_seconds": enc_s,
+            "floor_seconds": tflop / (mm_flop / mm_s), "threads": torch.get_num_threads()}
 
 
 def main() -> None:

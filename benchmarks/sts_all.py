@@ -5,13 +5,14 @@
 Runs, back to back in one process on the same machine:
   1. embench cold: empty embedding cache, every task of sts-all;
   2. naive loop: sentence-transformers ``encode`` per subset and side, no dedup, no cache
-     (what an evaluation script usually does), scoring with the same scorer;
+     (what an evaluation script usually does), scoring with the same scorer; loading the model is on
+     its clock, as reading the weights is on embench's cold clock (both after the imports);
   3. embench warm: the ``embench run`` command in a fresh process with the cache filled
      (new results folder, so every task is scored again from cached vectors);
   4. throughput: texts/s of embench's engine and of sentence-transformers ``encode`` on the same
      unique texts with the same batch size.
-Prints the ratios; the targets on a 2-core CPU are cold <= 0.5x naive, warm <= 5 s,
-throughput >= 1.0x sentence-transformers.
+Prints the ratios; the targets on a 2-core CPU are cold <= 0.40x naive (issue 13), warm <= 5 s,
+throughput >= 1.37x sentence-transformers.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def main() -> None:
     figures["unique_texts"] = cold.encode_stats["unique"]
     figures["requested_texts"] = cold.encode_stats["requested"]
 
-    st = SentenceTransformer(enc.source, device="cpu")
     t = time.perf_counter()
+    st = SentenceTransformer(enc.source, device="cpu")  # on the clock, as embench's cold run reads its weights on it
     naive = naive_loop(st, root, args.batch_size)
     figures["naive_loop_s"] = time.perf_counter() - t
     assert all(abs(naive[r.task] - r.main_score) < 1e-4 for r in cold.records), "naive loop and embench disagree"
@@ -97,9 +98,9 @@ def main() -> None:
     figures["throughput_ratio"] = figures["embench_texts_per_s"] / figures["st_texts_per_s"]
     for k, v in figures.items():
         print(f"{k:>22}: {v:.4g}" if isinstance(v, float) else f"{k:>22}: {v}")
-    print(f"\ncold / naive loop = {figures['cold_over_naive']:.2f}x (target <= 0.5x); warm run = "
+    print(f"\ncold / naive loop = {figures['cold_over_naive']:.2f}x (target <= 0.40x); warm run = "
           f"{figures['embench_warm_s']:.1f} s (target <= 5 s); throughput = {figures['throughput_ratio']:.2f}x "
-          "sentence-transformers (target >= 1.0x)")
+          "sentence-transformers (target >= 1.37x)")
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=2) + "\n")
 

@@ -137,3 +137,19 @@ def test_nan_embedding_names_the_text(tiny_bert_dir):
 def test_batch_size_must_be_positive(tiny_bert_dir):
     with pytest.raises(embench.core.errors.EmbenchError, match="--batch-size"):
         Engine(embench.load_model(tiny_bert_dir), batch_size=0)
+
+
+@pytest.mark.parametrize("setting", ["", "system"])
+def test_batch_memory_is_kept_on_glibc_unless_opted_out(setting):
+    """glibc's thresholds are set once per process (a fresh one here: the setting is process-wide)."""
+    import platform
+    import subprocess
+    import sys
+
+    code = ("from embench.encoding.allocator import keep_batch_memory as k; "
+            "import embench.encoding.allocator as a; print(k(), k(), a._done)")
+    env = {**__import__("os").environ, "EMBENCH_MALLOC": setting}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    expected = str(glibc and setting != "system")
+    assert out == [expected] * 3

@@ -23,6 +23,7 @@ import numpy as np
 from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbeddingError, EmbenchError
 from ..report.progress import RateProgress, announce
+from .allocator import keep_batch_memory
 from .cache import EmbeddingCache, text_key
 
 if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
@@ -183,6 +184,8 @@ def third_party_bars(shown: bool) -> Iterator[None]:
 
 def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str], wanted: Sequence[set[str]]) -> None:
     first = engines[0]
+    if str(getattr(first.encoder, "device", "cpu")).startswith("cpu"):
+        keep_batch_memory()  # batches reuse the last one's memory instead of faulting it in again
     # Tokenise once: the lengths order the batches, and each batch is padded from the same ids.
     tokens = first.encoder.pretokenize(texts) if hasattr(first.encoder, "pretokenize") else None
     lengths = (np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(texts)) if tokens is not None

@@ -1,0 +1,46 @@
+"""Keep the memory of one batch's activations for the next, on CPU with glibc.
+
+Every forward pass allocates its activations afresh (tens of MB per batch: 128 texts x 93 tokens x
+1,536 floats is 73 MB). glibc hands blocks that large back to the kernel when they are freed, and
+the next batch faults the same pages in again, zeroed: time spent outside the matrix work. Raising
+glibc's mmap and trim thresholds keeps those blocks in the process's heap, which is what the
+PyTorch CPU tuning guide gets by preloading jemalloc or tcmalloc. Measured on the 2-core CPU here
+(all-MiniLM-L6-v2, 8,000 sts-all texts, five interleaved pairs of runs, mean encoding rate): 4 %
+faster at batch 128, 6 % at 256, for about 12 % more peak resident memory (``reports/one-pass``).
+
+Setting only the trim threshold is worse than leaving glibc alone: either call switches off glibc's
+own adaptive threshold, so both are set together. ``EMBENCH_MALLOC=system`` leaves the allocator as
+it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 256 << 20  # blocks below this come from the heap (one batch's largest activation fits)
+TRIM_THRESHOLD = 512 << 20  # free memory at the heap's top kept for the next batch
+
+_done: bool | None = None
+
+
+def keep_batch_memory() -> bool:
+    """Set glibc's thresholds once per process; True when they were set (glibc, not opted out)."""
+    global _done
+    if _done is not None:
+        return _done
+    _done = False
+    if os.environ.get("EMBENCH_MALLOC", "").lower() == "system" or not sys.platform.startswith("linux"):
+        return _done
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt  # glibc's; musl and others have none
+    except (OSError, AttributeError):
+        return _done
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    _done = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return _done
