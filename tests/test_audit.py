@@ -94,8 +94,9 @@ def test_encoder_knobs_change_the_encoder_and_nothing_else(tiny_audit):
     recs = embench.results(base / "results", task="STS13")
     baseline = [r for r in recs if r.protocol == embench.EvalProtocol().to_dict()]
     enc = {(r.encoder["pooling"], r.encoder["dtype"], r.encoder["max_length"]) for r in baseline}
+    # max_length=32 re-encodes only the texts it truncates and, like emulated bf16, is scored without a record
     expected = {("cls", "fp32", 512), ("mean", "fp32", 512), ("first_last_avg", "fp32", 512), ("embed_last_avg", "fp32", 512),
-                ("cls_before_pooler", "fp32", 512), ("cls", "fp32", 32)}
+                ("cls_before_pooler", "fp32", 512)}
     if native_precision("cpu", "bf16"):  # a full bf16 pass, stored; emulated bf16 runs on a sample, not stored
         expected.add(("cls", "bf16", 512))
     assert enc == expected

@@ -54,6 +54,24 @@ def test_batch_size_knob_runs_on_a_seeded_sample_unless_asked_for_every_text(tin
     np.testing.assert_allclose(sampled.rows.to_numpy(), full.rows.to_numpy(), atol=1e-4)
 
 
+
+@pytest.mark.slow
+def test_a_shorter_maximum_length_re_encodes_only_the_texts_it_truncates(tiny_bert_dir, data_root, tmp_path, one_thread):
+    common = {"knobs": ["max_length"], "tasks": TASKS, "data": data_root, "results_dir": tmp_path / "r",
+              "cache_dir": tmp_path / "c", "device": "cpu"}
+    short = audit(str(tiny_bert_dir), **common)
+    rows = {r["pass"]: r for r in short.passes.rows}
+    base = embench.load_model(str(tiny_bert_dir), device="cpu")
+    texts = passes.suite_texts(TASKS, [{}], embench.data.DataRoot.resolve(data_root))
+    longer = int((base.token_lengths(texts) > 32).sum())
+    assert 0 < longer < len(texts)
+    assert rows["max_length=32 (truncated texts)"]["texts"] == longer  # the truncated texts only
+    full = audit(str(tiny_bert_dir), full_length_check=True, **common)
+    assert {r["pass"]: r for r in full.passes.rows}["max_length=32"]["texts"] == len(texts)
+    # the texts it does not truncate have the same ids, so the same vectors: the row equals the full pass's
+    np.testing.assert_allclose(short.rows.to_numpy(), full.rows.to_numpy(), atol=1e-6)
+    assert short.rows.loc["max_length=32", "STS13"] != short.rows.loc["baseline", "STS13"]
+
 def test_the_sample_is_seeded_distinct_and_capped():
     texts = [f"t{i}" for i in range(50)] * 2
     a, b = passes.sample_texts(texts, 10, 3), passes.sample_texts(list(reversed(texts)), 10, 3)

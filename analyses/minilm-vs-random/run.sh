@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # all-MiniLM-L6-v2 against a randomly initialised BERT of the same shape, every analysis.
 # Usage: analyses/minilm-vs-random/run.sh RANDOM_BERT_DIR [OUT_DIR]
-#   RANDOM_BERT_DIR: made by make_random_bert.py (outside the repository: weights are not committed)
+#   RANDOM_BERT_DIR: made by analyses/training/make_random_bert.py (outside the repository: weights are not committed)
 #   OUT_DIR: default reports/minilm-vs-random
 # Needs EMBENCH_DATA (the data root). Both models are mean-pooled (MiniLM's own pooling; the random
 # model's default would be CLS through a random pooler head) and truncated at MiniLM's 256 tokens.

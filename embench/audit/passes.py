@@ -14,7 +14,10 @@ A default audit used to encode the suite once per pooling value, once per batch 
   the rest, and the table says so (``--full-batch-check`` encodes everything again);
 * bf16/fp16 on a CPU without native arithmetic (about 6x slower than fp32) go the same way
   (``--full-dtype-check`` for a full pass); on a GPU, or a CPU with bf16 instructions, they are
-  full passes, like ``max_length`` (which changes the tokenisation itself).
+  full passes;
+* ``max_length`` changes the tokenisation itself, but only of the texts it truncates: the texts whose
+  token ids differ under the shorter maximum are re-encoded, and every other text keeps the baseline's
+  vector, computed from the same ids (``--full-length-check`` encodes everything again).
 """
 
 from __future__ import annotations
@@ -110,15 +113,25 @@ class SampledEncoder:
         return {**self.base.describe(), **self.setting}
 
 
+def retokenised_texts(base: HFEncoder, variant: HFEncoder, texts: Sequence[str]) -> list[str] | None:
+    """The texts whose token ids under ``variant`` differ from the baseline's (e.g. those a shorter
+    maximum length truncates): the only ones whose vectors can change. None when an encoder cannot
+    show its ids (then the variant needs a full pass)."""
+    if not (hasattr(base, "pretokenize") and hasattr(variant, "pretokenize")):
+        return None
+    ours, theirs = base.pretokenize(list(texts))["input_ids"], variant.pretokenize(list(texts))["input_ids"]
+    return [t for t, a, b in zip(texts, ours, theirs, strict=True) if a != b]
+
+
 def sampled_variant(base_engine: Engine, variant_encoder: HFEncoder, batch_size: int, sample: list[str], knob: str,
                     value: Any, baseline_texts: list[str], progress: bool, log: PassLog,
-                    why: str) -> tuple[SampledEncoder, float]:
+                    why: str, what: str = "sample") -> tuple[SampledEncoder, float]:
     """Re-encode ``sample`` with ``variant_encoder`` at ``batch_size`` (no cache: the point is to encode);
     returns the encoder the variant is scored with and the largest |difference| of a vector coordinate
-    from the baseline's."""
+    from the baseline's. ``what`` names the re-encoded texts in the pass log."""
     start = time.perf_counter()
     fresh = Engine(variant_encoder, batch_size=batch_size, cache_dir=None, progress=progress).embed(sample)
-    log.add(f"{knob}={value} (sample)", len(sample), 1, time.perf_counter() - start, why)
+    log.add(f"{knob}={value} ({what})", len(sample), 1, time.perf_counter() - start, why)
     baseline = base_engine.embed(baseline_texts)
     vectors = dict(zip(baseline_texts, baseline, strict=True))
     diff = float(np.abs(fresh - np.stack([vectors[t] for t in sample])).max()) if sample else 0.0

@@ -34,6 +34,7 @@ from .passes import (
     PassLog,
     sample_texts,
     sampled_note,
+    retokenised_texts,
     sampled_variant,
     shared_pass,
     suite_texts,
@@ -109,6 +110,7 @@ def audit(
     sample_seed: int = 42,
     full_batch_check: bool = False,
     full_dtype_check: bool = False,
+    full_length_check: bool = False,
     progress: bool = False,
     on_step: Callable[[str], None] | None = None,
 ) -> AuditResult:
@@ -119,7 +121,8 @@ def audit(
     ``ci`` (e.g. 95) draws the baseline's bootstrap intervals and says, per knob, whether its effect
     leaves them (beyond the noise of the test sets) or not. The baseline and every pooling come from
     one forward pass; the batch-size knob (and bf16/fp16 on a CPU without native arithmetic) re-encode
-    a seeded ``sample`` of texts unless ``full_batch_check`` / ``full_dtype_check``
+    a seeded ``sample`` of texts unless ``full_batch_check`` / ``full_dtype_check``; a shorter
+    ``max_length`` re-encodes only the texts it truncates unless ``full_length_check``
     (:mod:`embench.audit.passes`). ``on_step`` receives a line per step (which variant, which pass).
     """
     # (Over 60 lines with its signature and docstring; the body is the audit's order of work.)
@@ -149,6 +152,10 @@ def audit(
         knob, value = next(iter(v.knobs.items())) if len(v.knobs) == 1 else (None, None)
         with_ci = {"ci": ci, "resamples": resamples} if ci is not None and v.label == "baseline" else {}
         emulated = knob == "dtype" and value != "fp32" and not native_precision(base.device, value)
+        changed = shorter = None  # a shorter maximum length: only the texts it truncates are encoded again
+        if knob == "max_length" and value is not None and not full_length_check:
+            shorter = load_model(model, **{**load_opts, "max_length": value})
+            changed = retokenised_texts(base, shorter, baseline_texts)
         if (knob == "batch_size" and not full_batch_check) or (emulated and not full_dtype_check):
             say(f"[{i}/{len(vs)}] {v.label}: re-encoding a seeded sample of {len(picked):,} texts")
             encoder = base if knob == "batch_size" else load_model(model, **{**load_opts, "dtype": value})
@@ -157,6 +164,13 @@ def audit(
             sampled, diffs[v.label] = sampled_variant(base_engine, encoder, value if knob == "batch_size" else batch_size,
                                                       picked, knob, value, baseline_texts, progress, log, why)
             rows[v.label], ev = _evaluate_variant(sampled, v, task_names, common, {"save": False, "use_cache": False})
+        elif changed is not None:
+            say(f"[{i}/{len(vs)}] {v.label}: re-encoding the {len(changed):,} texts whose tokens it changes")
+            why = (f"only the texts longer than {value} tokens change; the other {len(baseline_texts) - len(changed):,} "
+                   "keep the baseline's vectors, from the same token ids (--full-length-check for every text)")
+            truncated, _ = sampled_variant(base_engine, shorter, batch_size, changed, knob, value, baseline_texts,
+                                           progress, log, why, what="truncated texts")
+            rows[v.label], ev = _evaluate_variant(truncated, v, task_names, common, {"save": False, "use_cache": False})
         else:
             # a batch-size check over every text bypasses the cache and the records: encoding is what it measures
             extra = {"use_cache": False, "save": False} if knob == "batch_size" else {}

@@ -57,6 +57,7 @@ def audit(
     sample: Annotated[int, typer.Option(min=1, help="Texts (a seeded sample of the suite's) re-encoded for the batch-size knob, and for bf16/fp16 on a CPU without native arithmetic.")] = 2000,
     full_batch_check: Annotated[bool, typer.Option("--full-batch-check", help="Re-encode every text at each batch size instead of a sample.")] = False,
     full_dtype_check: Annotated[bool, typer.Option("--full-dtype-check", help="Encode every text in bf16/fp16 even on a CPU that emulates them (about 6x slower).")] = False,
+    full_length_check: Annotated[bool, typer.Option("--full-length-check", help="Encode every text at the shorter maximum length, not only those it truncates.")] = False,
     fmt: FmtOpt = Fmt.table,
     quiet: QuietOpt = False,
 ) -> None:
@@ -85,6 +86,7 @@ def audit(
                            dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
                            adapter=adapter, ci=ci, resamples=resamples,
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
+                           full_length_check=full_length_check,
                            progress=not quiet, on_step=None if quiet else step)
         if value(fmt) == "json":
             results.append(result)
