@@ -21,5 +21,9 @@ python "$HERE/knn_table.py" "$MVR/knn/knn.csv" "$OUT/table-s3"
 python "$HERE/knn_table.py" "$OUT/knn-s4/knn.csv" "$OUT/table-s4" \
   --caption "kNN accuracy (k = 10) x100, train split -> test split (cropping paper Table S4's protocol)"
 
+# Figure 4c: the mteb-lite block average per layer, every layer from one pass (17 min on 2 cores)
+[[ -f "$OUT/layers-mteb/layers.csv" ]] || embench analyze layers -m all-MiniLM-L6-v2 --suite mteb-lite --dataset trec \
+  --limit 1000 --out "$OUT/layers-mteb" -q
+
 embench report -a "$MVR" --figure layers --figure knn --image "$MVR/tsne/tsne.png" --image "$MVR/layers/layers.png" \
   -f html --title "Cropping vs dropout at CPU scale" -o "$OUT/cropping.html"
