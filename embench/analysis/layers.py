@@ -11,9 +11,10 @@ Measures per layer:
 * kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
 * optionally a suite's score per layer (``suite``, e.g. ``mteb-lite``) through
   :func:`embench.api.evaluate`, whose texts are encoded for every layer in the same single pass (the
-  tasks then read each layer's vectors from the embedding cache): for MTEB tasks the cropping paper's block average (the mean of
-  the task-type means, :func:`embench.tasks.mteb.blocks.block_averages`), for other suites the
-  plain mean of the main scores. Figure 4c of the cropping paper uses non-normalised embeddings,
+  tasks then read each layer's vectors from the embedding cache): for MTEB tasks the cropping
+  paper's block average (the mean of the task-type means,
+  :func:`embench.tasks.mteb.blocks.block_averages`), for other suites the plain mean of the main
+  scores. Figure 4c of the cropping paper uses non-normalised embeddings,
   which is what the layer encoders give unless ``--normalize``.
 """
 

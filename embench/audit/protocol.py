@@ -32,9 +32,9 @@ from .knobs import KNOBS, Variant, variants
 from .passes import (
     DEFAULT_SAMPLE,
     PassLog,
+    retokenised_texts,
     sample_texts,
     sampled_note,
-    retokenised_texts,
     sampled_variant,
     shared_pass,
     suite_texts,
@@ -75,7 +75,7 @@ def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: di
 
 def _encoded(ev: Any, log: PassLog, label: str) -> str:
     """How many texts a variant encoded and how fast, for its progress line."""
-    own = [r for r in log.rows if r["pass"] in (label, f"{label} (sample)", f"{label} (truncated texts)")]
+    own = [r for r in log.rows if r["pass"] == label or r["pass"].startswith(f"{label} (")]  # "(sample)", ...
     if not own:
         return "every vector from the shared pass or the cache"
     return f"{own[-1]['texts']:,} texts encoded, {own[-1]['texts'] / max(own[-1]['seconds'], 1e-3):.0f} texts/s"
