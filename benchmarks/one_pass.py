@@ -13,7 +13,9 @@ peak resident memory (``ru_maxrss``) are its own; the ratios are taken within th
   2. ``sts-all``: one cold `embench run --suite sts-all`; ``audit``: the default `embench audit`, cold;
   3. ``flops``: the engine's linear-layer FLOP rate on the unique sts-all texts against a plain
      ``torch.mm`` of the same shapes, both fp32 on the same threads, interleaved in five rounds (the
-     median round's ratio: a shared host's drift moves both sides of a round alike).
+     median round's ratio: a shared host's drift moves both sides of a round alike). Each round also
+     times the forward's linear layers alone (``F.linear`` with bias, on the engine's own batch shapes,
+     padding included): the most any forward pass that does the same matrix work could reach.
 """
 
 from __future__ import annotations
@@ -76,6 +78,33 @@ def job(name: str, model: str, tmp: Path) -> dict:
     return out
 
 
+def _linear_layers_alone(lengths, cfg, batch: int) -> float:
+    """Seconds for only the linear layers of a forward over texts of these token lengths, batched as the
+    engine batches them (sorted, ``batch`` texts padded to their longest): Q, K, V and the attention
+    output on (tokens x hidden), then the two FFN matrices, per layer, bias included."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    h, inter = cfg.hidden_size, cfg.intermediate_size
+    square = [(torch.randn(h, h), torch.randn(h)) for _ in range(4)]
+    up, down = (torch.randn(inter, h), torch.randn(inter)), (torch.randn(h, inter), torch.randn(h))
+    ordered = np.sort(lengths)[::-1]
+    seconds = 0.0
+    with torch.inference_mode():
+        for b in range(0, len(ordered), batch):
+            rows = int(ordered[b]) * len(ordered[b : b + batch])
+            x, wide = torch.randn(rows, h), torch.randn(rows, inter)
+            t = time.perf_counter()
+            for _ in range(cfg.num_hidden_layers):
+                for w, bias in square:
+                    F.linear(x, w, bias)
+                F.linear(x, *up)
+                F.linear(wide, *down)
+            seconds += time.perf_counter() - t
+    return seconds
+
+
 def flop_rate(model: str, root, rounds: int = 5) -> dict:
     """Linear-layer FLOPs of encoding the unique sts-all texts over the time it took, against ``torch.mm`` on
     (tokens x hidden) @ (hidden x hidden) and (tokens x hidden) @ (hidden x intermediate).
@@ -103,8 +132,8 @@ def flop_rate(model: str, root, rounds: int = 5) -> dict:
     for _ in range(3):
         torch.mm(a, wq), torch.mm(a, wf)
     parts = np.array_split(np.random.default_rng(0).permutation(np.arange(256, len(texts))), rounds)
-    enc_flop = enc_s = mm_flop = mm_s = 0.0
-    ratios = []
+    enc_flop = enc_s = mm_flop = mm_s = lin_s = 0.0
+    ratios, linear_ratios = [], []
     for part in parts:
         engine = Engine(enc, batch_size=128)  # a fresh memory: every text of the part is encoded
         t = time.perf_counter()
@@ -121,11 +150,16 @@ def flop_rate(model: str, root, rounds: int = 5) -> dict:
         mm_seconds = time.perf_counter() - t
         mflop = reps * 2 * a.shape[0] * (4 * h * h + 2 * h * inter)
         ratios.append((flop / seconds) / (mflop / mm_seconds))
+        linear_seconds = _linear_layers_alone(lengths[part], cfg, batch=128)
+        linear_ratios.append((flop / linear_seconds) / (mflop / mm_seconds))
         enc_flop, enc_s, mm_flop, mm_s = enc_flop + flop, enc_s + seconds, mm_flop + mflop, mm_s + mm_seconds
+        lin_s += linear_seconds
     tflop = per_token * float(lengths.sum())
     return {"tokens": int(lengths.sum()), "tflop": tflop / 1e12, "encode_gflops": enc_flop / enc_s / 1e9,
             "matmul_gflops": mm_flop / mm_s / 1e9, "flop_rate_ratio": float(np.median(ratios)),
             "flop_rate_ratio_rounds": ratios, "encode_seconds": enc_s,
+            "linear_layers_alone_gflops": enc_flop / lin_s / 1e9, "linear_layers_alone_ratio": float(np.median(linear_ratios)),
+            "linear_layers_alone_seconds": lin_s,
             "floor_seconds": tflop / (mm_flop / mm_s), "threads": torch.get_num_threads()}
 
 
@@ -164,7 +198,8 @@ def main() -> None:
         f = results["flops"]
         ratios["flop_rate_ratio"] = f["flop_rate_ratio"]
         print(f"fp32 matmul rate {f['matmul_gflops']:.0f} GFLOP/s; encoding {f['encode_gflops']:.0f} GFLOP/s "
-              f"({f['tflop']:.2f} TFLOP of linear layers, floor {f['floor_seconds']:.0f} s)")
+              f"({f['tflop']:.2f} TFLOP of linear layers, floor {f['floor_seconds']:.0f} s); the same linear "
+              f"layers alone {f['linear_layers_alone_gflops']:.0f} GFLOP/s ({f['linear_layers_alone_ratio']:.2f} of matmul)")
     for k, v in ratios.items():
         print(f"{k:>37}: {v:.2f}")
     if args.out:
