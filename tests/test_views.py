@@ -10,7 +10,7 @@ import pytest
 
 from embench import load_model
 from embench.core.errors import EmbenchError
-from embench.encoding.engine import Engine, embed_views
+from embench.encoding.engine import Engine, embed_views, fill_views
 from embench.models.encoder import HFEncoder
 
 pytestmark = pytest.mark.filterwarnings("ignore:1 empty text")
@@ -86,6 +86,40 @@ def test_views_share_the_weights_and_only_missing_views_are_computed(tiny_bert_d
     before = engines[0].stats["forward_batches"]
     embed_views(engines, TEXTS)
     assert engines[0].stats["forward_batches"] == before
+
+
+def test_filled_views_are_read_one_at_a_time_without_another_pass_and_released(tiny_bert_dir, one_thread):
+    base = load_model(tiny_bert_dir, device="cpu")
+    views = [base.view(layer, "mean") for layer in range(base.num_layers + 1)]
+    stacked = embed_views([Engine(v, batch_size=2) for v in views], TEXTS)
+    engines = [Engine(v, batch_size=2) for v in views]
+    fill_views(engines, TEXTS)
+    passes = engines[0].stats["forward_batches"]
+    assert passes == math.ceil(len(set(TEXTS)) / 2)
+    for e, expected in zip(engines, stacked, strict=True):
+        np.testing.assert_array_equal(e.embed(TEXTS), expected)  # a memory hit: no forward pass
+        e.release()
+        assert not e._memory
+    assert engines[0].stats["forward_batches"] == passes and all(e.stats["encoded"] == len(set(TEXTS)) for e in engines)
+
+
+@pytest.mark.slow
+def test_layers_analysis_lets_go_of_each_layer_once_it_is_scored(tiny_bert4, tmp_path, data_root, one_thread):
+    """Each layer's vectors leave memory after its row (the cache keeps them), so a long suite per layer
+    does not hold every layer's vectors of every text at once."""
+    from embench.analysis.inputs import make_context, model_refs
+    from embench.analysis.layers import layers
+
+    ctx = make_context(data_root, tmp_path / "cache", True, 512, False)
+    refs = model_refs([str(tiny_bert4)])
+    impl = layers.__wrapped__  # the analysis itself, on this context (the public function makes its own)
+    frame = impl(refs, ctx, tmp_path / "out", layers="0,2,4", dataset=None).tables["layers"]
+    views = [refs[0].encoder(layer=n, pooling="mean") for n in (0, 2, 4)]
+    assert all(id(v) in ctx._engines and not ctx._engines[id(v)]._memory for v in views)
+    assert frame["stsb_spearman"].nunique() == 3
+    again = impl(refs, ctx, tmp_path / "out2", layers="0,2,4", dataset=None).tables["layers"]  # from the cache
+    np.testing.assert_array_equal(again["stsb_spearman"], frame["stsb_spearman"])
+    assert all(ctx._engines[id(v)].stats["from_cache"] > 0 for v in views)
 
 
 @pytest.mark.slow

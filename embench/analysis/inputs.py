@@ -18,7 +18,7 @@ from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
-from ..encoding.engine import Engine, embed_views
+from ..encoding.engine import Engine, embed_views, fill_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
@@ -83,6 +83,16 @@ class Context:
     def embed_views(self, encoders: list[HFEncoder], texts: list[str]) -> list[np.ndarray]:
         """The vectors of ``texts`` under each of ``encoders`` (views of one model), one forward pass per batch."""
         return embed_views([self.engine(e) for e in encoders], texts)
+
+    def fill_views(self, encoders: list[HFEncoder], texts: list[str]) -> None:
+        """:meth:`embed_views` without the arrays: each view's vectors wait in its engine's memory, for
+        :meth:`embed` to read one view at a time."""
+        fill_views([self.engine(e) for e in encoders], texts)
+
+    def release(self, encoder: HFEncoder) -> None:
+        """Free the vectors this run holds for ``encoder`` (the cache keeps what it was given)."""
+        if id(encoder) in self._engines:
+            self._engines[id(encoder)].release()
 
 
 def make_context(data: str | Path | DataRoot | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,

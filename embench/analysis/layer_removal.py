@@ -46,10 +46,10 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
         kept = [n for n in parse_layers(layers, full.num_layers) if n > 0]  # N = 0 keeps no layer at all
         views = [ref.encoder(layer=n, final_norm=True) for n in kept]
         texts = unique(sentences + (suite_texts(suite, ctx) if suite else []))
-        per_view = ctx.embed_views(views, texts)  # every N from one pass; the suite then reads the cache
+        ctx.fill_views(views, texts)  # every N from one pass; the suite then reads the cache
         has_norm = final_norm(full.model) is not None
-        for n, enc, vectors in zip(kept, views, per_view, strict=True):
-            emb = dict(zip(texts, vectors, strict=True))
+        for n, enc in zip(kept, views, strict=True):
+            emb = dict(zip(texts, ctx.embed(enc, texts), strict=True))  # this N's array only, from memory
             cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
             row = {"model": ref.label, "layers_kept": n, "layers_removed": full.num_layers - n, "pooling": enc.pooling,
                    "final_norm": has_norm, "bidirectional_last": full.settings.extra.get("bidirectional_last", 0),
@@ -57,6 +57,7 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
             if suite:
                 row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)
             rows.append(row)
+            ctx.release(enc)  # done with this N: its vectors leave memory before the next N's tasks run
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "layer_removal")]
     measures = [("stsb_spearman", f"STS-B {split} Spearman (x100)")]

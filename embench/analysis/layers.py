@@ -3,7 +3,7 @@
 Layer 0 is the embedding output, layer L the last transformer layer, as in the authors' code
 (``hidden_states[layer]``). Each layer is pooled with mean pooling unless ``--pooling`` says
 otherwise (the cropping paper's representation). Every layer is a view of one loaded model, and
-all of them come from ONE forward pass per batch (:func:`embench.encoding.engine.embed_views`),
+all of them come from ONE forward pass per batch (:func:`embench.encoding.engine.fill_views`),
 each stored in the embedding cache under its own key (``embench run --layer N`` finds it).
 Measures per layer:
 
@@ -74,10 +74,10 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
         encoders = [ref.encoder(layer=layer, **overrides) for layer in chosen]
         # Every layer from ONE forward pass per batch over the STS-B, kNN and suite texts together.
         texts = unique(sentences + (labelled.texts if labelled is not None else []) + extra)
-        per_layer = ctx.embed_views(encoders, texts)
-        for layer, enc, vectors in zip(chosen, encoders, per_layer, strict=True):
+        ctx.fill_views(encoders, texts)
+        for layer, enc in zip(chosen, encoders, strict=True):
             row = {"model": ref.label, "layer": layer, "pooling": enc.pooling}
-            emb = dict(zip(texts, vectors, strict=True))
+            emb = dict(zip(texts, ctx.embed(enc, texts), strict=True))  # this layer's array only, from memory
             cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
             row["stsb_spearman"] = float(spearmanr(cos, pairs.gold)[0]) if np.ptp(cos) > 0 else float("nan")
             if labelled is not None:
@@ -87,6 +87,7 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
             if suite:
                 row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)
             rows.append(row)
+            ctx.release(enc)  # done with this layer: its vectors leave memory before the next layer's tasks run
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "layers")]
     measures = [("stsb_spearman", f"STS-B {split} Spearman (x100)", None)]

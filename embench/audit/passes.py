@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core.hashing import stable_hash
 from ..data.root import DataRoot
-from ..encoding.engine import Engine, embed_views
+from ..encoding.engine import Engine, fill_views
 from ..evaluation.protocols import EvalProtocol
 from ..models.encoder import HFEncoder
 from ..tasks import TASKS
@@ -75,7 +75,7 @@ def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cach
     views = [base] + ([base.view(None, p) for p in dict.fromkeys(poolings) if p != base.pooling] if hasattr(base, "view") else [])
     engines = [Engine(v, batch_size=batch_size, cache_dir=cache, progress=progress) for v in views]
     start = time.perf_counter()
-    embed_views(engines, texts)
+    fill_views(engines, texts)
     encoded = max(e.stats["encoded"] for e in engines)
     names = ", ".join(str(getattr(v, "pooling", v.name)) for v in views)
     log.add("baseline + pooling views", encoded, sum(e.stats["encoded"] > 0 for e in engines), time.perf_counter() - start,

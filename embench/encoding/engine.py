@@ -86,6 +86,11 @@ class Engine:
             shared_pass([self], rest, [todo[k] for k in rest], [set(rest)])
         return [{"encoded": sum(k not in hits for k in mine), "from_cache": sum(k in hits for k in mine)} for mine in owned]
 
+    def release(self) -> None:
+        """Let go of the vectors held in memory (those written to the cache stay there): an analysis that is
+        done with one view frees it before the next view's tasks run."""
+        self._memory.clear()
+
     def _lookup(self, groups: list[list[tuple[str, str]]]) -> tuple[list[list[str]], dict[str, str], set[str]]:
         """Per group the keys it brings first; every key not in memory (with its text); those found on disk."""
         owned: list[list[str]] = []
@@ -114,7 +119,19 @@ class Engine:
 
 
 def embed_views(engines: Sequence[Engine], texts: Sequence[str]) -> list[np.ndarray]:
-    """The vectors of ``texts`` under every engine's encoder, from one forward pass per batch.
+    """The vectors of ``texts`` under every engine's encoder, from one forward pass per batch
+    (:func:`fill_views`), one array per engine."""
+    fill_views(engines, texts)
+    if not texts:
+        return [np.zeros((0, 0), dtype=np.float32) for _ in engines]
+    keys = [text_key(t) for t in texts]
+    return [np.stack([e._memory[k] for k in keys]) for e in engines]
+
+
+def fill_views(engines: Sequence[Engine], texts: Sequence[str]) -> None:
+    """Put the vectors of ``texts`` under every engine's encoder in that engine's memory (and cache), from
+    one forward pass per batch, without stacking them: a caller that reads one view at a time
+    (:meth:`Engine.embed`, a memory hit) holds one array, not one per view.
 
     The encoders must be views of one model (:meth:`HFEncoder.view`: any layers x poolers, one maximum
     length, dtype and prompt). Each engine keeps its own memory and cache folder, so a later request
@@ -123,7 +140,10 @@ def embed_views(engines: Sequence[Engine], texts: Sequence[str]) -> list[np.ndar
     (ensembles, custom encoders) are served one at a time.
     """
     if not all(hasattr(e.encoder, "encode_views") for e in engines):
-        return [e.embed(texts) for e in engines]
+        for e in engines:
+            e.stats["requested"] += len(texts)
+            e.prefetch([texts])
+        return
     passes = {e.encoder.pass_key() for e in engines}
     if len(passes) > 1:
         raise EmbenchError("views served by one forward pass must share one model, maximum length, dtype and prompt; got: "
@@ -142,9 +162,6 @@ def embed_views(engines: Sequence[Engine], texts: Sequence[str]) -> list[np.ndar
     if todo:
         needing = [i for i, m in enumerate(missing) if m]
         shared_pass([engines[i] for i in needing], list(todo), list(todo.values()), [missing[i] for i in needing])
-    if not keyed:
-        return [np.zeros((0, 0), dtype=np.float32) for _ in engines]
-    return [np.stack([e._memory[k] for k, _ in keyed]) for e in engines]
 
 
 def shared_pass(engines: Sequence[Engine], keys: list[str], texts: list[str], wanted: Sequence[set[str]]) -> None:
