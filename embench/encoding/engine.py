@@ -23,7 +23,7 @@ import numpy as np
 from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbeddingError, EmbenchError
 from ..report.progress import RateProgress, announce
-from .allocator import keep_batch_memory
+from .allocator import keep_batch_memory, release_batch_memory
 from .cache import EmbeddingCache, text_key
 
 if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
@@ -242,3 +242,4 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
         for e, (pk, pv) in zip(engines, pending, strict=True):
             e._flush(pk, pv)
             e.stats["encode_seconds"] += elapsed / len(engines)
+        release_batch_memory()  # the scoring that follows does not need the batches' memory kept
