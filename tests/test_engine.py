@@ -157,7 +157,7 @@ def test_batch_memory_is_kept_on_glibc_unless_opted_out(setting):
     assert out == ["False"] + [expected] * 4
 
 
-def test_every_pass_hands_its_batch_memory_back_when_it_ends(tiny_bert_dir, monkeypatch):
+def test_every_pass_of_several_batches_hands_its_batch_memory_back_when_it_ends(tiny_bert_dir, monkeypatch):
     import embench.encoding.engine as engine_module
 
     calls = []
@@ -165,5 +165,7 @@ def test_every_pass_hands_its_batch_memory_back_when_it_ends(tiny_bert_dir, monk
     engine = Engine(embench.load_model(tiny_bert_dir), batch_size=2)
     engine.embed(["one", "two", "three"])
     assert calls == [1]  # once per pass, not per batch
-    engine.embed(["one", "four"])
+    engine.embed(["one", "four", "five", "six"])
+    assert calls == [1, 1]
+    engine.embed(["seven", "eight"])  # one batch: its memory stays for the next call, as between batches
     assert calls == [1, 1]

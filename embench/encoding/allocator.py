@@ -8,9 +8,10 @@ PyTorch CPU tuning guide gets by preloading jemalloc or tcmalloc. Measured on th
 (all-MiniLM-L6-v2, 8,000 sts-all texts, five interleaved pairs of runs, mean encoding rate): 4 %
 faster at batch 128, 6 % at 256, for about 12 % more peak resident memory (``reports/one-pass``).
 
-When a pass ends, :func:`release_batch_memory` trims the heap (``malloc_trim``), so the batches' kept
-memory does not stay resident through the scoring that follows: after seven layer views of mteb-lite's
-113k texts, 2.4 GB instead of 5.1 GB.
+When a pass of more than one batch ends, :func:`release_batch_memory` trims the heap (``malloc_trim``),
+so the batches' kept memory does not stay resident through the scoring that follows: after seven layer
+views of mteb-lite's 113k texts, 2.4 GB instead of 5.1 GB. A one-batch pass (a caller encoding a few
+texts at a time) keeps it for its next call.
 
 Setting only the trim threshold is worse than leaving glibc alone: either call switches off glibc's
 own adaptive threshold, so both are set together. ``EMBENCH_MALLOC=system`` leaves the allocator as

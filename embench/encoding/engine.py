@@ -242,4 +242,5 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
         for e, (pk, pv) in zip(engines, pending, strict=True):
             e._flush(pk, pv)
             e.stats["encode_seconds"] += elapsed / len(engines)
-        release_batch_memory()  # the scoring that follows does not need the batches' memory kept
+        if len(order) > first.batch_size:  # a pass of one batch keeps its memory for the next call's batch
+            release_batch_memory()  # the scoring that follows does not need the batches' memory kept
