@@ -156,6 +156,7 @@ def _ddp_worker(rank: int, world: int, port: int, out: str) -> None:
                                 torch.nn.parallel.DistributedDataParallel)
         loss = mean_over_processes(loss)
         torch.save({"loss": loss, "grads": grads}, f"{out}.{rank}")
+        dist.barrier()  # neither process tears gloo down while the other still uses it (an abort at exit otherwise)
     finally:
         dist.destroy_process_group()
 
