@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from .core.defaults import BATCH_SIZE
 from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
@@ -37,7 +36,7 @@ from .tasks import TASKS
 log = logging.getLogger(__name__)
 AGGREGATIONS = ("all", "mean", "wmean")  # the rows breakdown_frame adds after a task's subsets
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
-                 "adapter")
+                 "adapter", "batch_tokens")
 
 
 @dataclass
@@ -191,7 +190,7 @@ def evaluate(
     use_cache: bool = True,
     overwrite: bool = False,
     save: bool = True,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
     progress: bool | None = None,
     on_task: Callable[[str, str, Record], None] | None = None,
     ci: float | None = None,
@@ -261,7 +260,7 @@ def evaluate(
             done(name, "stored", stored)
         else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
             pending.append((name, task, key, task.prepare(root, protocol)))
-    for record, items in _scored(pending, engine, protocol, root, batch_size):
+    for record, items in _scored(pending, engine, protocol, root):
         if items is not None:
             result.items[(record.model, record.task)] = items
         if save:
@@ -345,8 +344,8 @@ def _add_intervals(result: Evaluation, settings: IntervalSettings, store: Result
         result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
 
 
-def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: EvalProtocol, root: DataRoot,
-            batch_size: int) -> Iterator[tuple[Record, Items | None]]:
+def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: EvalProtocol,
+            root: DataRoot) -> Iterator[tuple[Record, Items | None]]:
     """Encode the texts of every pending task in one pass, then score each; yields each record (and its
     per-item outcomes) as it is done."""
     start = time.perf_counter()
@@ -365,13 +364,13 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
         yield Record(
             task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
             scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
-            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, batch_size, (encoding, scoring), counts),
+            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts),
             key=key,
         ), outcome.items
 
 
 def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,
-                batch_size: int, seconds: tuple[float, float], counts: dict[str, int]) -> dict[str, Any]:
+                engine: Engine, seconds: tuple[float, float], counts: dict[str, int]) -> dict[str, Any]:
     """Where a record came from: software, model, data files and their checksums, settings, time."""
     return {
         **software(),
@@ -381,7 +380,8 @@ def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome
         "data_root": str(root.path),
         "data_files": data_checksums(root, prepared.files),
         "task_meta": {**prepared.meta, **outcome.meta},
-        "batch_size": batch_size,
+        "batch_size": engine.batch_size,  # texts per batch at most (None: the token budget alone)
+        "batch_tokens": engine.batch_tokens,  # padded tokens per batch at most (None: no budget)
         "dtype": enc_desc.get("dtype"),
         "device": enc_desc.get("device"),
         "seed": protocol.seed,

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from .inputs import make_context, model_refs
 
@@ -42,13 +41,14 @@ def analysis(name: str):
 
         @functools.wraps(impl)
         def public(models, out, *, labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True,
-                   batch_size: int = BATCH_SIZE, progress: bool = False, pooling: str | None = None,
+                   batch_size: int | None = None, progress: bool = False, pooling: str | None = None,
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
                    normalize: bool | None = None, prompt: str | None = None, bidirectional_last: int | None = None,
-                   adapter: str | None = None, **options: Any) -> AnalysisResult:
+                   adapter: str | None = None, batch_tokens: int | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
-                              normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
+                              normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter,
+                              batch_tokens=batch_tokens)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
             return finish(start(public, refs, ctx, out, options))
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
@@ -22,7 +21,8 @@ from ..encoding.engine import Engine, embed_views, fill_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
-MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter")
+MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter",
+                 "batch_tokens")
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Context:
 
     root: DataRoot
     cache_dir: Path | None
-    batch_size: int = BATCH_SIZE
+    batch_size: int | None = None
     progress: bool = False
     _engines: dict[int, Engine] = field(default_factory=dict, repr=False)
 
@@ -96,7 +96,7 @@ class Context:
 
 
 def make_context(data: str | Path | DataRoot | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,
-                 batch_size: int = BATCH_SIZE, progress: bool = False) -> Context:
+                 batch_size: int | None = None, progress: bool = False) -> Context:
     root = data if isinstance(data, DataRoot) else DataRoot.resolve(data)
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     return Context(root, cache, batch_size, progress)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ..core.defaults import BATCH_SIZE
 from ..core.registry import Registry
 
 # name -> "module:function" of the analysis, and its one-line description (given here, so that listing the
@@ -47,7 +46,7 @@ def run(name: str, models, out, **options: Any):
 
 
 def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] | None = None, *,
-             labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True, batch_size: int = BATCH_SIZE,
+             labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True, batch_size: int | None = None,
              progress: bool = False, **model_options: Any) -> dict[str, Any]:
     """Run several analyses on the same models into ``out``: the models are loaded once, vectors come
     through one engine per model, and the per-token analyses (``attention``, ``cls-energy``,

@@ -21,7 +21,6 @@ from typing import Any
 import pandas as pd
 
 from ..api import evaluate
-from ..core.defaults import BATCH_SIZE
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
@@ -67,7 +66,8 @@ def _task_list(tasks: list[str] | None) -> list[str]:
 def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: dict[str, Any],
                       extra: dict[str, Any]) -> tuple[dict[str, float], Any]:
     if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
-        common = {k: v for k, v in common.items() if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter")}
+        common = {k: v for k, v in common.items()
+                  if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter", "batch_tokens")}
     own = v.model_options() if isinstance(model, (str, Path)) else {}
     ev = evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol())  # a knob's dtype over the baseline's
     return {r.display: r.main_score for r in ev.records}, ev
@@ -101,7 +101,8 @@ def audit(
     device: str | None = None,
     prompt: str | None = None,
     dtype: str | None = None,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
     bidirectional_last: int | None = None,
     adapter: str | Path | None = None,
     ci: float | None = None,
@@ -130,7 +131,8 @@ def audit(
     knobs = list(knobs) if knobs else list(KNOBS)
     task_names = _task_list(tasks)
     load_opts = {k: v for k, v in (("device", device), ("prompt", prompt), ("dtype", dtype),
-                                   ("bidirectional_last", bidirectional_last), ("adapter", adapter)) if v is not None}
+                                   ("bidirectional_last", bidirectional_last), ("adapter", adapter),
+                                   ("batch_tokens", batch_tokens)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts}
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
     vs = variants(knobs)

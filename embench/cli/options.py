@@ -42,9 +42,13 @@ ResultsOpt = Annotated[Path | None, typer.Option("--results-dir", help="Where re
 CacheDirOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Embedding cache (default: $EMBENCH_CACHE, then ~/.cache/embench/embeddings).")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")]
 FmtOpt = Annotated[Fmt, typer.Option("--format", "-f", help="Output format on stdout.")]
-DTypeOpt = Annotated[DType | None, typer.Option(help="Inference precision (bf16/fp16 via autocast; default: the model family's, fp32 on CPUs).")]
+DTypeOpt = Annotated[DType | None, typer.Option(help="Inference precision (bf16/fp16: weights held in it on a GPU, autocast on a CPU; default: the model family's, fp32 on CPUs).")]
 DeviceOpt = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default: CUDA when present).")]
-BatchSizeOpt = Annotated[int, typer.Option(help="Texts per batch.")]
+BatchSizeOpt = Annotated[int | None, typer.Option(
+    help="Texts per batch at most (default: 128 on a CPU; none on a GPU, where --batch-tokens cuts batches).")]
+BatchTokensOpt = Annotated[int | None, typer.Option(
+    help="Padded tokens per batch at most (texts x longest text); default: none on a CPU, 65536 on a GPU; "
+                "0: cut batches by --batch-size alone.")]
 NormalizeOpt = Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")]
 PoolingOpt = Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own.")]
 LayerOpt = Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = embedding output; default last).")]

@@ -15,15 +15,16 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbeddingError, EmbenchError
 from ..report.progress import RateProgress, announce
 from .allocator import keep_batch_memory, release_batch_memory
+from .batching import GPU_TOKENIZE_CHUNK, cut_batches, resolve_batching
 from .cache import EmbeddingCache, text_key
 
 if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
@@ -44,14 +45,20 @@ class Engine:
         self,
         encoder: Encoder,
         *,
-        batch_size: int = BATCH_SIZE,
+        batch_size: int | None = None,
+        batch_tokens: int | None = None,
         cache_dir: Path | str | None = None,
         progress: bool = False,
     ):
-        if batch_size < 1:
-            raise EmbenchError(f"--batch-size must be at least 1, got {batch_size}")
+        """``batch_size`` caps the texts of a batch and ``batch_tokens`` its padded tokens (0: no budget);
+        ``None`` takes the device's default (:func:`~embench.encoding.batching.resolve_batching`: 128 texts
+        on a CPU, a token budget on a GPU); ``batch_tokens`` defaults to the encoder's own (``load_model(...,
+        batch_tokens=)``)."""
         self.encoder = encoder
-        self.batch_size = batch_size
+        if batch_tokens is None:
+            batch_tokens = getattr(encoder, "batch_tokens", None)
+        self.batch_size, self.batch_tokens = resolve_batching(str(getattr(encoder, "device", "cpu")), batch_size,
+                                                              batch_tokens)
         self.cache = EmbeddingCache(Path(cache_dir), encoder.cache_key()) if cache_dir is not None else None
         if self.cache is not None:
             self.cache.check_writable()  # before any encoding: an unwritable cache warns now, then is read-only
@@ -200,47 +207,130 @@ def third_party_bars(shown: bool) -> Iterator[None]:
 
 
 def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str], wanted: Sequence[set[str]]) -> None:
+    import torch  # here, not at import: commands that never encode do not load torch
+
+    from .host_copies import HostCopies
+
     first = engines[0]
-    if str(getattr(first.encoder, "device", "cpu")).startswith("cpu"):
+    encoder = first.encoder
+    on_cpu = str(getattr(encoder, "device", "cpu")).startswith("cpu")
+    if on_cpu:
         keep_batch_memory()  # batches reuse the last one's memory instead of faulting it in again
-    # Tokenise once: the lengths order the batches, and each batch is padded from the same ids.
-    tokens = first.encoder.pretokenize(texts) if hasattr(first.encoder, "pretokenize") else None
-    lengths = (np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(texts)) if tokens is not None
-               else first.encoder.token_lengths(texts))
-    order = np.argsort(-lengths, kind="stable")
     views = [e.encoder for e in engines]
     pending: list[tuple[list[str], list[np.ndarray]]] = [([], []) for _ in engines]
-    what = first.encoder.name if len(engines) == 1 else f"{first.encoder.name}, {len(engines)} views in one pass"
+
+    def landed(idx: np.ndarray, arrays: list[np.ndarray]) -> None:
+        """A chunk of vectors is on the host: check it, keep each engine's wanted keys, write them to its cache."""
+        for e, vecs, want, (pk, pv) in zip(engines, arrays, wanted, pending, strict=True):
+            bad = ~np.isfinite(vecs).all(axis=1)
+            if bad.any():
+                t = texts[int(idx[int(np.flatnonzero(bad)[0])])]
+                raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({e.encoder.name})")
+            for i, v in zip(idx, vecs, strict=True):
+                if keys[i] in want:
+                    e._memory[keys[i]] = v
+                    pk.append(keys[i])
+                    pv.append(v)
+                    e.stats["encoded"] += 1
+            if len(pk) >= FLUSH_EVERY:
+                e._flush(pk, pv)
+
+    copies = HostCopies(landed, FLUSH_EVERY)
+    what = encoder.name if len(engines) == 1 else f"{encoder.name}, {len(engines)} views in one pass"
+    batches = 0
     start = time.perf_counter()
     try:
         with RateProgress(first.progress, "encoding", what, len(texts), "texts", ">7.0f", transient=True) as bar:
-            for b in range(0, len(order), first.batch_size):
-                idx = order[b : b + first.batch_size]
-                batch = [texts[i] for i in idx]
-                if tokens is not None:
-                    enc = first.encoder.collate({k: [v[i] for i in idx] for k, v in tokens.items()})
-                    outs = first.encoder.encode_views(batch, views, enc)
+            for idx, batch, enc in _batches(first, texts, on_cpu):
+                if enc is not None:
+                    outs = _forward(first, batch, views, enc)
                 else:
-                    outs = [first.encoder.encode_batch(batch)]
+                    outs = [torch.from_numpy(np.asarray(encoder.encode_batch(batch), dtype=np.float32))]
                 first.stats["forward_batches"] += 1
-                for e, vecs, want, (pk, pv) in zip(engines, outs, wanted, pending, strict=True):
-                    bad = ~np.isfinite(vecs).all(axis=1)
-                    if bad.any():
-                        t = batch[int(np.flatnonzero(bad)[0])]
-                        raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({e.encoder.name})")
-                    for i, v in zip(idx, vecs, strict=True):
-                        if keys[i] in want:
-                            e._memory[keys[i]] = v
-                            pk.append(keys[i])
-                            pv.append(v)
-                            e.stats["encoded"] += 1
-                    if len(pk) >= FLUSH_EVERY:
-                        e._flush(pk, pv)
+                batches += 1
+                copies.add(idx, outs)
                 bar.advance(len(idx))
+            copies.close()
+    except BaseException:
+        with contextlib.suppress(Exception):  # an interruption keeps the batches already computed
+            copies.close()
+        raise
     finally:
         elapsed = time.perf_counter() - start
         for e, (pk, pv) in zip(engines, pending, strict=True):
             e._flush(pk, pv)
             e.stats["encode_seconds"] += elapsed / len(engines)
-        if len(order) > first.batch_size:  # a pass of one batch keeps its memory for the next call's batch
+        if on_cpu and batches > 1:  # a pass of one batch keeps its memory for the next call's batch
             release_batch_memory()  # the scoring that follows does not need the batches' memory kept
+
+
+def _forward(engine: Engine, batch: list[str], views: list, enc: dict) -> list:
+    """The pooled vectors of one batch (tensors on the device). A batch that runs out of GPU memory is split
+    in halves (the same vectors: rows do not see each other) and the budget of later batches is halved,
+    with one warning that says what to set; one text that does not fit is an error naming its length."""
+    import torch
+
+    try:
+        return engine.encoder.encode_views(batch, views, enc, as_tensors=True)
+    except torch.cuda.OutOfMemoryError:
+        width = int(enc["input_ids"].shape[1])
+        torch.cuda.empty_cache()
+        if len(batch) == 1:
+            raise EmbenchError(f"out of GPU memory on {engine.encoder.device} encoding one text of {width} tokens "
+                               f"with {engine.encoder.name}: lower --max-length, or use a device with more memory") from None
+        budget = max(1, len(batch) * width // 2)
+        if engine.batch_tokens is None or budget < engine.batch_tokens:
+            warnings.warn(f"out of GPU memory at a batch of {len(batch)} texts x {width} tokens: splitting it, and "
+                          f"cutting later batches at {budget} tokens; set --batch-tokens {budget} (or lower) to start there",
+                          stacklevel=2)
+            engine.batch_tokens = budget
+    half = len(batch) // 2
+    parts = [_forward(engine, batch[a:b], views, {k: v[a:b] for k, v in enc.items()}) for a, b in ((0, half), (half, len(batch)))]
+    return [torch.cat(pair) for pair in zip(*parts, strict=True)]
+
+
+def _batches(engine: Engine, texts: list[str], on_cpu: bool) -> Iterator[tuple[np.ndarray, list[str], dict | None]]:
+    """(row indices, texts, padded inputs on the device) of each batch, longest texts first.
+
+    Texts are tokenised once and sorted by token length; each batch is padded from the same ids. On a CPU
+    every text is tokenised first (one global order, as batch-size independence tests expect); on a GPU
+    the texts, ordered by characters, are tokenised in chunks, each sorted by tokens, so the GPU runs
+    the first chunk's batches (queued without waiting) while the host tokenises the next.
+    """
+    encoder = engine.encoder
+    if not hasattr(encoder, "pretokenize"):  # an encoder that only encodes whole batches of texts
+        lengths = np.asarray(encoder.token_lengths(texts), dtype=np.int64)
+        order = np.argsort(-lengths, kind="stable")
+        for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
+            idx = order[lo:hi]
+            yield idx, [texts[i] for i in idx], None
+        return
+    if on_cpu or len(texts) <= GPU_TOKENIZE_CHUNK:
+        chunks = [np.arange(len(texts))]
+    else:
+        by_chars = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), kind="stable")
+        chunks = [by_chars[c : c + GPU_TOKENIZE_CHUNK] for c in range(0, len(texts), GPU_TOKENIZE_CHUNK)]
+    # the next chunk is tokenised on a second thread (the Rust tokenizer runs without the GIL) while this one's
+    # batches are padded and their forward passes queued
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for tokens, chunk in _tokenised_chunks(pool, encoder, texts, chunks):
+            yield from _chunk_batches(engine, texts, tokens, chunk)
+
+
+def _tokenised_chunks(pool: ThreadPoolExecutor, encoder, texts: list[str], chunks: list[np.ndarray]) -> Iterator[tuple[dict, np.ndarray]]:
+    ahead = pool.submit(encoder.pretokenize, [texts[i] for i in chunks[0]])
+    for c, chunk in enumerate(chunks):
+        tokens = ahead.result()
+        if c + 1 < len(chunks):
+            ahead = pool.submit(encoder.pretokenize, [texts[i] for i in chunks[c + 1]])
+        yield tokens, chunk
+
+
+def _chunk_batches(engine: Engine, texts: list[str], tokens: dict, chunk: np.ndarray) -> Iterator[tuple[np.ndarray, list[str], dict]]:
+    """The batches of one tokenised chunk, longest texts first."""
+    lengths = np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(chunk))
+    order = np.argsort(-lengths, kind="stable")
+    for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
+        local = order[lo:hi]
+        enc = engine.encoder.collate({k: [v[i] for i in local] for k, v in tokens.items()})
+        yield chunk[local], [texts[i] for i in chunk[local]], enc

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from .cache import default_cache_dir
 from .engine import Engine
@@ -35,7 +34,7 @@ class SentenceEncode:
     def encode(
         self,
         texts: str | Sequence[str],
-        batch_size: int = BATCH_SIZE,
+        batch_size: int | None = None,
         *,
         normalize: bool | None = None,
         show_progress: bool | None = None,

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from ..encoding.cache import text_key
 from ..encoding.engine import Engine
@@ -37,7 +36,7 @@ def _encode_share(model: str, options: dict[str, Any], device: str, texts: list[
 
 
 def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], devices: Sequence[str],
-                    cache_dir: str | Path, batch_size: int = BATCH_SIZE, expect_cache_key: str | None = None) -> None:
+                    cache_dir: str | Path, batch_size: int | None = None, expect_cache_key: str | None = None) -> None:
     """Put the vectors of ``texts`` in the cache at ``cache_dir``, encoded by one process per device."""
     if not devices:
         raise EmbenchError("--devices: give at least one device, e.g. cuda:0,cuda:1")

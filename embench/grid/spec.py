@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.defaults import BATCH_SIZE
 from ..core.errors import EmbenchError
 from ..evaluation.protocols import EvalProtocol
 
@@ -119,7 +118,7 @@ class GridSpec:
     model_options: dict[str, Any] = field(default_factory=dict)
     data: str | None = None
     cache_dir: str | None = None
-    batch_size: int = BATCH_SIZE
+    batch_size: int | None = None
     devices: list[str] = field(default_factory=list)  # more than one: texts sharded over one process each
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +21,7 @@ from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode
 from .families import apply_prompt
+from .fast_tokens import token_ids
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -62,8 +64,8 @@ class EncoderSettings:
 class HFEncoder(SentenceEncode):
     """A ``transformers`` model + tokenizer + pooler.
 
-    Inference runs under ``torch.inference_mode``; a non-fp32 ``dtype`` runs under autocast
-    (bf16/fp16 on GPU, bf16 on CPU).
+    Inference runs under ``torch.inference_mode``. A non-fp32 ``dtype`` holds the weights in that dtype on
+    a GPU (``weights_cast``) and runs as autocast over fp32 weights elsewhere (a CPU; a module under training).
     """
 
     def __init__(
@@ -107,6 +109,8 @@ class HFEncoder(SentenceEncode):
         self._dense: list[torch.nn.Module] | None = None
         self.dense_modules: list[str] = []
         self._owner: HFEncoder = self  # the encoder holding the weights; views of it share them
+        self.batch_tokens: int | None = None  # the engine's token budget for this encoder (None: the device's)
+        self.compiled = False  # torch.compile the model's forward when it is loaded (load_model(..., compile=True))
 
     def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
@@ -124,6 +128,7 @@ class HFEncoder(SentenceEncode):
         v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
+        v.batch_tokens = self.batch_tokens
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
         if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
             v.settings.extra["final_norm"] = True
@@ -154,7 +159,11 @@ class HFEncoder(SentenceEncode):
         owner = self._owner
         if owner._model is None:
             model, tokenizer = owner._load()
+            if owner.weights_cast:  # held in the run's dtype (cast on the host: the device never holds fp32 copies)
+                model = model.to(DTYPES[owner.settings.dtype])
             owner._model = model.eval().to(owner.device)
+            if owner.compiled:  # torch.compile of the forward, shapes dynamic (one compile for every batch shape)
+                owner._model.compile(dynamic=True)
             if owner._tokenizer is None:
                 owner._tokenizer = tokenizer
         return owner._model
@@ -182,30 +191,37 @@ class HFEncoder(SentenceEncode):
         return apply_prompt(s.prompt, texts)
 
     def pretokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        """Token ids (and masks, type ids) of each text, unpadded: tokenised once, padded per batch by :meth:`collate`."""
-        enc = self.tokenizer(self._prepare(texts), truncation=True, max_length=self.settings.max_length, add_special_tokens=True)
-        return {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        """Token ids (and type ids where the model takes them) of each text, unpadded: tokenised once, padded
+        per batch by :meth:`collate`."""
+        return token_ids(self.tokenizer, self._prepare(texts), self.settings.max_length)
 
     def token_lengths(self, texts: list[str]) -> np.ndarray:
         ids = self.pretokenize(texts)["input_ids"]
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
 
     def collate(self, features: dict[str, list[list[int]]]) -> dict[str, torch.Tensor]:
-        """Pad pretokenised rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does."""
+        """Pad pretokenised rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does,
+        with the attention mask of the padding. On a GPU the padded ids go through pinned memory in a copy that
+        does not wait for the device."""
         tok = self.tokenizer
-        pads = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": getattr(tok, "pad_token_type_id", 0)}
+        pads = {"input_ids": tok.pad_token_id, "token_type_ids": getattr(tok, "pad_token_type_id", 0)}
         rows = features["input_ids"]
-        width = max(map(len, rows))
-        left = tok.padding_side == "left"
-        out = {}
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        width = int(lengths.max())
+        cols = np.arange(width)
+        # where each row's tokens go: from the left, or after the padding on the left
+        real = cols >= (width - lengths)[:, None] if tok.padding_side == "left" else cols < lengths[:, None]
+        gpu = not self.device.startswith("cpu")
+        arrays = {"attention_mask": real.astype(np.int64)}
         for name, seqs in features.items():
-            arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
-            for i, seq in enumerate(seqs):
-                if left:
-                    arr[i, width - len(seq):] = seq
-                else:
-                    arr[i, : len(seq)] = seq
-            out[name] = torch.from_numpy(arr).to(self.device)
+            if name in pads:
+                arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
+                arr[real] = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(lengths.sum()))
+                arrays[name] = arr
+        out = {}
+        for name, arr in arrays.items():
+            t = torch.from_numpy(arr)
+            out[name] = t.pin_memory().to(self.device, non_blocking=True) if gpu else t
         return out
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
@@ -213,7 +229,7 @@ class HFEncoder(SentenceEncode):
 
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
         """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
-        with self._autocast():
+        with self._autocast(), gpu_attention(self.device):
             return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **kwargs)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
@@ -221,11 +237,13 @@ class HFEncoder(SentenceEncode):
 
     @torch.inference_mode()
     def encode_views(self, texts: list[str], views: Sequence[HFEncoder],
-                     enc: dict[str, torch.Tensor] | None = None) -> list[np.ndarray]:
+                     enc: dict[str, torch.Tensor] | None = None, *, as_tensors: bool = False) -> list[Any]:
         """The vectors of one batch under each of ``views`` (views of this encoder: :meth:`view`), from ONE
         forward pass; every hidden state is asked for only when a view reads more than the last layer.
         Each view is pooled from the batch's states at once, so only pooled vectors outlive the batch.
-        ``enc`` is the batch already tokenised (:meth:`collate` of :meth:`pretokenize`), as the engine passes it."""
+        ``enc`` is the batch already tokenised (:meth:`collate` of :meth:`pretokenize`), as the engine passes it.
+        Float32 arrays on the host, or with ``as_tensors`` float32 tensors left on the device (the engine
+        copies many batches' vectors at once)."""
         for v in views:
             if v.pass_key() != self.pass_key():
                 raise EmbenchError(f"{v.name} (layer {v.layer}, {v.pooling}) is not a view of this encoder: "
@@ -238,9 +256,10 @@ class HFEncoder(SentenceEncode):
         else:
             # Only the last layer is read: index it where the poolers expect it.
             hidden = (None,) * self.num_layers + (out.last_hidden_state,)
-        return [v._pool(hidden, enc["attention_mask"]) for v in views]
+        pooled = [v._pool(hidden, enc["attention_mask"]) for v in views]
+        return pooled if as_tensors else [p.cpu().numpy() for p in pooled]
 
-    def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> np.ndarray:
+    def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         if self.settings.extra.get("final_norm"):
             from .decoder_stack import final_norm
 
@@ -248,13 +267,16 @@ class HFEncoder(SentenceEncode):
             if norm is not None:
                 with self._autocast():
                     hidden = (*hidden[: self.layer], norm(hidden[self.layer]), *hidden[self.layer + 1 :])
-        with self._autocast():
-            pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
-            pooled = self._apply_dense(pooled)
-        pooled = pooled.float()
+        if self.weights_cast:  # weights in bf16/fp16: pool in that dtype, then Dense and norm in fp32
+            pooled = self._apply_dense(self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head())).float())
+        else:
+            with self._autocast():
+                pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
+                pooled = self._apply_dense(pooled)
+            pooled = pooled.float()
         if self.settings.normalize:
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
-        return pooled.cpu().numpy()
+        return pooled
 
     def cache_key(self) -> str:
         return stable_hash({"fingerprint": self.fingerprint, "layer": self.layer, **self.settings.to_dict(), "pooling": self.pooling}, 24)
@@ -274,12 +296,31 @@ class HFEncoder(SentenceEncode):
         d["layer"] = self.layer
         return d
 
+    @property
+    def weights_cast(self) -> bool:
+        """True where the weights themselves are held in bf16/fp16 (a GPU, a checkpoint the loader read:
+        ``settings.extra["precision"] == "weights"``); elsewhere a non-fp32 dtype runs as autocast over fp32 weights."""
+        return self.settings.extra.get("precision") == "weights"
+
     def _autocast(self):
         dtype = DTYPES[self.settings.dtype]
-        if dtype == torch.float32:
+        if dtype == torch.float32 or self.weights_cast:
             return contextlib.nullcontext()
         kind = "cuda" if self.device.startswith("cuda") else "cpu"
         return torch.autocast(device_type=kind, dtype=dtype)
+
+
+def gpu_attention(device: str) -> contextlib.AbstractContextManager:
+    """SDPA without the cuDNN backend on a GPU. cuDNN's attention builds an execution plan for every new
+    (batch, length) shape, and a pass over length-sorted batches meets a new shape at almost every batch:
+    on an H100, BERT-base over the 26,083 sts-all texts took 3.9 s with cuDNN's attention on first meeting
+    the shapes and 0.79 s once they were planned, against 0.68 s with the flash / memory-efficient kernels,
+    which need no plan (``reports/benchmarks/encode_gpu.md``)."""
+    if not device.startswith("cuda"):
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def num_layers(cfg: Any) -> int:

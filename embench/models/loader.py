@@ -201,6 +201,8 @@ def load_model(
     trust_remote_code: bool = False,
     bidirectional_last: int | None = None,
     adapter: str | os.PathLike | None = None,
+    batch_tokens: int | None = None,
+    compile: bool = False,
 ) -> HFEncoder:
     """Load a checkpoint as an encoder.
 
@@ -219,7 +221,11 @@ def load_model(
     LM attend in both directions (BeLLM; :mod:`embench.models.bidirectional`); ``adapter`` is a LoRA
     adapter folder (``embench train --method bellm``) put on the model, whose base it must be; a
     model named by an adapter folder loads the base model the folder names. The weights are read on
-    first use; the config and the weights' fingerprint at once.
+    first use; the config and the weights' fingerprint at once. On a GPU a bf16/fp16 ``dtype`` holds a
+    checkpoint's weights in that dtype (an in-memory module keeps its weights and runs under autocast);
+    ``batch_tokens`` is the token budget of the engine's batches for this encoder (default: the device's);
+    ``compile`` runs the model's forward through ``torch.compile`` (dynamic shapes), which pays on a GPU
+    when the pass is long enough to repay the compilation.
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
@@ -282,9 +288,14 @@ def load_model(
         settings.extra["bidirectional_last"] = bidirectional_last
     if info is not None:
         settings.extra["adapter"] = info.describe()
+    if settings.dtype != "fp32" and not device.startswith("cpu") and not isinstance(name_or_path, torch.nn.Module):
+        # weights held in the dtype, not autocast over fp32 ones: other vectors, so part of the cache key
+        settings.extra["precision"] = "weights"
     warn_if_emulated(device, settings.dtype)
     encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.fingerprint, source=src.source,
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
+    encoder.batch_tokens = batch_tokens
+    encoder.compiled = bool(compile)
     if st_cfg.get("dense"):
         folders = list(st_cfg["dense"])
         encoder.set_dense(lambda: [load_dense(d) for d in folders], [d.name for d in folders])

@@ -75,8 +75,8 @@ def pool_embed_last_avg(x: PoolInput) -> torch.Tensor:
 
 def pool_last_token(x: PoolInput) -> torch.Tensor:
     states, mask = x.hidden_states[x.layer], x.attention_mask
-    batch = torch.arange(states.shape[0], device=states.device)
-    if bool((mask[:, -1] == 1).all()):  # left padding, or no padding at all
-        return states[:, -1]
-    last = mask.sum(1) - 1  # right padding: the last real token
-    return states[batch, last.long()]
+    # the position of each row's last real token, for left padding, right padding or none alike: found on
+    # the device, without asking the host which padding this is (a GPU would wait for that answer)
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    last = (mask.long() * positions).argmax(1)
+    return states[torch.arange(states.shape[0], device=states.device), last]

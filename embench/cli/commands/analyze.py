@@ -14,12 +14,12 @@ from typing import Annotated, Any
 
 import typer
 
-from ...core.defaults import BATCH_SIZE
 from ...core.errors import EmbenchError
 from ...core.values import parse_value
 from ..options import (
     AdapterOpt,
     BatchSizeOpt,
+    BatchTokensOpt,
     BidirectionalOpt,
     CacheDirOpt,
     DataOpt,
@@ -89,7 +89,8 @@ def analyze(
     bidirectional_last: BidirectionalOpt = None,
     adapter: AdapterOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = BATCH_SIZE,
+    batch_size: BatchSizeOpt = None,
+    batch_tokens: BatchTokensOpt = None,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
@@ -113,7 +114,7 @@ def analyze(
              "suite": suite}
     common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
                   progress=not quiet, pooling=pooling, max_length=max_length,
-                  device=device, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
+                  device=device, batch_tokens=batch_tokens, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
     if len(names) == 1:
         results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
     else:

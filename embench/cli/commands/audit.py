@@ -10,10 +10,10 @@ import typer
 from rich.markup import escape
 
 from ...audit.knobs import KNOBS
-from ...core.defaults import BATCH_SIZE
 from ..options import (
     AdapterOpt,
     BatchSizeOpt,
+    BatchTokensOpt,
     BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
@@ -48,7 +48,8 @@ def audit(
     bidirectional_last: BidirectionalOpt = None,
     adapter: AdapterOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = BATCH_SIZE,
+    batch_size: BatchSizeOpt = None,
+    batch_tokens: BatchTokensOpt = None,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -82,7 +83,7 @@ def audit(
     results = []
     for m in model:  # one after another: each model's tables are printed as soon as its audit ends
         result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                           results_dir=results_dir, cache_dir=cache_dir, device=device, prompt=prompt,
+                           results_dir=results_dir, cache_dir=cache_dir, device=device, batch_tokens=batch_tokens, prompt=prompt,
                            dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
                            adapter=adapter, ci=ci, resamples=resamples,
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,

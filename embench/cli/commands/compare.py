@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
+    BatchTokensOpt,
     CacheDirOpt,
     CISeedOpt,
     DataOpt,
@@ -42,7 +42,8 @@ def compare(
     ci_seed: CISeedOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = BATCH_SIZE,
+    batch_size: BatchSizeOpt = None,
+    batch_tokens: BatchTokensOpt = None,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -62,6 +63,6 @@ def compare(
     c = compare_models(
         model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
         data=data, results_dir=results_dir, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-        progress=not quiet, dtype=value(dtype), device=device, **(protocol or {}),
+        progress=not quiet, dtype=value(dtype), device=device, batch_tokens=batch_tokens, **(protocol or {}),
     )
     emit(render_comparison(c, value(fmt)))

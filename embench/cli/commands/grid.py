@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ...core.defaults import BATCH_SIZE
 from ..options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -65,7 +64,7 @@ def grid(
     max_length: MaxLengthOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = BATCH_SIZE,
+    batch_size: BatchSizeOpt = None,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     fmt: FmtOpt = Fmt.table,

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ...core.defaults import BATCH_SIZE
 from ..options import (
     AdapterOpt,
     BatchSizeOpt,
+    BatchTokensOpt,
     BidirectionalOpt,
     CacheDirOpt,
     DataOpt,
@@ -72,7 +72,8 @@ def run(
     adapter: AdapterOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
-    batch_size: BatchSizeOpt = BATCH_SIZE,
+    batch_size: BatchSizeOpt = None,
+    batch_tokens: BatchTokensOpt = None,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -98,7 +99,7 @@ def run(
         ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                       use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                       on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
-                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens,
                       bidirectional_last=bidirectional_last, adapter=adapter)
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from ...core.defaults import BATCH_SIZE
 from ..options import (
     AdapterOpt,
     BatchSizeOpt,
+    BatchTokensOpt,
     BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
@@ -61,7 +61,8 @@ def run(
     adapter: AdapterOpt = None,
     dtype: DTypeOpt = None,
     device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = BATCH_SIZE,
+    batch_size: BatchSizeOpt = None,
+    batch_tokens: BatchTokensOpt = None,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -95,7 +96,7 @@ def run(
                 name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
-                max_length=max_length, prompt=prompt, dtype=value(dtype), device=device,
+                max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens,
                 bidirectional_last=bidirectional_last, adapter=adapter,
                 ci=ci, resamples=resamples, ci_seed=ci_seed,
             )

@@ -1,0 +1,391 @@
+"""Encoding on a GPU: embench's engine against sentence-transformers ``encode`` and a plain reference loop,
+each as a fraction of the GPU's bf16 matrix-multiply rate measured in the same run.
+
+    python benchmarks/encode_gpu.py --minilm DIR [--models bert-base,bert-large,qwen2-1.5b,all-MiniLM-L6-v2]
+                                    [--out reports/benchmarks/encode_gpu] [--profile bert-base]
+
+The texts are the unique texts of sts-all (``EMBENCH_DATA``). The models: BERT-base and BERT-large
+(mean pooling) and a Qwen2-1.5B-shaped decoder (last token, left padding) built from their configs with
+random weights (throughput does not depend on the values; BERT's uncased tokenizer, taken from
+all-MiniLM-L6-v2, serves all three), and the real all-MiniLM-L6-v2 (``--minilm``: its folder). Every
+method runs in bf16 with weights held in bf16, from raw texts to float32 vectors on the host, after one
+warm-up pass over 2,048 of the texts:
+
+  * embench: ``Engine(load_model(..., dtype="bf16")).embed(texts)``, no cache, at its default token
+    budget and at each of ``--budgets``;
+  * sentence-transformers ``encode`` at batch 64 (the issue's "same batch") and at each of ``--st-batches``
+    (its best is "best batch");
+  * the plain loop below (``plain_loop``): texts sorted by token length, token-budget batches, bf16
+    weights, ``inference_mode``, SDPA, pinned non-blocking copies, pooled vectors kept on the device.
+
+A method's rate is 2 x non-embedding parameters x real tokens (the model's own tokenisation) per second;
+``frac_of_matmul`` divides it by the bf16 8192^3 ``torch.mm`` rate. Cosines compare each method's vectors
+with sentence-transformers' at batch 64, text by text. ``--profile NAME`` adds a torch profiler table of
+one embench pass over that model. ``--check-fp32`` compares all-MiniLM-L6-v2's fp32 vectors on the GPU
+with the CPU's, and bf16 with fp32. Writes ``OUT.json`` (with a ``summary`` per model shape) and ``OUT.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+DEVICE = "cuda"
+TINY = False
+SHAPES = {  # config kwargs of the random-weight shapes (the published models' sizes)
+    "bert-base": ("bert", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)),
+    "bert-large": ("bert", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)),
+    "qwen2-1.5b": ("qwen2", dict(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                                 intermediate_size=8960, max_position_embeddings=32768, rope_theta=1e6,
+                                 tie_word_embeddings=True)),
+}
+
+
+def sts_all_texts() -> list[str]:
+    from embench.data import DataRoot
+    from embench.evaluation.protocols import EvalProtocol
+    from embench.evaluation.suites import SUITES
+    from embench.tasks import TASKS
+
+    root = DataRoot.resolve(None)
+    texts: list[str] = []
+    for name in SUITES.get("sts-all").tasks:
+        texts += TASKS.get(name).prepare(root, EvalProtocol()).texts
+    return list(dict.fromkeys(texts))
+
+
+def build_shape(name: str, minilm: Path, tmp: Path) -> Path:
+    """A folder with random weights of the shape ``name`` (bf16 safetensors) and BERT's uncased tokenizer."""
+    from transformers import AutoModel, AutoTokenizer, BertConfig, Qwen2Config
+
+    kind, kw = SHAPES[name]
+    if TINY:  # a smoke test of the script itself, on any device
+        kw = {**kw, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+              **({"num_key_value_heads": 2} if kind == "qwen2" else {})}
+    tok = AutoTokenizer.from_pretrained(minilm)
+    cfg = (BertConfig if kind == "bert" else Qwen2Config)(vocab_size=len(tok), **kw)
+    torch.manual_seed(0)
+    with torch.device(DEVICE):
+        model = AutoModel.from_config(cfg, dtype=torch.bfloat16)
+    folder = tmp / name
+    model.save_pretrained(folder)
+    if kind == "qwen2":  # a decoder: left padding, and no token type ids
+        tok.padding_side = "left"
+        tok.model_input_names = ["input_ids", "attention_mask"]
+    tok.save_pretrained(folder)
+    del model
+    empty_cache()
+    return folder
+
+
+def non_embedding_params(model: torch.nn.Module) -> int:
+    """Parameters of the transformer layers (and final norm): embeddings, the LM head and BERT's pooler excluded."""
+    return sum(p.numel() for n, p in model.named_parameters()
+               if "embed" not in n and not n.startswith(("pooler", "lm_head")))
+
+
+def matmul_rate(n: int = 8192, reps: int = 30) -> float:
+    if DEVICE == "cpu":
+        n, reps = 1024, 3
+    a = torch.randn(n, n, device=DEVICE, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=DEVICE, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    sync()
+    start = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    sync()
+    return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
+def sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def peak_reset() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_bytes() -> int:
+    return torch.cuda.max_memory_allocated() if DEVICE == "cuda" else 0
+
+
+def empty_cache() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
+
+
+def plain_loop(model, tok, texts: list[str], budget: int, pooling: str, max_length: int) -> np.ndarray:
+    """The reference: what anyone would write in 40 lines to encode fast on a GPU."""
+    ids = tok(texts, truncation=True, max_length=max_length)["input_ids"]
+    lengths = np.array([len(x) for x in ids])
+    order = np.argsort(-lengths, kind="stable")
+    out = None
+    with torch.inference_mode():
+        i = 0
+        while i < len(texts):
+            size = max(1, budget // int(lengths[order[i]]))
+            idx = order[i : i + size]
+            batch = tok.pad({"input_ids": [ids[j] for j in idx]}, return_tensors="pt")
+            batch = {k: (v.pin_memory() if DEVICE == "cuda" else v).to(DEVICE, non_blocking=True) for k, v in batch.items()}
+            h = model(**batch).last_hidden_state
+            mask = batch["attention_mask"]
+            if pooling == "mean":
+                m = mask.unsqueeze(-1).to(h.dtype)
+                pooled = (h * m).sum(1) / m.sum(1)
+            else:  # last token, left padding
+                pooled = h[:, -1]
+            if out is None:
+                out = torch.empty(len(texts), pooled.shape[1], device=DEVICE, dtype=torch.float32)
+            out[torch.from_numpy(idx).to(DEVICE, non_blocking=True)] = pooled.float()
+            i += size
+    return out.cpu().numpy()
+
+
+def timed(fn, warm) -> tuple[np.ndarray, float, int]:
+    """(vectors, seconds, peak bytes) of ``fn(texts)`` after ``warm`` ran once."""
+    warm()
+    sync()
+    peak_reset()
+    start = time.perf_counter()
+    vecs = fn()
+    sync()
+    return vecs, time.perf_counter() - start, peak_bytes()
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return (a * b).sum(1)
+
+
+def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) -> dict:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling, Transformer
+    from transformers import AutoModel, AutoTokenizer
+
+    import embench
+    from embench.encoding.batching import resolve_batching
+    from embench.encoding.engine import Engine
+
+    decoder = name.startswith("qwen")
+    pooling = "last_token" if decoder else "mean"
+    warm_texts = texts[:2048]
+    enc = embench.load_model(str(folder), device=DEVICE, dtype="bf16", pooling=None if name == "all-MiniLM-L6-v2" else pooling)
+    max_length = enc.settings.max_length
+    n_params = non_embedding_params(enc.model)
+    tok = AutoTokenizer.from_pretrained(folder)
+    tokens = int(sum(len(x) for x in tok(texts, truncation=True, max_length=max_length)["input_ids"]))
+    flop = 2 * n_params * tokens
+    runs: dict[str, dict] = {}
+
+    def record(label: str, vecs: np.ndarray, secs: float, peak: int, **extra) -> np.ndarray:
+        runs[label] = {"seconds": round(secs, 4), "tokens_per_s": round(tokens / secs), "texts_per_s": round(len(texts) / secs),
+                       "frac_of_matmul": round(flop / secs / rate, 4), "peak_gib": round(peak / 2**30, 3), **extra}
+        print(f"  {name:18s} {label:24s} {secs:7.3f} s  {runs[label]['frac_of_matmul']:.3f} of matmul  "
+              f"{runs[label]['peak_gib']:.2f} GiB", flush=True)
+        return vecs
+
+    default_budget = resolve_batching("cuda", None, None)[1]
+    embench_vecs = {}
+    for budget in dict.fromkeys([default_budget, *args.budgets]):
+        def run(ts=texts, b=budget):
+            return Engine(enc, batch_tokens=b, cache_dir=None).embed(ts)
+
+        vecs, secs, peak = timed(run, lambda b=budget: run(warm_texts, b))
+        embench_vecs[budget] = record(f"embench@{budget}", vecs, secs, peak, batch_tokens=budget)
+
+    st_modules = ([Transformer(str(folder), model_kwargs={"dtype": torch.bfloat16}),
+                   Pooling(enc.model.config.hidden_size, pooling_mode="lasttoken")] if decoder else None)
+    st = (SentenceTransformer(modules=st_modules, device=DEVICE) if decoder
+          else SentenceTransformer(str(folder), device=DEVICE, model_kwargs={"dtype": torch.bfloat16}))
+    st.max_seq_length = max_length
+    st_vecs = {}
+    for bs in dict.fromkeys([64, *args.st_batches]):
+        def run_st(ts=texts, bs=bs):
+            return st.encode(ts, batch_size=bs, convert_to_numpy=True, show_progress_bar=False)
+
+        vecs, secs, peak = timed(run_st, lambda bs=bs: run_st(warm_texts, bs))
+        st_vecs[bs] = record(f"st@{bs}", vecs.astype(np.float32), secs, peak, batch_size=bs)
+    st = None
+    empty_cache()
+
+    plain = AutoModel.from_pretrained(folder, dtype=torch.bfloat16, attn_implementation="sdpa").to(DEVICE).eval()
+    plain_vecs = {}
+    for budget, cudnn in [(32768, True), (65536, True), (32768, False), (65536, False)]:
+        def run_plain(ts=texts, b=budget, cudnn=cudnn):
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            kernels = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+            with sdpa_kernel(kernels + [SDPBackend.CUDNN_ATTENTION] if cudnn else kernels):
+                return plain_loop(plain, tok, ts, b, "mean" if not decoder else "last", max_length)
+
+        label = f"plain@{budget}" + ("" if cudnn else "-no-cudnn")
+        vecs, secs, peak = timed(run_plain, lambda run_plain=run_plain: run_plain(warm_texts))
+        plain_vecs[label] = record(label, vecs, secs, peak, batch_tokens=budget)
+    plain = None
+    empty_cache()
+
+    ref = st_vecs[64]
+    if name == "all-MiniLM-L6-v2":  # its pipeline normalises; the plain loop is mean pooling alone
+        plain_vecs = {b: v / np.linalg.norm(v, axis=1, keepdims=True) for b, v in plain_vecs.items()}
+    for label, vecs in ([(f"embench@{b}", v) for b, v in embench_vecs.items()] + [(f"st@{b}", v) for b, v in st_vecs.items()]
+                        + list(plain_vecs.items())):
+        c = cosines(vecs, ref)
+        runs[label]["cosine_vs_st64_min"] = round(float(c.min()), 6)
+        runs[label]["cosine_vs_st64_mean"] = round(float(c.mean()), 7)
+
+    best = lambda prefix: max((r["frac_of_matmul"] for k, r in runs.items() if k.startswith(prefix)))  # noqa: E731
+    ours = runs[f"embench@{default_budget}"]["frac_of_matmul"]
+    summary = {
+        "frac_of_matmul": ours,
+        "vs_st_same_batch": round(ours / runs["st@64"]["frac_of_matmul"], 3),
+        "vs_st_best_batch": round(ours / best("st@"), 3),
+        "vs_plain_loop": round(ours / best("plain@"), 3),
+        "embench_best_budget_frac": best("embench@"),
+        "cosine_vs_st_min": runs[f"embench@{default_budget}"]["cosine_vs_st64_min"],
+    }
+    out = {"non_embedding_params": n_params, "tokens": tokens, "texts": len(texts), "max_length": max_length,
+           "pooling": pooling, "attn_implementation": getattr(enc.model.config, "_attn_implementation", None),
+           "runs": runs, "summary": summary}
+    if name in args.compile:  # torch.compile: the first pass pays the compilation, the second does not
+        compiled = embench.load_model(str(folder), device=DEVICE, dtype="bf16", compile=True,
+                                      pooling=None if name == "all-MiniLM-L6-v2" else pooling)
+        try:
+            for label in ("embench+compile (first pass)", "embench+compile"):
+                start = time.perf_counter()
+                vecs = Engine(compiled, cache_dir=None).embed(texts)
+                sync()
+                record(label, vecs, time.perf_counter() - start, peak_bytes())
+                runs[label]["cosine_vs_st64_min"] = round(float(cosines(vecs, ref).min()), 6)
+                runs[label]["cosine_vs_st64_mean"] = round(float(cosines(vecs, ref).mean()), 7)
+            summary["frac_of_matmul_compiled"] = runs["embench+compile"]["frac_of_matmul"]
+            summary["vs_plain_loop_compiled"] = round(runs["embench+compile"]["frac_of_matmul"] / best("plain@"), 3)
+        except Exception as e:  # a compile failure is a figure too
+            runs["embench+compile"] = {"error": f"{type(e).__name__}: {e}"[:500]}
+            print("  compile failed:", runs["embench+compile"]["error"], flush=True)
+        compiled = None
+    print(f"  {name}: {json.dumps(summary)}", flush=True)
+    if args.profile == name:
+        out["profile"] = profile(enc, texts)
+    enc = None
+    empty_cache()
+    return out
+
+
+def profile(enc, texts: list[str]) -> str:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from embench.encoding.engine import Engine
+
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        Engine(enc, cache_dir=None).embed(texts)
+        torch.cuda.synchronize()
+    table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20, max_name_column_width=60)
+    cpu = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=60)
+    print(table, cpu, sep="\n", flush=True)
+    return table + "\n" + cpu
+
+
+def check_fp32(minilm: Path, texts: list[str]) -> dict:
+    """all-MiniLM-L6-v2's vectors: fp32 on the GPU against fp32 on the CPU, and bf16 against fp32 (GPU)."""
+    import embench
+    from embench.encoding.engine import Engine
+
+    sample = texts[:4000]
+    gpu32 = Engine(embench.load_model(str(minilm), device=DEVICE, dtype="fp32"), cache_dir=None).embed(sample)
+    cpu32 = Engine(embench.load_model(str(minilm), device="cpu", dtype="fp32"), cache_dir=None).embed(sample)
+    gpu16 = Engine(embench.load_model(str(minilm), device=DEVICE, dtype="bf16"), cache_dir=None).embed(sample)
+    out = {"texts": len(sample), "fp32_gpu_vs_cpu_min_cosine": float(cosines(gpu32, cpu32).min()),
+           "bf16_vs_fp32_gpu_min_cosine": float(cosines(gpu16, gpu32).min())}
+    print("  vectors:", json.dumps(out), flush=True)
+    return out
+
+
+def write_md(path: Path, result: dict) -> None:
+    lines = [f"# Encoding on {result['gpu']}: embench against sentence-transformers and a plain loop", "",
+             f"bf16 matmul rate measured in the run: {result['matmul_tflops']:.0f} TFLOP/s; texts: the {result['texts']} "
+             f"unique texts of sts-all; torch {result['torch']}, transformers {result['transformers']}, "
+             f"sentence-transformers {result['sentence_transformers']}. Written by `benchmarks/encode_gpu.py`.", "",
+             "| model | embench (fraction of matmul) | vs ST batch 64 | vs ST best batch | vs plain loop | min cosine vs ST "
+             "| with --compile (second pass) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, m in result["models"].items():
+        s = m["summary"]
+        comp = f"{s['frac_of_matmul_compiled']:.3f}" if "frac_of_matmul_compiled" in s else "not run"
+        lines.append(f"| {name} | {s['frac_of_matmul']:.3f} | {s['vs_st_same_batch']:.2f}x | {s['vs_st_best_batch']:.2f}x | "
+                     f"{s['vs_plain_loop']:.2f}x | {s['cosine_vs_st_min']:.5f} | {comp} |")
+    lines += ["", "Every run (seconds, tokens/s, fraction of the matmul rate, peak GPU memory):", ""]
+    for name, m in result["models"].items():
+        lines += [f"## {name}", "", f"{m['non_embedding_params'] / 1e6:.0f}M non-embedding parameters, {m['tokens']} tokens, "
+                  f"pooling {m['pooling']}, attention {m['attn_implementation']}", "",
+                  "| run | s | tokens/s | of matmul | peak GiB | min cosine vs ST@64 |", "|---|---:|---:|---:|---:|---:|"]
+        for label, r in m["runs"].items():
+            if "error" in r:
+                lines.append(f"| {label} | failed: {r['error']} | | | | |")
+                continue
+            lines.append(f"| {label} | {r['seconds']:.3f} | {r['tokens_per_s']:,} | {r['frac_of_matmul']:.3f} | "
+                         f"{r['peak_gib']:.2f} | {r['cosine_vs_st64_min']:.5f} |")
+        lines.append("")
+    if "vectors" in result:
+        lines += ["## Same vectors", "", "```json", json.dumps(result["vectors"], indent=1), "```", ""]
+    path.write_text("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minilm", type=Path, required=True, help="all-MiniLM-L6-v2's folder (its tokenizer serves the shapes)")
+    ap.add_argument("--models", default="bert-base,bert-large,qwen2-1.5b,all-MiniLM-L6-v2")
+    ap.add_argument("--budgets", default="32768", type=lambda s: [int(x) for x in s.split(",") if x])
+    ap.add_argument("--compile", default="bert-base,qwen2-1.5b", type=lambda s: [x for x in s.split(",") if x],
+                    help="models also run with load_model(..., compile=True)")
+    ap.add_argument("--st-batches", default="128,256,512,1024", type=lambda s: [int(x) for x in s.split(",") if x])
+    ap.add_argument("--profile", default=None, help="a model name: add a profiler table of one embench pass")
+    ap.add_argument("--check-fp32", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path("reports/benchmarks/encode_gpu"))
+    ap.add_argument("--tiny", action="store_true", help="tiny shapes on --device: a smoke test of this script")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N texts")
+    args = ap.parse_args()
+    global DEVICE, TINY
+    DEVICE, TINY = args.device, args.tiny
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import sentence_transformers
+    import transformers
+
+    texts = sts_all_texts()[: args.limit]
+    rate = matmul_rate()
+    result = {"gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE, "matmul_tflops": rate / 1e12, "texts": len(texts),
+              "torch": torch.__version__, "transformers": transformers.__version__,
+              "sentence_transformers": sentence_transformers.__version__, "models": {}}
+    print(f"{result['gpu']}: bf16 matmul {rate / 1e12:.0f} TFLOP/s; {len(texts)} texts", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            folder = args.minilm if name == "all-MiniLM-L6-v2" else build_shape(name, args.minilm, Path(tmp))
+            result["models"][name] = bench_model(name, folder, texts, args, rate)
+            save(result, args.out)  # after each model: a run cut short keeps what it measured
+    if args.check_fp32:
+        result["vectors"] = check_fp32(args.minilm, texts)
+        save(result, args.out)
+
+
+def save(result: dict, out: Path) -> None:
+    result["summary"] = {name: m["summary"] for name, m in result["models"].items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    write_md(out.with_suffix(".md"), result)
+
+
+if __name__ == "__main__":
+    main()
