@@ -9,7 +9,7 @@ The texts are the unique texts of sts-all (``EMBENCH_DATA``). The models: BERT-b
 random weights (throughput does not depend on the values; BERT's uncased tokenizer, taken from
 all-MiniLM-L6-v2, serves all three), and the real all-MiniLM-L6-v2 (``--minilm``: its folder). Every
 method runs in bf16 with weights held in bf16, from raw texts to float32 vectors on the host, after one
-warm-up pass over 2,048 of the texts:
+warm-up pass over 12,288 of the texts (three of the engine's tokenisation chunks):
 
   * embench: ``Engine(load_model(..., dtype="bf16")).embed(texts)``, no cache, at its default token
     budget and at each of ``--budgets``;
@@ -180,7 +180,11 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
 
     decoder = name.startswith("qwen")
     pooling = "last_token" if decoder else "mean"
-    warm_texts = texts[:2048]
+    # the warm-up covers three tokenisation chunks, so the threaded path and its pinned buffers are warm too
+    # (with 2,048 texts the first timed pass of a process ran 1.5-1.8x slower than the next: encode_gpu.md)
+    from embench.encoding.batching import GPU_TOKENIZE_CHUNK
+
+    warm_texts = texts[: 3 * GPU_TOKENIZE_CHUNK]
     enc = embench.load_model(str(folder), device=DEVICE, dtype="bf16", pooling=None if name == "all-MiniLM-L6-v2" else pooling)
     max_length = enc.settings.max_length
     n_params = non_embedding_params(enc.model)

@@ -65,7 +65,7 @@ class Engine:
         self.progress = progress
         self._memory: dict[str, np.ndarray] = {}
         self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0,
-                      "forward_batches": 0}
+                      "forward_batches": 0, "oom_splits": 0}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, in order (one row per input text, duplicates included)."""
@@ -280,10 +280,12 @@ def _forward(engine: Engine, batch: list[str], views: list, enc: dict) -> list:
                                f"with {engine.encoder.name}: lower --max-length, or use a device with more memory") from None
         budget = max(1, len(batch) * width // 2)
         if engine.batch_tokens is None or budget < engine.batch_tokens:
-            warnings.warn(f"out of GPU memory at a batch of {len(batch)} texts x {width} tokens: splitting it, and "
-                          f"cutting later batches at {budget} tokens; set --batch-tokens {budget} (or lower) to start there",
-                          stacklevel=2)
+            if not engine.stats["oom_splits"]:  # one warning per engine; the stats count every split
+                warnings.warn(f"out of GPU memory at a batch of {len(batch)} texts x {width} tokens: splitting it, and "
+                              f"cutting later batches at {budget} tokens or fewer; set --batch-tokens {budget} (or lower) "
+                              "to start there", stacklevel=2)
             engine.batch_tokens = budget
+        engine.stats["oom_splits"] += 1
     half = len(batch) // 2
     parts = [_forward(engine, batch[a:b], views, {k: v[a:b] for k, v in enc.items()}) for a, b in ((0, half), (half, len(batch)))]
     return [torch.cat(pair) for pair in zip(*parts, strict=True)]

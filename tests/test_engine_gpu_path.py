@@ -1,0 +1,190 @@
+"""The engine's GPU path, checked on a CPU: token-budget batches, ids read from the Rust tokenizer, padding,
+the chunked and threaded tokenisation, vectors kept as tensors and copied in chunks, weights held in bf16,
+and a batch that runs out of memory split in halves. The figures from a GPU are in
+``reports/benchmarks/encode_gpu.md``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import embench
+import embench.encoding.engine as engine_mod
+from embench.core.errors import EmbenchError
+from embench.encoding.batching import cut_batches, resolve_batching
+from embench.encoding.engine import Engine
+from embench.models.fast_tokens import backend_of, token_ids
+from embench.models.pooling import PoolInput, pool_last_token
+
+TEXTS = [
+    "A man is playing a guitar.", "A woman slices an onion.", "x", "Two dogs run through a field of tall grass.",
+    "The stock market fell sharply on Monday after the announcement of new tariffs on imported steel.",
+    "Kids play football in the park on a sunny afternoon.", "Short one.", "", "¿Dónde está la biblioteca?",
+    "A very long sentence " * 30,
+]
+
+
+def test_cut_batches_keeps_padded_tokens_under_the_budget_and_texts_under_the_cap():
+    lengths = np.array([50, 40, 40, 12, 10, 10, 9, 3, 3, 3, 2])
+    cuts = list(cut_batches(lengths, None, 100))
+    # by hand: 100 // 50 = 2 texts, then 100 // 40 = 2, then 100 // 12 = 8 (the 7 left)
+    assert cuts == [(0, 2), (2, 4), (4, 11)]
+    for lo, hi in cuts:
+        assert (hi - lo) * lengths[lo] <= 100
+    assert list(cut_batches(lengths, 3, 100)) == [(0, 2), (2, 4), (4, 7), (7, 10), (10, 11)]
+    assert list(cut_batches(lengths, 4, None)) == [(0, 4), (4, 8), (8, 11)]
+    # a text longer than the budget goes alone
+    assert list(cut_batches(np.array([300, 5]), None, 100)) == [(0, 1), (1, 2)]
+
+
+def test_batching_defaults_per_device_and_bad_values():
+    assert resolve_batching("cpu", None, None) == (128, None)  # the CPU keeps counting texts
+    assert resolve_batching("cuda", None, None) == (None, 65536)  # a GPU: the budget alone
+    assert resolve_batching("cuda:1", 64, None) == (64, 65536)  # --batch-size caps it
+    assert resolve_batching("cuda", None, 0) == (128, None)  # 0: no budget, count texts
+    assert resolve_batching("cpu", 32, 4096) == (32, 4096)
+    with pytest.raises(EmbenchError, match="--batch-size must be at least 1"):
+        resolve_batching("cpu", 0, None)
+    with pytest.raises(EmbenchError, match="--batch-tokens must be 0"):
+        resolve_batching("cpu", None, -5)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_ids_from_the_rust_backend_equal_transformers_and_leave_the_tokenizer_as_it_was(minilm_path, side):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    tok.truncation_side = side
+    assert backend_of(tok) is not None
+    for max_length in (8, 512):
+        ours = token_ids(tok, TEXTS, max_length)
+        theirs = tok(TEXTS, truncation=True, max_length=max_length, add_special_tokens=True)
+        assert ours["input_ids"] == theirs["input_ids"]
+        assert ours["token_type_ids"] == theirs["token_type_ids"]
+    # transformers' own padded call afterwards is unchanged
+    padded = tok(TEXTS[:3], padding=True, return_tensors="np")
+    assert padded["input_ids"].shape[1] == max(len(x) for x in tok(TEXTS[:3])["input_ids"])
+
+
+def test_a_tokenizer_without_a_rust_backend_goes_through_transformers(minilm_path):
+    from transformers import AutoTokenizer
+
+    real = AutoTokenizer.from_pretrained(minilm_path)
+
+    class PythonTokenizer:  # what a slow tokenizer offers: a call, no Rust backend
+        is_fast = False
+        model_input_names = real.model_input_names
+
+        def __call__(self, *args, **kwargs):
+            return real(*args, **kwargs)
+
+    assert backend_of(PythonTokenizer()) is None
+    ours = token_ids(PythonTokenizer(), TEXTS, 16)
+    assert ours["input_ids"] == real(TEXTS, truncation=True, max_length=16)["input_ids"]
+    assert ours["token_type_ids"] == real(TEXTS, truncation=True, max_length=16)["token_type_ids"]
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_collate_pads_as_the_tokenizer_does(tiny_bert_dir, side):
+    enc = embench.load_model(tiny_bert_dir, device="cpu")
+    enc.tokenizer.padding_side = side
+    ours = enc.collate(enc.pretokenize(TEXTS))
+    theirs = enc.tokenizer(TEXTS, truncation=True, max_length=enc.settings.max_length, padding=True, return_tensors="pt")
+    for k in ("input_ids", "attention_mask", "token_type_ids"):
+        torch.testing.assert_close(ours[k], theirs[k])
+
+
+def test_last_token_pooling_finds_the_last_real_token_for_either_padding():
+    states = torch.arange(2 * 4 * 1, dtype=torch.float32).reshape(2, 4, 1)
+    right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    # by hand: row 0's last real token is position 1 (right padding) or 3 (left); row 1's is 3
+    assert pool_last_token(PoolInput((states,), right, 0, None)).flatten().tolist() == [1.0, 7.0]
+    assert pool_last_token(PoolInput((states,), left, 0, None)).flatten().tolist() == [3.0, 7.0]
+
+
+def test_the_gpu_batching_path_gives_the_cpu_path_vectors(tiny_bert_dir, monkeypatch):
+    """Chunked, threaded tokenisation (forced here on a CPU with chunks of 3 texts) and token-budget batches
+    give every text the vector the CPU path gives it, in the caller's order."""
+    enc = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean")
+    texts = TEXTS * 3 + [f"sentence number {i} with some words" for i in range(20)]
+    reference = Engine(enc, batch_size=1).embed(texts)
+    monkeypatch.setattr(engine_mod, "GPU_TOKENIZE_CHUNK", 3)
+    real = engine_mod._batches
+    seen = []
+
+    def as_on_a_gpu(engine, texts, on_cpu):
+        for idx, batch, tensors in real(engine, texts, False):
+            seen.append(tensors["input_ids"].numel())
+            yield idx, batch, tensors
+
+    monkeypatch.setattr(engine_mod, "_batches", as_on_a_gpu)
+    monkeypatch.setattr(engine_mod, "FLUSH_EVERY", 7)  # several host copies, landing one chunk late
+    engine = Engine(enc, batch_tokens=40, cache_dir=None)
+    out = engine.embed(texts)
+    np.testing.assert_allclose(out, reference, atol=1e-5)
+    assert len(seen) > 3  # several chunks, several batches
+    long_text = max(len(x) for x in enc.pretokenize(texts)["input_ids"])
+    assert all(n <= max(40, long_text) for n in seen)  # only a text longer than the budget goes over it, alone
+    assert engine.stats["encoded"] == len(set(texts))
+
+
+def test_weights_held_in_bf16_change_the_cache_key_and_stay_close_to_fp32(tiny_bert_dir):
+    """On a GPU a bf16 run holds the weights in bf16 (``precision: weights``); forced here on a CPU."""
+    fp32 = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean")
+    autocast = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean", dtype="bf16")
+    held = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean", dtype="bf16")
+    held.settings.extra["precision"] = "weights"
+    assert held.weights_cast and not autocast.weights_cast
+    assert len({fp32.cache_key(), autocast.cache_key(), held.cache_key()}) == 3
+    a, b = fp32.encode_batch(TEXTS), held.encode_batch(TEXTS)
+    assert next(held.model.parameters()).dtype == torch.bfloat16
+    assert next(fp32.model.parameters()).dtype == torch.float32
+    assert a.dtype == b.dtype == np.float32
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert cos.min() > 0.999
+
+
+def test_a_batch_out_of_memory_is_split_with_one_warning(tiny_bert_dir, monkeypatch):
+    enc = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean")
+    reference = Engine(enc, cache_dir=None).embed(TEXTS)
+    real = type(enc).encode_views
+
+    def small_memory(self, texts, views, enc_=None, **kw):
+        if len(texts) > 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(self, texts, views, enc_, **kw)
+
+    monkeypatch.setattr(type(enc), "encode_views", small_memory)
+    engine = Engine(enc, cache_dir=None)
+    with pytest.warns(UserWarning) as caught:
+        out = engine.embed(TEXTS)
+    ooms = [str(w.message) for w in caught if "out of GPU memory" in str(w.message)]
+    assert len(ooms) == 1 and "a batch of 10 texts" in ooms[0] and "set --batch-tokens" in ooms[0]
+    np.testing.assert_allclose(out, reference, atol=1e-5)
+    assert engine.stats["oom_splits"] == 3  # 10 -> 5 + 5, each 5 -> 2 + 3
+    assert engine.batch_tokens is not None  # later batches are cut by the halved budget
+
+
+def test_one_text_that_does_not_fit_is_an_error_naming_its_length(tiny_bert_dir, monkeypatch):
+    enc = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean")
+
+    def no_memory(self, texts, views, enc_=None, **kw):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(type(enc), "encode_views", no_memory)
+    with pytest.warns(UserWarning), pytest.raises(EmbenchError, match="encoding one text of .* tokens .* --max-length"):
+        Engine(enc, cache_dir=None).embed(["one", "two"])
+
+
+def test_batch_tokens_reaches_the_engine_from_the_cli_and_the_record(env, tiny_bert_dir):
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--batch-tokens", "512",
+                                      "--batch-size", "16", "-q", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    record = embench.results(model=str(tiny_bert_dir.name))[0]
+    assert record.provenance["batch_tokens"] == 512 and record.provenance["batch_size"] == 16
