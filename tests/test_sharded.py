@@ -32,3 +32,22 @@ def test_two_cpu_processes_fill_the_cache_with_the_vectors_one_process_computes(
     assert from_shards.stats["encoded"] == 0 and from_shards.stats["from_cache"] == len(set(texts))
     want = Engine(encoder, batch_size=32, cache_dir=None).embed(texts)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)  # batch neighbours differ: float noise only
+
+
+@pytest.mark.slow
+def test_run_on_two_devices_scores_as_on_one(env, tiny_bert_dir):
+    """``embench run --device cpu,cpu``: two processes encode, the run reads their vectors from the cache."""
+    import embench
+
+    one = embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], device="cpu", save=False, use_cache=False)
+    two = embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], device="cpu,cpu", save=False)
+    assert two.encode_stats["encoded"] == 0  # every vector came from the two processes, through the cache
+    assert two.encode_stats["from_cache"] == one.encode_stats["unique"] > 0
+    assert abs(two.records[0].main_score - one.records[0].main_score) < 1e-6
+    with pytest.raises(EmbenchError, match="drop --no-cache"):
+        embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], device="cpu,cpu", save=False, use_cache=False)
+
+
+def test_a_one_device_step_names_the_commands_that_take_several(tiny_bert_dir):
+    with pytest.raises(EmbenchError, match="several devices .* `embench run`"):
+        load_model(tiny_bert_dir, device="cuda:0,cuda:1")

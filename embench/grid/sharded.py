@@ -54,6 +54,20 @@ def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], d
                            f"({sorted(set(keys))}); give --dtype so that every device uses the same")
 
 
+def several_devices(device: str | None) -> list[str]:
+    """The devices of ``--device cuda:0,cuda:1`` or ``--device all`` (every CUDA device); [] for one device."""
+    if not isinstance(device, str) or ("," not in device and device.strip().lower() != "all"):
+        return []
+    if device.strip().lower() == "all":
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise EmbenchError("--device all: this machine has no CUDA device; give --device cpu")
+        return [f"cuda:{i}" for i in range(count)] if count > 1 else []
+    return parse_devices(device)
+
+
 def parse_devices(raw: str | None) -> list[str]:
     """``cuda:0,cuda:1`` -> ["cuda:0", "cuda:1"]."""
     if not raw:

@@ -43,6 +43,9 @@ def pick_device(device: str | None = None) -> str:
     """``device`` if given (checked: a device torch knows and this machine has), else CUDA when present, else CPU."""
     if not device:
         return "cuda" if torch.cuda.is_available() else "cpu"
+    if "," in device or device.strip().lower() == "all":
+        raise EmbenchError(f"--device {device!r}: several devices (one process each) are taken by `embench run`, "
+                           "`compare`, `mteb` and `grid`; this step encodes on one device, e.g. --device cuda:0")
     try:
         kind = torch.device(device)
     except (RuntimeError, ValueError):
