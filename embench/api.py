@@ -37,7 +37,7 @@ from .tasks import TASKS
 log = logging.getLogger(__name__)
 AGGREGATIONS = ("all", "mean", "wmean")  # the rows breakdown_frame adds after a task's subsets
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
-                 "adapter", "batch_tokens")
+                 "adapter", "batch_tokens", "compile")
 
 
 @dataclass

@@ -104,6 +104,7 @@ def test_last_token_pooling_finds_the_last_real_token_for_either_padding():
     assert pool_last_token(PoolInput((states,), left, 0, None)).flatten().tolist() == [3.0, 7.0]
 
 
+@pytest.mark.slow  # over 2 s: a CLI run, a model compiled or encoded text by text
 def test_the_gpu_batching_path_gives_the_cpu_path_vectors(tiny_bert_dir, monkeypatch):
     """Chunked, threaded tokenisation (forced here on a CPU with chunks of 3 texts) and token-budget batches
     give every text the vector the CPU path gives it, in the caller's order."""
@@ -178,6 +179,7 @@ def test_one_text_that_does_not_fit_is_an_error_naming_its_length(tiny_bert_dir,
         Engine(enc, cache_dir=None).embed(["one", "two"])
 
 
+@pytest.mark.slow  # over 2 s: a CLI run, a model compiled or encoded text by text
 def test_batch_tokens_reaches_the_engine_from_the_cli_and_the_record(env, tiny_bert_dir):
     from typer.testing import CliRunner
 
@@ -188,3 +190,24 @@ def test_batch_tokens_reaches_the_engine_from_the_cli_and_the_record(env, tiny_b
     assert result.exit_code == 0, result.output
     record = embench.results(model=str(tiny_bert_dir.name))[0]
     assert record.provenance["batch_tokens"] == 512 and record.provenance["batch_size"] == 16
+
+
+@pytest.mark.slow  # over 2 s: a CLI run, a model compiled or encoded text by text
+def test_compile_reaches_the_loader_from_the_cli_and_compiles_the_forward(env, tiny_bert_dir, monkeypatch):
+    import embench.api as api
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    seen = {}
+
+    def capture(name, **options):
+        seen.update(options)
+        raise EmbenchError("captured")
+
+    monkeypatch.setattr(api, "load_model", capture)
+    result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--compile", "--batch-tokens", "4096"])
+    assert "captured" in str(result.exception) and seen["compile"] is True and seen["batch_tokens"] == 4096
+    enc = embench.load_model(tiny_bert_dir, device="cpu", compile=True)
+    assert enc.compiled and getattr(enc.model, "_compiled_call_impl", None) is not None
+    assert not embench.load_model(tiny_bert_dir, device="cpu").compiled

@@ -44,11 +44,12 @@ def analysis(name: str):
                    batch_size: int | None = None, progress: bool = False, pooling: str | None = None,
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
                    normalize: bool | None = None, prompt: str | None = None, bidirectional_last: int | None = None,
-                   adapter: str | None = None, batch_tokens: int | None = None, **options: Any) -> AnalysisResult:
+                   adapter: str | None = None, batch_tokens: int | None = None, compile: bool | None = None,
+                   **options: Any) -> AnalysisResult:
             check_options(name, params, options)
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
                               normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter,
-                              batch_tokens=batch_tokens)
+                              batch_tokens=batch_tokens, compile=compile)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
             return finish(start(public, refs, ctx, out, options))
 

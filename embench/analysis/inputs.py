@@ -22,7 +22,7 @@ from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
 MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter",
-                 "batch_tokens")
+                 "batch_tokens", "compile")
 
 
 @dataclass

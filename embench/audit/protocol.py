@@ -67,7 +67,7 @@ def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: di
                       extra: dict[str, Any]) -> tuple[dict[str, float], Any]:
     if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
         common = {k: v for k, v in common.items()
-                  if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter", "batch_tokens")}
+                  if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter", "batch_tokens", "compile")}
     own = v.model_options() if isinstance(model, (str, Path)) else {}
     ev = evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol())  # a knob's dtype over the baseline's
     return {r.display: r.main_score for r in ev.records}, ev
@@ -103,6 +103,7 @@ def audit(
     dtype: str | None = None,
     batch_size: int | None = None,
     batch_tokens: int | None = None,
+    compile: bool | None = None,
     bidirectional_last: int | None = None,
     adapter: str | Path | None = None,
     ci: float | None = None,
@@ -132,7 +133,7 @@ def audit(
     task_names = _task_list(tasks)
     load_opts = {k: v for k, v in (("device", device), ("prompt", prompt), ("dtype", dtype),
                                    ("bidirectional_last", bidirectional_last), ("adapter", adapter),
-                                   ("batch_tokens", batch_tokens)) if v is not None}
+                                   ("batch_tokens", batch_tokens), ("compile", compile)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts}
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
     vs = variants(knobs)

@@ -48,6 +48,9 @@ DeviceOpt = Annotated[str | None, typer.Option(
          "cuda:0,cuda:1 or all: the texts are split over one process per device, which fill the embedding cache.")]
 BatchSizeOpt = Annotated[int | None, typer.Option(
     help="Texts per batch at most (default: 128 on a CPU; none on a GPU, where --batch-tokens cuts batches).")]
+CompileOpt = Annotated[bool, typer.Option(
+    "--compile", help="Run the model's forward through torch.compile (GPUs; pays when a pass is long enough to repay "
+                      "the compilation, which takes tens of seconds).")]
 BatchTokensOpt = Annotated[int | None, typer.Option(
     help="Padded tokens per batch at most (texts x longest text); default: none on a CPU, 65536 on a GPU; "
                 "0: cut batches by --batch-size alone.")]

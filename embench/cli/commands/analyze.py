@@ -22,6 +22,7 @@ from ..options import (
     BatchTokensOpt,
     BidirectionalOpt,
     CacheDirOpt,
+    CompileOpt,
     DataOpt,
     DeviceOpt,
     MaxLengthOpt,
@@ -91,6 +92,7 @@ def analyze(
     device: DeviceOpt = None,
     batch_size: BatchSizeOpt = None,
     batch_tokens: BatchTokensOpt = None,
+    compile_model: CompileOpt = False,
     data: DataOpt = None,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
@@ -114,7 +116,7 @@ def analyze(
              "suite": suite}
     common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
                   progress=not quiet, pooling=pooling, max_length=max_length,
-                  device=device, batch_tokens=batch_tokens, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
+                  device=device, batch_tokens=batch_tokens, compile=compile_model or None, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
     if len(names) == 1:
         results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
     else:

@@ -17,6 +17,7 @@ from ..options import (
     BidirectionalOpt,
     CacheDirOpt,
     CIOpt,
+    CompileOpt,
     DataOpt,
     DeviceOpt,
     DTypeOpt,
@@ -50,6 +51,7 @@ def audit(
     device: DeviceOpt = None,
     batch_size: BatchSizeOpt = None,
     batch_tokens: BatchTokensOpt = None,
+    compile_model: CompileOpt = False,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -83,7 +85,7 @@ def audit(
     results = []
     for m in model:  # one after another: each model's tables are printed as soon as its audit ends
         result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                           results_dir=results_dir, cache_dir=cache_dir, device=device, batch_tokens=batch_tokens, prompt=prompt,
+                           results_dir=results_dir, cache_dir=cache_dir, device=device, batch_tokens=batch_tokens, compile=compile_model or None, prompt=prompt,
                            dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
                            adapter=adapter, ci=ci, resamples=resamples,
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,

@@ -11,6 +11,7 @@ from ..options import (
     BatchTokensOpt,
     CacheDirOpt,
     CISeedOpt,
+    CompileOpt,
     DataOpt,
     DeviceOpt,
     DTypeOpt,
@@ -44,6 +45,7 @@ def compare(
     device: DeviceOpt = None,
     batch_size: BatchSizeOpt = None,
     batch_tokens: BatchTokensOpt = None,
+    compile_model: CompileOpt = False,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -63,6 +65,6 @@ def compare(
     c = compare_models(
         model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
         data=data, results_dir=results_dir, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-        progress=not quiet, dtype=value(dtype), device=device, batch_tokens=batch_tokens, **(protocol or {}),
+        progress=not quiet, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None, **(protocol or {}),
     )
     emit(render_comparison(c, value(fmt)))

@@ -13,6 +13,7 @@ from ..options import (
     BatchTokensOpt,
     BidirectionalOpt,
     CacheDirOpt,
+    CompileOpt,
     DataOpt,
     DeviceOpt,
     DTypeOpt,
@@ -74,6 +75,7 @@ def run(
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
     batch_size: BatchSizeOpt = None,
     batch_tokens: BatchTokensOpt = None,
+    compile_model: CompileOpt = False,
     data: DataOpt = None,
     results_dir: ResultsOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -99,7 +101,7 @@ def run(
         ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
                       use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                       on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
-                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens,
+                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None,
                       bidirectional_last=bidirectional_last, adapter=adapter)
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))
