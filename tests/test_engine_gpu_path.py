@@ -194,9 +194,9 @@ def test_batch_tokens_reaches_the_engine_from_the_cli_and_the_record(env, tiny_b
 
 @pytest.mark.slow  # over 2 s: a CLI run, a model compiled or encoded text by text
 def test_compile_reaches_the_loader_from_the_cli_and_compiles_the_forward(env, tiny_bert_dir, monkeypatch):
-    import embench.api as api
     from typer.testing import CliRunner
 
+    import embench.api as api
     from embench.cli import app
 
     seen = {}
