@@ -27,7 +27,7 @@ from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
-from .grid.sharded import prefill_sharded, several_devices
+from .grid.sharded import prefill_views, several_devices
 from .models.encoder import Encoder
 from .models.foreign import ForeignEncoder
 from .models.loader import load_model
@@ -265,7 +265,7 @@ def evaluate(
         else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
             pending.append((name, task, key, task.prepare(root, protocol)))
     if devices and pending:
-        _prefill_on_devices(model, model_opts, encoder, [p.texts for *_, p in pending], devices, cache, engine.batch_size)
+        prefill_views([encoder], [t for *_, p in pending for t in p.texts], devices, cache, engine.batch_size)
     for record, items in _scored(pending, engine, protocol, root):
         if items is not None:
             result.items[(record.model, record.task)] = items
@@ -281,18 +281,6 @@ def evaluate(
     if settings is not None:
         _add_intervals(result, settings, store if save else None)
     return result
-
-
-def _prefill_on_devices(model: Any, model_opts: dict[str, Any], encoder: Encoder, texts: list[list[str]],
-                        devices: list[str], cache: Path | None, batch_size: int | None) -> None:
-    """Encode the texts of every pending task over ``devices``, one process each, into the cache that the
-    scoring then reads (:mod:`embench.grid.sharded`)."""
-    if not isinstance(model, (str, Path)):
-        raise EmbenchError(f"--device {','.join(devices)}: several devices need the model by name or folder "
-                           "(each device's process loads it); an encoder object encodes on its own device")
-    options = {k: v for k, v in model_opts.items() if k != "device" and v is not None}
-    prefill_sharded(str(model), options, [t for group in texts for t in group], devices, cache, batch_size,
-                    expect_cache_key=encoder.cache_key())
 
 
 def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str] | None, **kwargs: Any) -> Evaluation:

@@ -49,5 +49,28 @@ def test_run_on_two_devices_scores_as_on_one(env, tiny_bert_dir):
 
 
 def test_a_one_device_step_names_the_commands_that_take_several(tiny_bert_dir):
-    with pytest.raises(EmbenchError, match="several devices .* `embench run`"):
+    with pytest.raises(EmbenchError, match="several devices .* split the encoding passes of `embench run`"):
         load_model(tiny_bert_dir, device="cuda:0,cuda:1")
+
+
+@pytest.mark.slow
+def test_analyze_and_audit_split_their_passes_over_two_processes(env, tiny_bert_dir, monkeypatch):
+    """The views of one pass (the audit's poolings, an analysis's layers) come from the processes' shards."""
+    import embench.grid.sharded as sharded
+    from embench.analysis import run as run_analysis
+    from embench.audit.passes import PassLog, shared_pass
+
+    calls = []
+    real = sharded.prefill_sharded
+    monkeypatch.setattr(sharded, "prefill_sharded", lambda *a, **k: calls.append(k.get("views")) or real(*a, **k))
+    texts = [f"a sentence of {i} words" + " more" * (i % 7) for i in range(60)]
+    base = load_model(tiny_bert_dir, device="cpu", pooling="cls")
+    engine = shared_pass(base, ["mean", "max"], texts, env / "cache", None, False, PassLog(), ["cpu", "cpu"])
+    assert calls and [v[1] for v in calls[-1]] == ["cls", "mean", "max"]
+    assert engine.stats["encoded"] == 0 and engine.stats["from_cache"] == len(set(texts))
+    np.testing.assert_allclose(engine.embed(texts), Engine(base, cache_dir=None).embed(texts), atol=1e-5)
+
+    out = run_analysis("layers", [str(tiny_bert_dir)], env / "layers", device="cpu,cpu", dataset=None)
+    assert len(calls) >= 2 and len(calls[-1]) == 3  # the embedding output and both layers, from one split pass
+    single = run_analysis("layers", [str(tiny_bert_dir)], env / "layers1", device="cpu", use_cache=False, dataset=None)
+    np.testing.assert_allclose(out.tables["layers"]["stsb_spearman"], single.tables["layers"]["stsb_spearman"], atol=1e-6)

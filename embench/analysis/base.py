@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
+from ..grid.sharded import several_devices
 from .inputs import make_context, model_refs
 
 
@@ -47,10 +48,12 @@ def analysis(name: str):
                    adapter: str | None = None, batch_tokens: int | None = None, compile: bool | None = None,
                    **options: Any) -> AnalysisResult:
             check_options(name, params, options)
-            refs = model_refs(models, labels, pooling=pooling, max_length=max_length, device=device, dtype=dtype,
+            devices = several_devices(device)  # cuda:0,cuda:1 or all: vectors from one process per device
+            refs = model_refs(models, labels, pooling=pooling, max_length=max_length,
+                              device=devices[0] if devices else device, dtype=dtype,
                               normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter,
                               batch_tokens=batch_tokens, compile=compile)
-            ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
+            ctx = make_context(data, cache_dir, use_cache, batch_size, progress, devices)
             return finish(start(public, refs, ctx, out, options))
 
         public.options = params  # type: ignore[attr-defined]  # option -> default (the CLI coerces by it)

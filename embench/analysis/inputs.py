@@ -18,6 +18,7 @@ from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..encoding.engine import Engine, embed_views, fill_views
+from ..grid.sharded import prefill_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
@@ -67,6 +68,7 @@ class Context:
     cache_dir: Path | None
     batch_size: int | None = None
     progress: bool = False
+    devices: list[str] = field(default_factory=list)  # several: passes are split over one process per device
     _engines: dict[int, Engine] = field(default_factory=dict, repr=False)
 
     def engine(self, encoder: HFEncoder) -> Engine:
@@ -78,16 +80,31 @@ class Context:
         return self._engines[id(encoder)]
 
     def embed(self, encoder: HFEncoder, texts: list[str]) -> np.ndarray:
+        self._split([encoder], texts)
         return self.engine(encoder).embed(texts)
 
     def embed_views(self, encoders: list[HFEncoder], texts: list[str]) -> list[np.ndarray]:
         """The vectors of ``texts`` under each of ``encoders`` (views of one model), one forward pass per batch."""
+        self._split(encoders, texts)
         return embed_views([self.engine(e) for e in encoders], texts)
 
     def fill_views(self, encoders: list[HFEncoder], texts: list[str]) -> None:
         """:meth:`embed_views` without the arrays: each view's vectors wait in its engine's memory, for
         :meth:`embed` to read one view at a time."""
+        self._split(encoders, texts)
         fill_views([self.engine(e) for e in encoders], texts)
+
+    def _split(self, encoders: list[HFEncoder], texts: list[str]) -> None:
+        """With several devices, the texts not yet cached are encoded by one process per device first."""
+        if len(self.devices) < 2 or not texts or getattr(encoders[0], "load_spec", None) is None:
+            return  # one device; or an ensemble or object, which encodes here
+        engines = [self.engine(e) for e in encoders]
+        missing = list(dict.fromkeys(t for e in engines for t in e.missing(texts)))
+        if missing:
+            prefill_views(encoders, missing, self.devices, self.cache_dir, self.batch_size)
+            for e in engines:  # the other processes' shards are read from now on
+                if e.cache is not None:
+                    e.cache.refresh()
 
     def release(self, encoder: HFEncoder) -> None:
         """Free the vectors this run holds for ``encoder`` (the cache keeps what it was given)."""
@@ -96,10 +113,10 @@ class Context:
 
 
 def make_context(data: str | Path | DataRoot | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,
-                 batch_size: int | None = None, progress: bool = False) -> Context:
+                 batch_size: int | None = None, progress: bool = False, devices: list[str] | None = None) -> Context:
     root = data if isinstance(data, DataRoot) else DataRoot.resolve(data)
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
-    return Context(root, cache, batch_size, progress)
+    return Context(root, cache, batch_size, progress, list(devices or []))
 
 
 def model_refs(models, labels: list[str] | None = None, **options: Any) -> list[ModelRef]:

@@ -54,6 +54,7 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
 
     >>> run_many(["attention", "cls-energy"], ["all-MiniLM-L6-v2"], "out/")   # doctest: +SKIP
     """
+    from ..grid.sharded import several_devices
     from .base import check_options, finish, start
     from .inputs import make_context, model_refs
     from .token_pass import run_together
@@ -62,8 +63,11 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
     fns = {n: get(n) for n in names}
     for n, fn in fns.items():
         check_options(n, fn.options, options.get(n, {}))
+    devices = several_devices(model_options.get("device"))  # cuda:0,cuda:1 or all: one process per device
+    if devices:
+        model_options = {**model_options, "device": devices[0]}
     refs = model_refs(models, labels, **model_options)
-    ctx = make_context(data, cache_dir, use_cache, batch_size, progress)
+    ctx = make_context(data, cache_dir, use_cache, batch_size, progress, devices)
     started = {n: start(fn, refs, ctx, out, options.get(n, {})) for n, fn in fns.items()}
     token = [n for n, s in started.items() if inspect.isgenerator(s)]
     results = dict(zip(token, run_together([started[n] for n in token]), strict=True))

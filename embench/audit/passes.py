@@ -67,14 +67,19 @@ def suite_texts(tasks: Sequence[str], protocols: Sequence[dict[str, Any]], root:
     return list(texts)
 
 
-def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cache: Path | None, batch_size: int,
-                progress: bool, log: PassLog) -> Engine:
+def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cache: Path | None, batch_size: int | None,
+                progress: bool, log: PassLog, devices: Sequence[str] = ()) -> Engine:
     """Encode ``texts`` once for the baseline and every pooling in ``poolings`` (views of ``base``);
-    returns the baseline's engine (its vectors in memory)."""
+    returns the baseline's engine (its vectors in memory). With several ``devices`` the pass is split over
+    one process per device, which fill the cache this process then reads."""
     # an encoder without views (an ensemble) shares nothing: its pooling variants are full passes of their own
     views = [base] + ([base.view(None, p) for p in dict.fromkeys(poolings) if p != base.pooling] if hasattr(base, "view") else [])
     engines = [Engine(v, batch_size=batch_size, cache_dir=cache, progress=progress) for v in views]
     start = time.perf_counter()
+    if devices:
+        from ..grid.sharded import prefill_views
+
+        prefill_views(views, texts, devices, cache, batch_size)
     fill_views(engines, texts)
     encoded = max(e.stats["encoded"] for e in engines)
     names = ", ".join(str(getattr(v, "pooling", v.name)) for v in views)

@@ -24,6 +24,7 @@ from ..api import evaluate
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
+from ..grid.sharded import several_devices
 from ..models.loader import load_model
 from ..models.precision import native_precision
 from ..tasks import TASKS
@@ -131,10 +132,12 @@ def audit(
     say = on_step or (lambda _msg: None)
     knobs = list(knobs) if knobs else list(KNOBS)
     task_names = _task_list(tasks)
-    load_opts = {k: v for k, v in (("device", device), ("prompt", prompt), ("dtype", dtype),
+    devices = several_devices(device)  # cuda:0,cuda:1 or all: every full pass is split over one process per device
+    load_opts = {k: v for k, v in (("device", devices[0] if devices else device), ("prompt", prompt), ("dtype", dtype),
                                    ("bidirectional_last", bidirectional_last), ("adapter", adapter),
                                    ("batch_tokens", batch_tokens), ("compile", compile)) if v is not None}
-    common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts}
+    common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts,
+              **({"device": device} if devices else {})}  # evaluate() splits a variant's full pass itself
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
     vs = variants(knobs)
     root = DataRoot.resolve(data)
@@ -146,7 +149,7 @@ def audit(
     all_texts = list(dict.fromkeys(baseline_texts + suite_texts(task_names, [p for p in protocols if p], root)))
     poolings = [p for v in vs if (p := v.model_options().get("pooling")) and len(v.knobs) == 1]
     say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
-    base_engine = shared_pass(base, poolings, all_texts, cache, batch_size, progress, log)
+    base_engine = shared_pass(base, poolings, all_texts, cache, batch_size, progress, log, devices)
     say(f"shared pass: done ({_encoded(None, log, 'baseline + pooling views')})")
     picked = sample_texts(baseline_texts, sample, sample_seed)
     rows, intervals, note, diffs = {}, {}, None, {}

@@ -44,7 +44,7 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor w
 FmtOpt = Annotated[Fmt, typer.Option("--format", "-f", help="Output format on stdout.")]
 DTypeOpt = Annotated[DType | None, typer.Option(help="Inference precision (bf16/fp16: weights held in it on a GPU, autocast on a CPU; default: the model family's, fp32 on CPUs).")]
 DeviceOpt = Annotated[str | None, typer.Option(
-    help="cpu, cuda, cuda:1, ... (default: CUDA when present); run, compare and mteb also take several, "
+    help="cpu, cuda, cuda:1, ... (default: CUDA when present); run, compare, mteb, analyze and audit also take several, "
          "cuda:0,cuda:1 or all: the texts are split over one process per device, which fill the embedding cache.")]
 BatchSizeOpt = Annotated[int | None, typer.Option(
     help="Texts per batch at most (default: 128 on a CPU; none on a GPU, where --batch-tokens cuts batches).")]

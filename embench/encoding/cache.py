@@ -112,6 +112,15 @@ class EmbeddingCache:
     def __len__(self) -> int:
         return len(self._load_index())
 
+    def stored(self, keys: list[str]) -> set[str]:
+        """Which of ``keys`` a shard holds (from the shards' key lists: no vector is read)."""
+        index = self._load_index()
+        return {k for k in keys if k in index}
+
+    def refresh(self) -> None:
+        """Forget the key index: shards that other processes wrote since are found on the next read."""
+        self._index = None
+
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``keys`` (absent keys are left out): only from shards that check out."""
         index = self._load_index()

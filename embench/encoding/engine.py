@@ -93,6 +93,13 @@ class Engine:
             shared_pass([self], rest, [todo[k] for k in rest], [set(rest)])
         return [{"encoded": sum(k not in hits for k in mine), "from_cache": sum(k in hits for k in mine)} for mine in owned]
 
+    def missing(self, texts: Sequence[str]) -> list[str]:
+        """The texts (once each) that neither this engine's memory nor its cache holds."""
+        keyed = {text_key(t): t for t in texts}
+        todo = [k for k in keyed if k not in self._memory]
+        stored = self.cache.stored(todo) if self.cache is not None and todo else set()
+        return [keyed[k] for k in todo if k not in stored]
+
     def release(self) -> None:
         """Let go of the vectors held in memory (those written to the cache stay there): an analysis that is
         done with one view frees it before the next view's tasks run."""

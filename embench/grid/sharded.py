@@ -26,18 +26,25 @@ def split_texts(texts: Sequence[str], parts: int) -> list[list[str]]:
     return [unique[i::parts] for i in range(parts)]
 
 
-def _encode_share(model: str, options: dict[str, Any], device: str, texts: list[str], cache_dir: str,
-                  batch_size: int) -> str:
+ViewSpec = tuple[int | None, str | None, bool]  # (layer, pooling, final_norm) of HFEncoder.view
+
+
+def _fill_share(model: str, options: dict[str, Any], device: str, views: list[ViewSpec], texts: list[str], cache_dir: str,
+                batch_size: int | None) -> list[str]:
+    from ..encoding.engine import fill_views
     from ..models.loader import load_model
 
-    encoder = load_model(model, device=device, **options)
-    Engine(encoder, batch_size=batch_size, cache_dir=cache_dir).prefetch([texts])
-    return encoder.cache_key()
+    base = load_model(model, device=device, **options)
+    engines = [Engine(base.view(*v), batch_size=batch_size, cache_dir=cache_dir) for v in views]
+    fill_views(engines, texts)  # every view from one forward pass per batch, as on one device
+    return [e.encoder.cache_key() for e in engines]
 
 
 def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], devices: Sequence[str],
-                    cache_dir: str | Path, batch_size: int | None = None, expect_cache_key: str | None = None) -> None:
-    """Put the vectors of ``texts`` in the cache at ``cache_dir``, encoded by one process per device."""
+                    cache_dir: str | Path | None, batch_size: int | None = None, expect_cache_key: str | None = None,
+                    views: Sequence[ViewSpec] = ((None, None, False),)) -> list[str]:
+    """Put the vectors of ``texts`` under each of ``views`` (of ``load_model(model, **options)``) in the cache
+    at ``cache_dir``, encoded by one process per device; returns the views' cache keys."""
     if not devices:
         raise EmbenchError("--devices: give at least one device, e.g. cuda:0,cuda:1")
     if cache_dir is None:
@@ -46,12 +53,29 @@ def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], d
     # spawn, not fork: CUDA cannot be used in a forked child, and a fresh interpreter holds no locks
     ctx = mp.get_context("spawn")
     with ctx.Pool(len(devices)) as pool:
-        keys = pool.starmap(_encode_share, [(model, options, d, share, str(cache_dir), batch_size)
-                                            for d, share in zip(devices, shares, strict=True)])
-    if expect_cache_key is not None and any(k != expect_cache_key for k in keys):
+        keys = pool.starmap(_fill_share, [(model, options, d, list(views), share, str(cache_dir), batch_size)
+                                          for d, share in zip(devices, shares, strict=True) if share])
+    if len({tuple(k) for k in keys}) > 1 or (expect_cache_key is not None and keys and keys[0][0] != expect_cache_key):
         # a device whose default dtype differs (bf16 on one GPU, fp32 elsewhere) would fill another cache
         raise EmbenchError(f"--devices {','.join(devices)}: the devices encode under different settings "
-                           f"({sorted(set(keys))}); give --dtype so that every device uses the same")
+                           f"({sorted({k[0] for k in keys})}); give --dtype so that every device uses the same")
+    return keys[0] if keys else []
+
+
+def prefill_views(encoders: Sequence[Any], texts: Sequence[str], devices: Sequence[str], cache_dir: str | Path | None,
+                  batch_size: int | None = None) -> None:
+    """Put the vectors of ``texts`` under every encoder of ``encoders`` (views of one model loaded by name:
+    :meth:`HFEncoder.view`) in the cache, encoded by one process per device; a later request in this
+    process reads them there."""
+    spec = getattr(encoders[0], "load_spec", None)
+    if spec is None or any(getattr(e, "load_spec", None) != spec for e in encoders):
+        raise EmbenchError(f"--device {','.join(devices)}: several devices need the model by name or folder (each "
+                           f"device's process loads it); {encoders[0].name} was given as an object")
+    views = [(e.settings.layer, e.settings.pooling, bool(e.settings.extra.get("final_norm"))) for e in encoders]
+    keys = prefill_sharded(spec[0], spec[1], texts, devices, cache_dir, batch_size, views=views)
+    if keys and keys != [e.cache_key() for e in encoders]:
+        raise EmbenchError(f"--device {','.join(devices)}: the devices encode under other settings than this process "
+                           "(a device whose default dtype differs); give --dtype so that every device uses the same")
 
 
 def several_devices(device: str | None) -> list[str]:

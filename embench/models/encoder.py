@@ -111,6 +111,7 @@ class HFEncoder(SentenceEncode):
         self._owner: HFEncoder = self  # the encoder holding the weights; views of it share them
         self.batch_tokens: int | None = None  # the engine's token budget for this encoder (None: the device's)
         self.compiled = False  # torch.compile the model's forward when it is loaded (load_model(..., compile=True))
+        self.load_spec: tuple[str, dict[str, Any]] | None = None  # (name, load_model options): reloadable elsewhere
 
     def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
@@ -129,6 +130,7 @@ class HFEncoder(SentenceEncode):
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
         v.batch_tokens = self.batch_tokens
+        v.compiled, v.load_spec = self.compiled, self.load_spec
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
         if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
             v.settings.extra["final_norm"] = True

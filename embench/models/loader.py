@@ -44,8 +44,9 @@ def pick_device(device: str | None = None) -> str:
     if not device:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if "," in device or device.strip().lower() == "all":
-        raise EmbenchError(f"--device {device!r}: several devices (one process each) are taken by `embench run`, "
-                           "`compare`, `mteb` and `grid`; this step encodes on one device, e.g. --device cuda:0")
+        raise EmbenchError(f"--device {device!r}: several devices (one process each) split the encoding passes of "
+                           "`embench run`, `compare`, `mteb`, `analyze` and `audit`; load_model() and the steps that "
+                           "train or generate take one device, e.g. --device cuda:0")
     try:
         kind = torch.device(device)
     except (RuntimeError, ValueError):
@@ -231,6 +232,12 @@ def load_model(
     when the pass is long enough to repay the compilation.
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
+    # what another process needs to load the same encoder on its own device (several devices: grid/sharded.py)
+    spec = None if isinstance(name_or_path, torch.nn.Module) or tokenizer is not None or fingerprint is not None else (
+        str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(
+            pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
+            family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last, adapter=adapter,
+            batch_tokens=batch_tokens, compile=compile).items() if v is not None})
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
         return load_ensemble(name_or_path, load_model, pooling=pooling, layer=layer, max_length=max_length, dtype=dtype,
                              device=device, normalize=normalize, tokenizer=tokenizer, name=name, prompt=prompt,
@@ -299,6 +306,7 @@ def load_model(
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
     encoder.batch_tokens = batch_tokens
     encoder.compiled = bool(compile)
+    encoder.load_spec = spec
     if st_cfg.get("dense"):
         folders = list(st_cfg["dense"])
         encoder.set_dense(lambda: [load_dense(d) for d in folders], [d.name for d in folders])
