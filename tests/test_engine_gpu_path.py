@@ -129,6 +129,11 @@ def test_the_gpu_batching_path_gives_the_cpu_path_vectors(tiny_bert_dir, monkeyp
     long_text = max(len(x) for x in enc.pretokenize(texts)["input_ids"])
     assert all(n <= max(40, long_text) for n in seen)  # only a text longer than the budget goes over it, alone
     assert engine.stats["encoded"] == len(set(texts))
+    # the one-pass views (every layer, another pooler) on the same path
+    views = [enc.view(0, "mean"), enc.view(1, "max"), enc.view(None, "cls")]
+    got = engine_mod.embed_views([Engine(v, batch_tokens=40, cache_dir=None) for v in views], texts)
+    for v, g in zip(views, got, strict=True):
+        np.testing.assert_allclose(g, Engine(v, batch_size=1, cache_dir=None).embed(texts), atol=1e-5)
 
 
 def test_weights_held_in_bf16_change_the_cache_key_and_stay_close_to_fp32(tiny_bert_dir):
