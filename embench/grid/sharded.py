@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +52,17 @@ def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], d
     if cache_dir is None:
         raise EmbenchError("--devices needs the embedding cache (the shards meet there); drop --no-cache")
     shares = split_texts(texts, len(devices))
-    # spawn, not fork: CUDA cannot be used in a forked child, and a fresh interpreter holds no locks
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(len(devices)) as pool:
-        keys = pool.starmap(_fill_share, [(model, options, d, list(views), share, str(cache_dir), batch_size)
-                                          for d, share in zip(devices, shares, strict=True) if share])
+    # spawn, not fork: CUDA cannot be used in a forked child, and a fresh interpreter holds no locks. A process
+    # pool of concurrent.futures, not multiprocessing's: a worker that dies (killed for memory, a crash) fails
+    # the pass with BrokenProcessPool instead of leaving it waiting for a result that never comes
+    with ProcessPoolExecutor(len(devices), mp_context=mp.get_context("spawn")) as pool:
+        try:
+            futures = [pool.submit(_fill_share, model, options, d, list(views), share, str(cache_dir), batch_size)
+                       for d, share in zip(devices, shares, strict=True) if share]
+            keys = [f.result() for f in futures]
+        except BrokenProcessPool as e:
+            raise EmbenchError(f"--devices {','.join(devices)}: an encoding process died ({e}); the vectors the "
+                               "others finished are in the cache, so the same command resumes from them") from None
     if len({tuple(k) for k in keys}) > 1 or (expect_cache_key is not None and keys and keys[0][0] != expect_cache_key):
         # a device whose default dtype differs (bf16 on one GPU, fp32 elsewhere) would fill another cache
         raise EmbenchError(f"--devices {','.join(devices)}: the devices encode under different settings "
