@@ -27,7 +27,7 @@ from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
-from .grid.sharded import prefill_views, several_devices
+from .models.devices import prefill_views, several_devices
 from .models.encoder import Encoder
 from .models.foreign import ForeignEncoder
 from .models.loader import load_model

@@ -56,7 +56,7 @@ def test_a_one_device_step_names_the_commands_that_take_several(tiny_bert_dir):
 @pytest.mark.slow
 def test_analyze_and_audit_split_their_passes_over_two_processes(env, tiny_bert_dir, monkeypatch):
     """The views of one pass (the audit's poolings, an analysis's layers) come from the processes' shards."""
-    import embench.grid.sharded as sharded
+    import embench.models.devices as sharded
     from embench.analysis import run as run_analysis
     from embench.audit.passes import PassLog, shared_pass
 

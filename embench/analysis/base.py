@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
-from ..grid.sharded import several_devices
+from ..models.devices import several_devices
 from .inputs import make_context, model_refs
 
 

@@ -18,7 +18,7 @@ from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..encoding.engine import Engine, embed_views, fill_views
-from ..grid.sharded import prefill_views
+from ..models.devices import prefill_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 

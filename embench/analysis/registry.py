@@ -54,7 +54,7 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
 
     >>> run_many(["attention", "cls-energy"], ["all-MiniLM-L6-v2"], "out/")   # doctest: +SKIP
     """
-    from ..grid.sharded import several_devices
+    from ..models.devices import several_devices
     from .base import check_options, finish, start
     from .inputs import make_context, model_refs
     from .token_pass import run_together

@@ -77,7 +77,7 @@ def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cach
     engines = [Engine(v, batch_size=batch_size, cache_dir=cache, progress=progress) for v in views]
     start = time.perf_counter()
     if devices:
-        from ..grid.sharded import prefill_views
+        from ..models.devices import prefill_views
 
         prefill_views(views, texts, devices, cache, batch_size)
     fill_views(engines, texts)

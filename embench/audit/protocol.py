@@ -24,7 +24,7 @@ from ..api import evaluate
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
-from ..grid.sharded import several_devices
+from ..models.devices import several_devices
 from ..models.loader import load_model
 from ..models.precision import native_precision
 from ..tasks import TASKS

@@ -232,7 +232,7 @@ def load_model(
     when the pass is long enough to repay the compilation.
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
-    # what another process needs to load the same encoder on its own device (several devices: grid/sharded.py)
+    # what another process needs to load the same encoder on its own device (several devices: models/devices.py)
     spec = None if isinstance(name_or_path, torch.nn.Module) or tokenizer is not None or fingerprint is not None else (
         str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(
             pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
