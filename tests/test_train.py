@@ -434,3 +434,34 @@ def test_mlm_auxiliary_loss_and_freezing_embeddings_and_first_layers(tiny_bert_d
     assert frozen and trained_keys
     assert all(torch.equal(before[k], after[k]) for k in frozen)
     assert any(not torch.equal(before[k], after[k]) for k in trained_keys)
+
+
+@pytest.mark.slow
+def test_checkpoints_are_evaluated_and_exported_at_the_models_own_length_unless_asked(tiny_bert_dir, data_root, tmp_path,
+                                                                                        monkeypatch):
+    """Training truncates at max_length (24 here); model selection and the saved checkpoint do not, as the
+    authors evaluate untruncated (issue 31, item 3). --set eval_max_length / export_max_length still choose."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    import embench.models.loader as loader
+
+    own = loader.model_max_length(AutoConfig.from_pretrained(tiny_bert_dir), AutoTokenizer.from_pretrained(tiny_bert_dir))
+    assert own not in (24, 16)
+    seen = []
+    real = loader.load_model
+    monkeypatch.setattr(loader, "load_model", lambda *a, **k: seen.append(k.get("max_length")) or real(*a, **k))
+
+    def run(out, **kw):
+        return train(make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=["corpora"], data_root=str(data_root),
+                                 out=str(tmp_path / out), batch_size=8, max_length=24, max_steps=2, max_examples=32,
+                                 eval_steps=2, eval_tasks=["STS12"], progress=False, log_steps=1, **kw))
+
+    r = run("default")
+    assert seen and set(seen) == {own}  # every evaluation at the model's own length
+    meta = json.loads((r.best_dir / "embench_training.json").read_text())
+    assert meta["max_length"] == own
+    assert json.loads((r.best_dir / "sentence_bert_config.json").read_text())["max_seq_length"] == own
+    seen.clear()
+    r = run("asked", eval_max_length=16, export_max_length=24)
+    assert set(seen) == {16}
+    assert json.loads((r.best_dir / "embench_training.json").read_text())["max_length"] == 24

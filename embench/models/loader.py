@@ -282,7 +282,7 @@ def load_model(
     settings = EncoderSettings(
         pooling=pooling or st_cfg.get("pooling") or fam.pooling or "cls",
         layer=layer,
-        max_length=int(max_length if max_length is not None else st_cfg.get("max_length") or _model_max_length(src.config, tok)),
+        max_length=int(max_length if max_length is not None else st_cfg.get("max_length") or model_max_length(src.config, tok)),
         dtype=dtype or fam.default_dtype(device),
         normalize=bool(st_cfg.get("normalize", False)) if normalize is None else normalize,
         lowercase=bool(st_cfg.get("lowercase", False)),
@@ -452,7 +452,9 @@ def _trained_prompt(folder: Path | None) -> str:
     return str(read_json(meta).get("prompt") or "")
 
 
-def _model_max_length(config: Any, tokenizer: Any) -> int:
+def model_max_length(config: Any, tokenizer: Any) -> int:
+    """The longest input a model takes as it was released: its tokenizer's ``model_max_length``, else its
+    position embeddings (RoBERTa's two reserved positions off), else 512."""
     tok_max = getattr(tokenizer, "model_max_length", None)
     if isinstance(tok_max, int) and 0 < tok_max < 100_000:
         return tok_max

@@ -89,11 +89,14 @@ class Evaluator:
         return [s.key for s in self.tasks + self.analyses]
 
     def __call__(self, model: SentenceModel, step: int) -> dict[str, float]:
-        from ..models.loader import load_model
+        from ..models.loader import load_model, model_max_length
 
         was_training = model.training
+        # untruncated, as the authors evaluate (SimCSE's evaluation.py pads each batch to its longest text):
+        # the model's own maximum, not the training length, unless --eval-max-length says otherwise
+        max_length = self.max_length or model_max_length(model.encoder.config, model.tokenizer)
         enc = load_model(model.encoder, tokenizer=model.tokenizer, pooling=model.pooling, prompt=model.prompt,
-                         max_length=self.max_length or model.max_length, dtype=self.dtype, device=str(model.device),
+                         max_length=max_length, dtype=self.dtype, device=str(model.device),
                          name=f"training step {step}", fingerprint=f"training-step-{step}")
         try:
             scores = {s.key: self._task(enc, s) for s in self.tasks}

@@ -65,7 +65,8 @@ class TrainConfig:
     eval_tasks: list[str] | None = None  # default ["STSBenchmark-dev"]; the first selects the best checkpoint
     eval_analyses: list[str] = field(default_factory=list)  # e.g. knn:20newsgroups
     select_on: str | None = None  # the metric that picks the best checkpoint (default: the first)
-    eval_max_length: int | None = None
+    eval_max_length: int | None = None  # default: the backbone's own maximum (untruncated, as the authors evaluate)
+    export_max_length: int | None = None  # the saved checkpoint's; default: the backbone's own maximum
     eval_batch_size: int = 128
     save_every: int = 0  # > 0: keep a checkpoint series OUT/checkpoints/step-NNNNNN every n steps
     save_steps: int | None = None  # resume checkpoints (default: eval_steps, else 500)

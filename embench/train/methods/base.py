@@ -125,4 +125,12 @@ class Method(ABC):
     def export(self, module: nn.Module, folder: Path, meta: dict[str, Any]) -> Path:
         m = self.encoder_for_eval(module)
         return checkpoints.save_model_folder(exportable(m.encoder), m.tokenizer, folder, pooling=m.pooling,
-                                             max_length=m.max_length, meta={**meta, "prompt": m.prompt})
+                                             max_length=self.export_max_length(m.encoder, m.tokenizer),
+                                             meta={**meta, "prompt": m.prompt})
+
+    def export_max_length(self, encoder: nn.Module, tokenizer: Any) -> int:
+        """The maximum length a checkpoint is saved with: ``export_max_length`` if set, else the backbone's own
+        (the training length only shortens training batches; the authors' checkpoints encode untruncated)."""
+        from ...models.loader import model_max_length
+
+        return int(self.config.export_max_length or model_max_length(encoder.config, tokenizer))

@@ -165,7 +165,7 @@ class JTCSE(Method):
         def write(tmp: Path) -> None:
             for sub, enc in zip(TOWER_DIRS, twin.towers, strict=True):
                 checkpoints.save_model_folder(exportable(enc), twin.tokenizer, tmp / sub, pooling="cls_before_pooler",
-                                              max_length=twin.view.max_length, meta={**meta, "prompt": twin.view.prompt})
+                                              max_length=self.export_max_length(enc, twin.tokenizer), meta={**meta, "prompt": twin.view.prompt})
 
         return write_ensemble(folder, members, {**meta, "method": "jtcse", "options": dataclasses.asdict(o)}, write)
 
