@@ -465,3 +465,26 @@ def test_checkpoints_are_evaluated_and_exported_at_the_models_own_length_unless_
     r = run("asked", eval_max_length=16, export_max_length=24)
     assert set(seen) == {16}
     assert json.loads((r.best_dir / "embench_training.json").read_text())["max_length"] == 24
+
+
+@pytest.mark.slow
+def test_the_untrained_model_is_never_kept_as_best_unless_asked(tiny_bert_dir, data_root, tmp_path, caplog, monkeypatch):
+    """Step 0 is logged as the initial score; a run whose training only lowers the score keeps its best trained
+    step and says so (issue 31, item 4); select_initial lets step 0 win. The scores are scripted."""
+    from embench.train.callbacks import Evaluator
+
+    scripted = {0: 0.50, 1: 0.30, 2: 0.40}
+    monkeypatch.setattr(Evaluator, "__call__", lambda self, model, step: {"STS12": scripted[step]})
+
+    def run(out, **kw):
+        return train(make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=["corpora"], data_root=str(data_root),
+                                 out=str(tmp_path / out), batch_size=8, max_length=24, max_steps=2, max_examples=32,
+                                 eval_steps=1, eval_tasks=["STS12"], progress=False, log_steps=1, **kw))
+
+    with caplog.at_level("WARNING"):
+        r = run("authors")
+    assert (r.initial_score, r.best_step, r.best_score) == (0.50, 2, 0.40)
+    assert "below the untrained model (step 0: 0.5000)" in caplog.text
+    assert json.loads((r.best_dir / "embench_training.json").read_text())["step"] == 2
+    chosen = run("initial", select_initial=True)
+    assert (chosen.best_step, chosen.best_score) == (0, 0.50)

@@ -65,6 +65,7 @@ class TrainConfig:
     eval_tasks: list[str] | None = None  # default ["STSBenchmark-dev"]; the first selects the best checkpoint
     eval_analyses: list[str] = field(default_factory=list)  # e.g. knn:20newsgroups
     select_on: str | None = None  # the metric that picks the best checkpoint (default: the first)
+    select_initial: bool = False  # may the untrained model (step 0) be kept as the best? (the authors': no)
     eval_max_length: int | None = None  # default: the backbone's own maximum (untruncated, as the authors evaluate)
     export_max_length: int | None = None  # the saved checkpoint's; default: the backbone's own maximum
     eval_batch_size: int = 128

@@ -247,7 +247,11 @@ class Trainer:
             score = scores[select]
             if self.initial is None and step == 0:
                 self.initial = score
-            better = self.best_score is None or score > self.best_score
+            # step 0 is the untrained model: logged as the initial score, but kept as the best only when asked
+            # (select_initial), as the authors' trainers evaluate during training, never before it (SimCSE:
+            # HF Trainer's evaluation every eval_steps)
+            eligible = step > 0 or self.cfg.select_initial
+            better = eligible and (self.best_score is None or score > self.best_score)
             if better:
                 self.best_score, self.best_step = score, step
                 self.export(self.out / checkpoints.BEST_DIR, step, {select: score})
@@ -295,6 +299,11 @@ class Trainer:
             if self._writer is not None:
                 self._writer.close()
         best = self.out / checkpoints.BEST_DIR
+        if (dist.is_main and self.initial is not None and self.best_score is not None and self.best_score < self.initial
+                and not cfg.select_initial):
+            log.warning("every trained evaluation scored below the untrained model (step 0: %.4f); the kept checkpoint "
+                        "is the best trained step, %d (%.4f). --set select_initial=true keeps step 0 when it scores best",
+                        self.initial, self.best_step, self.best_score)
         if not cfg.eval_steps and dist.is_main:  # no model selection: keep the last step
             self.best_step = self.total
             self.export(best, self.total, {"selected": "last step (no evaluation)"})
