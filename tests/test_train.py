@@ -13,7 +13,7 @@ import torch
 
 from embench.core.errors import EmbenchError, MalformedDataError
 from embench.train import METHODS, Batch, Outputs, TrainingDivergedError, make_config, resolve, train
-from embench.train.crops import CropCorpus, chunks
+from embench.train.crops import CropCorpus, chunks, split_sentences
 from embench.train.data import read_sentences, read_triplets_csv, snli_triplets
 from embench.train.distributed import DistInfo
 from embench.train.losses import info_nce, mask_tokens, mlm_loss
@@ -310,6 +310,26 @@ def test_documents_too_short_to_crop_are_counted_and_skipped_with_a_message(capl
     assert a != b and a in corpus.doc_chunks[0] and b in corpus.doc_chunks[0]
     with pytest.raises(EmbenchError, match="none of the 2 documents"):
         CropCorpus.build(["Too short.", "Also. Short."])
+
+
+def test_crop_sentences_are_measured_as_split_then_stripped():
+    """The 100-250 character test reads the sentence as '.' splits it (a leading space counts), as the authors'
+    code does; the chunk holds the stripped sentences, each followed by '. '. By hand: ' ' + 99 characters is 100."""
+    s99, s100 = "a" * 99, "b" * 100
+    text = f"{s99}. {s99}. {s100}"  # split: 'aaa(99)', ' aaa(99)', ' bbb(100)'
+    assert split_sentences(text) == [s99, s100]  # the first is 99 long; the other two are 100 and 101
+    assert chunks(text) == [f"{s99}. {s100}. "]
+    assert split_sentences(" " + "c" * 250) == []  # 251 as split
+
+
+@pytest.mark.slow
+def test_twenty_newsgroups_documents_kept_for_cropping_as_by_the_authors(data_root):
+    from embench.train.data import read_documents
+
+    docs = read_documents(data_root / "tasks" / "twentynewsgroups" / "train.jsonl.gz")
+    corpus = CropCorpus.build(docs, t=2)
+    # the authors' chunking (text-embed-augm's data_stuff.py) keeps 6,589 of these 11,296 documents
+    assert (corpus.total, corpus.skipped, len(corpus)) == (11296, 4707, 6589)
 
 
 def test_malformed_csv_line_names_the_file_and_line(tmp_path):

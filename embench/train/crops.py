@@ -19,15 +19,20 @@ log = logging.getLogger(__name__)
 
 
 def split_sentences(text: str, min_chars: int = 100, max_chars: int = 250) -> list[str]:
-    """Sentences of ``text`` split at '.', stripped, kept when ``min_chars <= len <= max_chars``."""
-    parts = (s.strip() for s in text.split("."))
-    return [s for s in parts if min_chars <= len(s) <= max_chars]
+    """Sentences of ``text`` split at '.', kept when ``min_chars <= len <= max_chars``, then stripped.
+
+    The length is that of the sentence as split, its surrounding whitespace included: the authors' code
+    tests ``len(sentences[j])`` and strips only when it builds the chunk
+    (``MultOverlappingSentencesPairDataset``, berenslab/text-embed-augm ``text_embeddings_src/data_stuff.py``).
+    Stripping first, as this function did before, dropped 121 more of the 11,296 20 Newsgroups training
+    documents (4,828 against 4,707)."""
+    return [s.strip() for s in text.split(".") if min_chars <= len(s) <= max_chars]
 
 
 def chunks(text: str, t: int = 2, min_chars: int = 100, max_chars: int = 250) -> list[str]:
-    """All chunks of ``t`` consecutive kept sentences, each sentence ending with '. '."""
+    """All chunks of ``t`` consecutive kept sentences, each written ``sentence + ". "`` as the authors' code does."""
     sents = split_sentences(text, min_chars, max_chars)
-    return [" ".join(s + "." for s in sents[i : i + t]) for i in range(len(sents) - t + 1)]
+    return ["".join(s + ". " for s in sents[i : i + t]) for i in range(len(sents) - t + 1)]
 
 
 @dataclass
