@@ -243,3 +243,20 @@ def test_cli_trains_a_twin_that_embench_run_scores(tiny_bert_dir, tower2_dir, da
     run = CliRunner().invoke(app, ["run", "--model", str(out / "best"), "-t", "SICKRelatedness", "--device", "cpu"])
     assert run.exit_code == 0, run.output
     assert "SICK" in run.output
+
+
+def test_jtcse_recipes_run_the_scripts_forms_and_need_a_second_tower(tiny_bert_dir, data_root, tmp_path):
+    """Issue 31, item 2: the recipes follow train_jtcse_bert.py (code forms, constant lr, no clipping, AdamW's
+    default weight decay) and ask for --tower2; the method's own defaults keep the paper's forms."""
+    from embench.train import make_config, resolve, train
+
+    cfg = resolve(make_config(recipe="jtcse-bert", model=str(tiny_bert_dir), tower2=str(tiny_bert_dir)))
+    o = cfg.method_options
+    assert (o.nce_form, o.icnce_form, o.tmc_form) == ("code", "code", "code")
+    assert (cfg.lr_schedule, cfg.grad_clip, cfg.weight_decay, cfg.warmup_ratio) == ("constant", 0.0, 0.01, 0.0)
+    paper = resolve(make_config(method="jtcse", model=str(tiny_bert_dir))).method_options
+    assert (paper.nce_form, paper.icnce_form, paper.tmc_form) == ("paper", "paper", "paper")
+    with pytest.raises(EmbenchError, match="--recipe jtcse-bert needs --tower2: the paper's two towers are different"):
+        train(make_config(recipe="jtcse-bert", model=str(tiny_bert_dir), data_root=str(data_root), out=str(tmp_path),
+                          max_steps=1, progress=False))
+    assert not any(tmp_path.iterdir())  # stopped before anything was loaded or written

@@ -508,3 +508,21 @@ def test_the_untrained_model_is_never_kept_as_best_unless_asked(tiny_bert_dir, d
     assert json.loads((r.best_dir / "embench_training.json").read_text())["step"] == 2
     chosen = run("initial", select_initial=True)
     assert (chosen.best_step, chosen.best_score) == (0, 0.50)
+
+
+def test_constant_schedule_keeps_the_peak_after_the_warm_up():
+    from embench.train.schedule import make_scheduler
+
+    def rates(kind):
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        sched = make_scheduler(opt, total=6, warmup=2, kind=kind)
+        out = []
+        for _ in range(6):
+            out.append(sched.get_last_lr()[0])
+            opt.step()
+            sched.step()
+        return out
+
+    # by hand: warm-up (step + 1) / 2 for steps 0-1, then 1 (constant) or (6 - step) / 4 (linear)
+    assert rates("constant") == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert rates("linear") == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]

@@ -50,6 +50,15 @@ def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig
     return TrainConfig(**values)
 
 
+def missing_requirements(cfg: TrainConfig) -> dict[str, str]:
+    """The options ``cfg``'s recipe cannot run without and that are not set (option -> why)."""
+    if not cfg.recipe:
+        return {}
+    opts = cfg.method_options if isinstance(cfg.method_options, dict) else dataclasses.asdict(cfg.method_options)
+    return {k: why for k, why in RECIPES.get(cfg.recipe).requires.items()
+            if getattr(cfg, k, None) is None and opts.get(k) is None}
+
+
 def _normalised(raw: dict[str, Any]) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in raw.items()}
 

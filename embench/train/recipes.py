@@ -20,6 +20,7 @@ class Recipe:
     description: str
     cites: str
     values: dict[str, Any] = field(default_factory=dict)
+    requires: dict[str, str] = field(default_factory=dict)  # option -> why the recipe cannot run without it
 
 
 RECIPES: Registry[Recipe] = Registry("training recipe")
@@ -41,12 +42,13 @@ RECIPES.add("simcse-sup", Recipe(
      "mlp": "keep", "hard_negative_weight": 1.0, **_SIMCSE_COMMON}))
 _CROP = {"method": "crop", "data": ["20newsgroups"], "optimizer": "adam", "lr": 2e-5, "batch_size": 64,
          "warmup_ratio": 0.1, "warmup_of": "epoch", "max_length": 512, "pooling": "mean", "temperature": 0.05,
-         "crop_sentences": 2, "crop_min_chars": 100, "crop_max_chars": 250, "eval_steps": 0}
+         "crop_sentences": 2, "crop_min_chars": 100, "crop_max_chars": 250, "eval_steps": 0,
+         "grad_clip": 0.0}  # its training loop clips no gradient
 RECIPES.add("crop", Recipe(
     "crop", "crop augmentation, fine-tuning a pretrained model for one epoch on one dataset",
     "cropping paper §2.3 and A.1 (Adam, lr 2e-5, batch 64, linear warm-up then decay, t = 2 sentences of "
     "100-250 characters, tau 0.05, mean pooling, 1 epoch, the last model kept); its code (text-embed-augm: warm-up "
-    "over 10% of ONE epoch's steps, max_length 512)",
+    "over 10% of ONE epoch's steps, max_length 512, no gradient clipping)",
     {**_CROP, "epochs": 1}))
 RECIPES.add("crop-scratch", Recipe(
     "crop-scratch", "crop augmentation from random initialisation of the model's config, 10 epochs",
@@ -65,20 +67,28 @@ RECIPES.add("bellm", Recipe(
      "lora_dropout": 0.1, "lr": 2e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
      "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_ratio": 0.0,
      "eval_steps": 0}))
+# As the authors' scripts (tianyuzong/JTCSE train_jtcse_{bert,roberta}.py) run: the loss terms in their code forms
+# (unsup_infonce_loss and icnce on the 2B x 2B interleaved views, LTN_loss with its 1e-4 floor and ratio / 2),
+# torch.optim.AdamW(model.parameters(), lr) (so PyTorch's weight decay 0.01), no scheduler (a constant rate), no
+# gradient clipping. The paper's forms stay the method's defaults (--set nce_form=paper ...).
 _JTCSE = {"method": "jtcse", "data": ["corpora"], "optimizer": "adamw", "epochs": 1, "max_length": 64,
           "pooling": "cls_before_pooler", "warmup_ratio": 0.0, "eval_steps": 100, "eval_tasks": ["STSBenchmark-dev"],
-          "temperature": 0.05, "cross_layers": 6}
+          "temperature": 0.05, "cross_layers": 6, "nce_form": "code", "icnce_form": "code", "tmc_form": "code",
+          "lr_schedule": "constant", "weight_decay": 0.01, "grad_clip": 0.0}
+_TOWER2 = {"tower2": "the paper's two towers are different pre-trained encoders (the authors start from two SimCSE "
+                     "checkpoints, JTCSE_bert_pretrained_encoder_1 and _2); give the second with --tower2 DIR"}
 RECIPES.add("jtcse-bert", Recipe(
     "jtcse-bert", "JTCSE on two BERT-base towers (each first trained with unsupervised SimCSE): one epoch",
-    "JTCSE §V.A and Eq. 15 (all weights 1, tau 0.05, 6 CAELs: Table IX); the authors' train_jtcse_bert.py (AdamW, "
-    "lr 1.3e-6, batch 64, 1 epoch, max_len 64, STS-B dev of the summed [CLS] every 100 steps, the best kept). The "
-    "paper's data is Wiki1M + the SICK-R sentences (--train-data FILE); the script keeps lr constant, embench decays it",
-    {**_JTCSE, "lr": 1.3e-6, "batch_size": 64}))
+    "JTCSE §V.A and Eq. 15 (all weights 1, tau 0.05, 6 CAELs: Table IX); the authors' train_jtcse_bert.py (AdamW "
+    "with PyTorch's defaults, lr 1.3e-6 constant: no scheduler, no clipping; batch 64, 1 epoch, max_len 64; the code "
+    "forms of the three losses; STS-B dev of the summed [CLS] every 100 steps, the best kept). The paper's data is "
+    "Wiki1M + the SICK-R sentences (--train-data FILE)",
+    {**_JTCSE, "lr": 1.3e-6, "batch_size": 64}, _TOWER2))
 RECIPES.add("jtcse-roberta", Recipe(
     "jtcse-roberta", "JTCSE on two RoBERTa-base towers: one epoch, batch 256",
-    "the authors' train_jtcse_roberta.py (AdamW, lr 1e-6, batch 256, 1 epoch, max_len 64, 6 CAELs, STS-B dev every "
-    "100 steps); otherwise as jtcse-bert",
-    {**_JTCSE, "lr": 1e-6, "batch_size": 256}))
+    "the authors' train_jtcse_roberta.py (AdamW, lr 1e-6 constant, batch 256, 1 epoch, max_len 64, 6 CAELs, STS-B "
+    "dev every 100 steps); otherwise as jtcse-bert",
+    {**_JTCSE, "lr": 1e-6, "batch_size": 256}, _TOWER2))
 _MULTICSR = {"method": "sup-simcse", "batch_size": 256, "temperature": 0.05, "sigma": 0.9,
              "false_negative_filter": "all-MiniLM-L6-v2", "pooling": "cls_before_pooler", "mlp": "train",
              "hard_negative_weight": 1.0, "lr": 5e-5, "epochs": 3, "max_length": 32, "warmup_ratio": 0.0,

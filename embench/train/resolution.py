@@ -35,6 +35,8 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.warmup_of not in ("run", "epoch"):
         raise EmbenchError(f"--warmup-of must be run or epoch, got {cfg.warmup_of!r}")
+    if cfg.lr_schedule not in ("linear", "constant"):
+        raise EmbenchError(f"--set lr_schedule must be linear or constant, got {cfg.lr_schedule!r}")
     POOLERS.canonical(cfg.pooling)
     if cfg.family:
         FAMILIES.canonical(cfg.family)

@@ -1,4 +1,4 @@
-"""Optimiser and learning-rate schedule: linear warm-up, then linear decay to zero.
+"""Optimiser and learning-rate schedule: linear warm-up, then linear decay to zero (or a constant rate).
 
 SimCSE trains with transformers' default schedule (no warm-up, linear decay); the cropping code
 uses ``get_linear_schedule_with_warmup`` with warm-up over 10% of ONE epoch's steps
@@ -30,10 +30,15 @@ def warmup_steps(cfg: TrainConfig, total: int, per_epoch: int) -> int:
     return int((cfg.warmup_ratio or 0.0) * span)
 
 
-def make_scheduler(optimizer: torch.optim.Optimizer, total: int, warmup: int) -> torch.optim.lr_scheduler.LambdaLR:
+def make_scheduler(optimizer: torch.optim.Optimizer, total: int, warmup: int,
+                   kind: str = "linear") -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up over ``warmup`` steps, then linear decay to zero at ``total`` (``linear``) or the peak
+    rate kept (``constant``: JTCSE's scripts build AdamW and no scheduler)."""
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / max(1, warmup)
+        if kind == "constant":
+            return 1.0
         return max(0.0, (total - step) / max(1, total - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -34,6 +34,7 @@ from . import checkpoints, distributed
 from .accumulation import cached_step
 from .callbacks import Evaluator
 from .config import TrainConfig
+from .configure import missing_requirements
 from .methods import METHODS
 from .resolution import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps
@@ -108,6 +109,8 @@ class Trainer:
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
         cfg, dist = self.cfg, self.dist
+        for option, why in missing_requirements(cfg).items():  # before anything is loaded
+            raise EmbenchError(f"--recipe {cfg.recipe} needs --{option.replace('_', '-')}: {why}")
         self.evaluator = None  # built first: a misspelt task or analysis stops the run before any loading
         if cfg.eval_steps:
             self.evaluator = Evaluator(cfg.eval_tasks or [], cfg.eval_analyses, self.root, self.out,
@@ -131,7 +134,7 @@ class Trainer:
         if not self.params:
             raise EmbenchError("every parameter is frozen: nothing to train")
         self.optimizer = make_optimizer(self.params, cfg)
-        self.scheduler = make_scheduler(self.optimizer, self.total, self.warmup)
+        self.scheduler = make_scheduler(self.optimizer, self.total, self.warmup, cfg.lr_schedule)
         self.runner: torch.nn.Module = self.model
         if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
             self.runner = torch.nn.parallel.DistributedDataParallel(

@@ -165,5 +165,9 @@ def _show(cfg) -> None:
     if cfg.recipe:
         r = RECIPES.get(cfg.recipe)
         sys.stdout.write(f"# recipe {r.name}: {r.description}\n# follows: {r.cites}\n")
+        from ...train.configure import missing_requirements
+
+        for option, why in missing_requirements(cfg).items():
+            sys.stdout.write(f"# needs --{option.replace('_', '-')} to run: {why}\n")
     sys.stdout.write("# batch_size is the GLOBAL batch (all processes x accumulation steps)\n")
     sys.stdout.write(yaml.safe_dump(cfg.to_dict(), sort_keys=False, width=120))

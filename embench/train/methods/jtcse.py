@@ -18,13 +18,15 @@ layer, each context tensor through the rest of its own layer; the main streams a
 
 The exported model is the twin as one: its vector is [CLS]_I + [CLS]_II (an ensemble folder,
 ``embench.models.ensemble``). Defaults follow the authors' ``train_jtcse_bert.py``: AdamW, lr 1.3e-6,
-batch 64, one epoch, max length 64, STS-B dev of the summed [CLS] every 100 steps, tau = 0.05.
-(That script keeps the learning rate constant; embench's trainer decays it linearly.)
+batch 64, one epoch, max length 64, STS-B dev of the summed [CLS] every 100 steps, tau = 0.05; the loss
+terms in the paper's forms. The ``jtcse-bert`` / ``jtcse-roberta`` recipes run what the scripts run: the code
+forms, a constant learning rate, no gradient clipping, and a second tower of its own (``--tower2``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ from ..twin import TwinTowers
 from .base import Batch, Method, Outputs
 
 TOWER_DIRS = ("tower-1", "tower-2")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -88,6 +91,9 @@ class JTCSE(Method):
     def build(self, device: str) -> nn.Module:
         cfg, o = self.config, self.options
         one = load_backbone(cfg, device)
+        if o.tower2 is None:
+            log.warning("jtcse without --tower2: the second tower is a copy of --model, so both towers start equal; "
+                        "the paper's towers are two different pre-trained encoders")
         two = load_backbone(dataclasses.replace(cfg, model=o.tower2 or cfg.model), device)
         check_twins(cfg.model, o.tower2 or cfg.model, one, two)
         layers = [transformer_layers(b.encoder) for b in (one, two)]
