@@ -85,8 +85,11 @@ def test_the_recipe_says_where_each_value_comes_from():
     from embench.train.recipes import RECIPES
 
     cfg = resolve(make_config(recipe="bellm", model="m"))
-    assert (cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.lr) == (32, 32.0, 0.1, 2e-4)
-    assert cfg.prompt == 'The representative word for {text} is:"' and cfg.method_options.bidirectional_last == 1
+    # the authors' run (README: lr 5e-4; train.py: 100 warm-up steps, "for sentence {text}"), not the paper's 2e-4
+    assert (cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.lr, cfg.warmup_steps) == (32, 32.0, 0.1, 5e-4, 100)
+    assert cfg.prompt == 'The representative word for sentence {text} is:"' and cfg.method_options.bidirectional_last == 1
+    paper = resolve(make_config(method="bellm", model="m", prompt="bellm"))
+    assert paper.prompt == 'The representative word for {text} is:"'
     cites = RECIPES.get("bellm").cites
     assert "from the paper" in cites and "README" in cites
 

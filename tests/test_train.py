@@ -526,3 +526,14 @@ def test_constant_schedule_keeps_the_peak_after_the_warm_up():
     # by hand: warm-up (step + 1) / 2 for steps 0-1, then 1 (constant) or (6 - step) / 4 (linear)
     assert rates("constant") == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
     assert rates("linear") == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
+
+
+def test_warmup_steps_replace_the_ratio_and_stop_at_the_run_end():
+    from embench.train.schedule import warmup_steps
+
+    cfg = resolve(make_config(method="unsup-simcse", model="m", warmup_ratio=0.5))
+    assert warmup_steps(cfg, total=1000, per_epoch=1000) == 500
+    assert warmup_steps(resolve(make_config(method="unsup-simcse", model="m", warmup_steps=100)), 1000, 1000) == 100
+    assert warmup_steps(resolve(make_config(method="unsup-simcse", model="m", warmup_steps=100)), 40, 40) == 40
+    with pytest.raises(EmbenchError, match="warmup"):
+        resolve(make_config(method="unsup-simcse", model="m", warmup_steps=-1))

@@ -106,6 +106,8 @@ def detect(config: Any, folder: Path | None = None, gguf_file: str | None = None
 PROMPTS = {
     # BeLLM (Li & Li, 2024, Sec. 3.2): the last token predicts the sentence's "representative word"
     "bellm": 'The representative word for {text} is:"',
+    # the BeLLM authors' training script (4AI/BeLLM train.py, --prompt_template's default) and eval_sts.py
+    "bellm-code": 'The representative word for sentence {text} is:"',
     # PromptEOL (Jiang et al., 2023), which BeLLM builds on
     "prompteol": 'This sentence : "{text}" means in one word:"',
     "none": "",  # the text as it is

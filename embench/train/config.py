@@ -50,6 +50,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     warmup_ratio: float | None = None  # of the run's steps, or of one epoch's (warmup_of)
     warmup_of: str = "run"  # run | epoch (the cropping code warms up over 10% of ONE epoch)
+    warmup_steps: int | None = None  # a number of warm-up steps instead of warmup_ratio (AnglE's trainer: 100)
     lr_schedule: str = "linear"  # linear (warm-up, then decay to 0) | constant (after the warm-up: JTCSE's scripts)
     epochs: float | None = None
     max_steps: int | None = None

@@ -57,15 +57,16 @@ RECIPES.add("crop-scratch", Recipe(
     {**_CROP, "epochs": 10, "from_scratch": True}))
 RECIPES.add("bellm", Recipe(
     "bellm", "BeLLM on a decoder LLM: LoRA, last layer bidirectional, NLI triplets with hard negatives, one epoch",
-    "from the paper: prompt 'The representative word for {text} is:\"' (§3.2), the last layer bidirectional (§3.1, "
-    "Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA r 32 / alpha 32 / dropout 0.1 and lr 2e-4 (§4.1), seed 42, "
+    "from the paper: the last layer bidirectional (§3.1, Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA "
+    "r 32 / alpha 32 / dropout 0.1 (§4.1), seed 42, "
     "SNLI+MNLI triplets (here 'snli', the data root's stand-in; the paper's AllNLI is --data FILE). From the authors' "
     "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
-    "the paper gives none). The README's lr is 5e-4: the paper's 2e-4 is kept",
-    {"method": "bellm", "data": ["snli"], "prompt": "bellm", "bidirectional_last": 1, "lora_r": 32, "lora_alpha": 32.0,
-     "lora_dropout": 0.1, "lr": 2e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
-     "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_ratio": 0.0,
+    "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4). From its train.py: 100 warm-up steps and the "
+    "prompt 'The representative word for sentence {text} is:\"' (--prompt bellm-code; the paper's is --prompt bellm)",
+    {"method": "bellm", "data": ["snli"], "prompt": "bellm-code", "bidirectional_last": 1, "lora_r": 32, "lora_alpha": 32.0,
+     "lora_dropout": 0.1, "lr": 5e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
+     "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_steps": 100,
      "eval_steps": 0}))
 # As the authors' scripts (tianyuzong/JTCSE train_jtcse_{bert,roberta}.py) run: the loss terms in their code forms
 # (unsup_infonce_loss and icnce on the 2B x 2B interleaved views, LTN_loss with its 1e-4 floor and ratio / 2),

@@ -53,7 +53,7 @@ NUMBERS = {
     "freeze_layers": (0, None, True), "max_steps": (1, None, True), "max_examples": (1, None, True),
     "eval_steps": (0, None, True), "save_steps": (1, None, True), "save_every": (0, None, True),
     "eval_batch_size": (1, None, True), "eval_max_length": (1, None, True),
-    "export_max_length": (1, None, True),
+    "export_max_length": (1, None, True), "warmup_steps": (0, None, True),
 }
 
 

@@ -26,6 +26,9 @@ def make_optimizer(params: list[torch.nn.Parameter], cfg: TrainConfig) -> torch.
 
 
 def warmup_steps(cfg: TrainConfig, total: int, per_epoch: int) -> int:
+    """``warmup_steps`` when set (never past the run's end), else ``warmup_ratio`` of the run or of one epoch."""
+    if cfg.warmup_steps is not None:
+        return min(int(cfg.warmup_steps), total)
     span = per_epoch if cfg.warmup_of == "epoch" else total
     return int((cfg.warmup_ratio or 0.0) * span)
 
