@@ -151,7 +151,7 @@ def test_bad_bidirectional_settings_and_prompts_are_clear_errors(tiny_llama_dir,
         embench.load_model(tiny_llama_dir, bidirectional_last=3)
     with pytest.raises(EmbenchError, match=r"--bidirectional-last must be 0 or more"):
         embench.load_model(tiny_llama_dir, bidirectional_last=-1)
-    with pytest.raises(EmbenchError, match=r"has no \{text\}.*bellm, prompteol, none"):
+    with pytest.raises(EmbenchError, match=r"has no \{text\}.*bellm, bellm-code, prompteol, none"):
         embench.load_model(tiny_llama_dir, prompt="The representative word is:")
     assert check_prompt("bellm") == 'The representative word for {text} is:"' == PROMPTS["bellm"]
     assert check_prompt("PromptEOL") == 'This sentence : "{text}" means in one word:"'

@@ -244,7 +244,7 @@ def load_model(
                              family=family, fingerprint=fingerprint, trust_remote_code=trust_remote_code)
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
     if prompt is not None:
-        prompt = check_prompt(prompt)  # a named template (bellm, prompteol, none) becomes its text
+        prompt = check_prompt(prompt)  # a named template (bellm, bellm-code, prompteol, none) becomes its text
     info: AdapterInfo | None = None
     if adapter is not None or (isinstance(name_or_path, (str, os.PathLike)) and read_adapter(name_or_path, quiet=True)):
         # "--model BASE --adapter DIR", or "--model DIR" naming an adapter folder: its base, its settings
