@@ -265,7 +265,7 @@ def evaluate(
         else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
             pending.append((name, task, key, task.prepare(root, protocol)))
     if devices and pending:
-        prefill_views([encoder], [t for *_, p in pending for t in p.texts], devices, cache, engine.batch_size)
+        prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
     for record, items in _scored(pending, engine, protocol, root):
         if items is not None:
             result.items[(record.model, record.task)] = items

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import embench
+import embench.encoding.batching as batching
 import embench.encoding.engine as engine_mod
 from embench.core.errors import EmbenchError
 from embench.encoding.batching import cut_batches, resolve_batching
@@ -111,7 +112,7 @@ def test_the_gpu_batching_path_gives_the_cpu_path_vectors(tiny_bert_dir, monkeyp
     enc = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean")
     texts = TEXTS * 3 + [f"sentence number {i} with some words" for i in range(20)]
     reference = Engine(enc, batch_size=1).embed(texts)
-    monkeypatch.setattr(engine_mod, "GPU_TOKENIZE_CHUNK", 3)
+    monkeypatch.setattr(batching, "GPU_TOKENIZE_CHUNK", 3)
     real = engine_mod._batches
     seen = []
 

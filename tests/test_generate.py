@@ -115,7 +115,7 @@ def test_a_premise_file_with_an_empty_line_and_bad_bytes_names_them_and_keeps_th
 
 
 def test_an_encoder_only_model_cannot_generate(tiny_bert_dir):
-    from embench.models.loader import load_language_model
+    from embench.models.language_model import load_language_model
 
     with pytest.raises(EmbenchError, match="encoder-only model .bert.: it cannot generate"):
         load_language_model(str(tiny_bert_dir), device="cpu")

@@ -35,7 +35,7 @@ def test_two_cpu_processes_fill_the_cache_with_the_vectors_one_process_computes(
 
 
 @pytest.mark.slow
-def test_run_on_two_devices_scores_as_on_one(env, tiny_bert_dir):
+def test_run_on_two_devices_scores_as_on_one(env, tiny_bert_dir, monkeypatch):
     """``embench run --device cpu,cpu``: two processes encode, the run reads their vectors from the cache."""
     import embench
 
@@ -46,6 +46,12 @@ def test_run_on_two_devices_scores_as_on_one(env, tiny_bert_dir):
     assert abs(two.records[0].main_score - one.records[0].main_score) < 1e-6
     with pytest.raises(EmbenchError, match="drop --no-cache"):
         embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], device="cpu,cpu", save=False, use_cache=False)
+    import embench.models.devices as devices
+
+    # everything is cached now: no process is started, no model loaded again
+    monkeypatch.setattr(devices, "prefill_sharded", lambda *a, **k: pytest.fail("started processes for cached texts"))
+    again = embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], device="cpu,cpu", save=False)
+    assert again.encode_stats["from_cache"] == one.encode_stats["unique"]
 
 
 def test_a_one_device_step_names_the_commands_that_take_several(tiny_bert_dir):

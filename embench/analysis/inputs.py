@@ -96,15 +96,8 @@ class Context:
 
     def _split(self, encoders: list[HFEncoder], texts: list[str]) -> None:
         """With several devices, the texts not yet cached are encoded by one process per device first."""
-        if len(self.devices) < 2 or not texts or getattr(encoders[0], "load_spec", None) is None:
-            return  # one device; or an ensemble or object, which encodes here
-        engines = [self.engine(e) for e in encoders]
-        missing = list(dict.fromkeys(t for e in engines for t in e.missing(texts)))
-        if missing:
-            prefill_views(encoders, missing, self.devices, self.cache_dir, self.batch_size)
-            for e in engines:  # the other processes' shards are read from now on
-                if e.cache is not None:
-                    e.cache.refresh()
+        if getattr(encoders[0], "load_spec", None) is not None:  # an ensemble or an object encodes here
+            prefill_views([self.engine(e) for e in encoders], texts, self.devices)
 
     def release(self, encoder: HFEncoder) -> None:
         """Free the vectors this run holds for ``encoder`` (the cache keeps what it was given)."""

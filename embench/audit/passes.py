@@ -79,7 +79,7 @@ def shared_pass(base: HFEncoder, poolings: Sequence[str], texts: list[str], cach
     if devices:
         from ..models.devices import prefill_views
 
-        prefill_views(views, texts, devices, cache, batch_size)
+        prefill_views(engines, texts, devices)
     fill_views(engines, texts)
     encoded = max(e.stats["encoded"] for e in engines)
     names = ", ".join(str(getattr(v, "pooling", v.name)) for v in views)

@@ -5,12 +5,15 @@ tokens the model runs. On a CPU a batch of 128 texts keeps the cores busy and pa
 are sorted by length. A GPU needs far larger batches of short texts and smaller ones of long texts to
 stay busy without running out of memory: there a batch is cut when its padded tokens would pass a
 budget (``--batch-tokens``), and ``--batch-size`` is only a cap on its texts. The default budget is
-the one measured fastest on an H100 (``reports/benchmarks/encode_gpu.md``).
+the one measured fastest on an H100 (``reports/benchmarks/encode_gpu.md``). :func:`batches` yields a
+pass's batches, tokenised once and padded from the same ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -49,3 +52,53 @@ def cut_batches(lengths: np.ndarray, batch_size: int | None, batch_tokens: int |
             size = max(1, min(size, batch_tokens // max(int(lengths[start]), 1)))
         yield start, start + size
         start += size
+
+
+def batches(engine: Any, texts: list[str], on_cpu: bool) -> Iterator[tuple[np.ndarray, list[str], dict | None]]:
+    """(row indices, texts, padded inputs on the device) of each batch, longest texts first.
+
+    Texts are tokenised once and sorted by token length; each batch is padded from the same ids. On a CPU
+    every text is tokenised first (one global order, as batch-size independence tests expect); on a GPU
+    the texts, ordered by characters, are tokenised in chunks, each sorted by tokens, so the GPU runs
+    the first chunk's batches (queued without waiting) while the host tokenises the next.
+    """
+    encoder = engine.encoder
+    if not hasattr(encoder, "pretokenize"):  # an encoder that only encodes whole batches of texts
+        lengths = np.asarray(encoder.token_lengths(texts), dtype=np.int64)
+        order = np.argsort(-lengths, kind="stable")
+        for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
+            idx = order[lo:hi]
+            yield idx, [texts[i] for i in idx], None
+        return
+    if on_cpu or len(texts) <= GPU_TOKENIZE_CHUNK:
+        chunks = [np.arange(len(texts))]
+    else:
+        by_chars = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), kind="stable")
+        chunks = [by_chars[c : c + GPU_TOKENIZE_CHUNK] for c in range(0, len(texts), GPU_TOKENIZE_CHUNK)]
+    if len(chunks) == 1:
+        yield from _chunk_batches(engine, texts, encoder.pretokenize(texts), chunks[0])
+        return
+    # the next chunk is tokenised on a second thread (the Rust tokenizer runs without the GIL) while this one's
+    # batches are padded and their forward passes queued
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for tokens, chunk in _tokenised_chunks(pool, encoder, texts, chunks):
+            yield from _chunk_batches(engine, texts, tokens, chunk)
+
+
+def _tokenised_chunks(pool: ThreadPoolExecutor, encoder, texts: list[str], chunks: list[np.ndarray]) -> Iterator[tuple[dict, np.ndarray]]:
+    ahead = pool.submit(encoder.pretokenize, [texts[i] for i in chunks[0]])
+    for c, chunk in enumerate(chunks):
+        tokens = ahead.result()
+        if c + 1 < len(chunks):
+            ahead = pool.submit(encoder.pretokenize, [texts[i] for i in chunks[c + 1]])
+        yield tokens, chunk
+
+
+def _chunk_batches(engine: Any, texts: list[str], tokens: dict, chunk: np.ndarray) -> Iterator[tuple[np.ndarray, list[str], dict]]:
+    """The batches of one tokenised chunk, longest texts first."""
+    lengths = np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(chunk))
+    order = np.argsort(-lengths, kind="stable")
+    for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
+        local = order[lo:hi]
+        enc = engine.encoder.collate({k: [v[i] for i in local] for k, v in tokens.items()})
+        yield chunk[local], [texts[i] for i in chunk[local]], enc

@@ -84,7 +84,8 @@ class EmbeddingCache:
     """Text-hash -> vector store for one encoder configuration."""
 
     def __init__(self, root: Path, namespace: str):
-        self.folder = Path(root) / namespace
+        self.root = Path(root)  # the cache folder, shared by every encoder configuration
+        self.folder = self.root / namespace
         self.writable = True  # False after a failed write: the run goes on without storing
         self._index: dict[str, Path] | None = None  # key -> the shard holding it
         self._vectors: dict[Path, dict[str, np.ndarray]] = {}  # shards read so far (checked)

@@ -15,7 +15,6 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +23,8 @@ import numpy as np
 from ..core.errors import EmbeddingError, EmbenchError
 from ..report.progress import RateProgress, announce
 from .allocator import keep_batch_memory, release_batch_memory
-from .batching import GPU_TOKENIZE_CHUNK, cut_batches, resolve_batching
+from .batching import batches as _batches
+from .batching import resolve_batching
 from .cache import EmbeddingCache, text_key
 
 if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
@@ -296,50 +296,3 @@ def _forward(engine: Engine, batch: list[str], views: list, enc: dict) -> list:
     half = len(batch) // 2
     parts = [_forward(engine, batch[a:b], views, {k: v[a:b] for k, v in enc.items()}) for a, b in ((0, half), (half, len(batch)))]
     return [torch.cat(pair) for pair in zip(*parts, strict=True)]
-
-
-def _batches(engine: Engine, texts: list[str], on_cpu: bool) -> Iterator[tuple[np.ndarray, list[str], dict | None]]:
-    """(row indices, texts, padded inputs on the device) of each batch, longest texts first.
-
-    Texts are tokenised once and sorted by token length; each batch is padded from the same ids. On a CPU
-    every text is tokenised first (one global order, as batch-size independence tests expect); on a GPU
-    the texts, ordered by characters, are tokenised in chunks, each sorted by tokens, so the GPU runs
-    the first chunk's batches (queued without waiting) while the host tokenises the next.
-    """
-    encoder = engine.encoder
-    if not hasattr(encoder, "pretokenize"):  # an encoder that only encodes whole batches of texts
-        lengths = np.asarray(encoder.token_lengths(texts), dtype=np.int64)
-        order = np.argsort(-lengths, kind="stable")
-        for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
-            idx = order[lo:hi]
-            yield idx, [texts[i] for i in idx], None
-        return
-    if on_cpu or len(texts) <= GPU_TOKENIZE_CHUNK:
-        chunks = [np.arange(len(texts))]
-    else:
-        by_chars = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), kind="stable")
-        chunks = [by_chars[c : c + GPU_TOKENIZE_CHUNK] for c in range(0, len(texts), GPU_TOKENIZE_CHUNK)]
-    # the next chunk is tokenised on a second thread (the Rust tokenizer runs without the GIL) while this one's
-    # batches are padded and their forward passes queued
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for tokens, chunk in _tokenised_chunks(pool, encoder, texts, chunks):
-            yield from _chunk_batches(engine, texts, tokens, chunk)
-
-
-def _tokenised_chunks(pool: ThreadPoolExecutor, encoder, texts: list[str], chunks: list[np.ndarray]) -> Iterator[tuple[dict, np.ndarray]]:
-    ahead = pool.submit(encoder.pretokenize, [texts[i] for i in chunks[0]])
-    for c, chunk in enumerate(chunks):
-        tokens = ahead.result()
-        if c + 1 < len(chunks):
-            ahead = pool.submit(encoder.pretokenize, [texts[i] for i in chunks[c + 1]])
-        yield tokens, chunk
-
-
-def _chunk_batches(engine: Engine, texts: list[str], tokens: dict, chunk: np.ndarray) -> Iterator[tuple[np.ndarray, list[str], dict]]:
-    """The batches of one tokenised chunk, longest texts first."""
-    lengths = np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(chunk))
-    order = np.argsort(-lengths, kind="stable")
-    for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
-        local = order[lo:hi]
-        enc = engine.encoder.collate({k: [v[i] for i in local] for k, v in tokens.items()})
-        yield chunk[local], [texts[i] for i in chunk[local]], enc

@@ -135,7 +135,7 @@ def _score_missing(llm: str, rows: list[tuple[str, str, str]], answers: dict[int
     todo = [i for i in range(len(rows)) if i not in answers and all(x.strip() for x in rows[i])]
     if not todo:
         return 0.0
-    from ..models.loader import load_language_model
+    from ..models.language_model import load_language_model
     from ..report.progress import RateProgress
 
     lm = load_language_model(llm, device=device)

@@ -90,7 +90,7 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
     """
     import torch
 
-    from ..models.loader import load_language_model
+    from ..models.language_model import load_language_model
     from ..report.progress import RateProgress
 
     _check_numbers(batch_size, omega, temperature, top_p, max_new_tokens, limit)

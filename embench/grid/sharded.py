@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..models.devices import parse_devices, prefill_sharded, prefill_views, several_devices, split_texts
+from ..models.devices import parse_devices, prefill_sharded, split_texts
 
-__all__ = ["parse_devices", "prefill_sharded", "prefill_views", "several_devices", "split_texts"]
+__all__ = ["parse_devices", "prefill_sharded", "split_texts"]

@@ -117,7 +117,7 @@ def _prefill(job: dict[str, Any], cells: Sequence[Cell], encoder: Any) -> None:
             texts += TASKS.get(c.task).prepare(root, proto).texts
     options = {k: v for k, v in job["model_options"].items() if k != "device"}
     prefill_sharded(job["model"], options, texts, job["devices"], job["cache_dir"], job["batch_size"],
-                    expect_cache_key=encoder.cache_key())
+                    expect_cache_keys=[encoder.cache_key()])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

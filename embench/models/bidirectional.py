@@ -80,7 +80,7 @@ def check_bidirectional(last: int | None, config: Any, family_causal: bool, mode
         if last is not None and last < 0:
             raise EmbenchError(f"--bidirectional-last must be 0 or more, got {last}")
         return 0
-    from .encoder import num_layers
+    from .families import num_layers
 
     if last < 0:
         raise EmbenchError(f"--bidirectional-last must be 0 or more, got {last}")

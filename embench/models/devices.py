@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from ..encoding.cache import text_key
-from ..encoding.engine import Engine
+from ..encoding.engine import Engine, fill_views
 from .loader import load_model
 
 
@@ -35,8 +35,6 @@ ViewSpec = tuple[int | None, str | None, bool]  # (layer, pooling, final_norm) o
 
 def _fill_share(model: str, options: dict[str, Any], device: str, views: list[ViewSpec], texts: list[str], cache_dir: str,
                 batch_size: int | None) -> list[str]:
-    from ..encoding.engine import fill_views
-
     base = load_model(model, device=device, **options)
     engines = [Engine(base.view(*v), batch_size=batch_size, cache_dir=cache_dir) for v in views]
     fill_views(engines, texts)  # every view from one forward pass per batch, as on one device
@@ -44,10 +42,12 @@ def _fill_share(model: str, options: dict[str, Any], device: str, views: list[Vi
 
 
 def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], devices: Sequence[str],
-                    cache_dir: str | Path | None, batch_size: int | None = None, expect_cache_key: str | None = None,
-                    views: Sequence[ViewSpec] = ((None, None, False),)) -> list[str]:
+                    cache_dir: str | Path | None, batch_size: int | None = None,
+                    expect_cache_keys: Sequence[str] | None = None,
+                    views: Sequence[ViewSpec] = ((None, None, False),)) -> None:
     """Put the vectors of ``texts`` under each of ``views`` (of ``load_model(model, **options)``) in the cache
-    at ``cache_dir``, encoded by one process per device; returns the views' cache keys."""
+    at ``cache_dir``, encoded by one process per device. Every process must give the views the cache keys
+    ``expect_cache_keys`` (this process's), else the vectors went to another cache: an error."""
     if not devices:
         raise EmbenchError("--devices: give at least one device, e.g. cuda:0,cuda:1")
     if cache_dir is None:
@@ -60,31 +60,37 @@ def prefill_sharded(model: str, options: dict[str, Any], texts: Sequence[str], d
         try:
             futures = [pool.submit(_fill_share, model, options, d, list(views), share, str(cache_dir), batch_size)
                        for d, share in zip(devices, shares, strict=True) if share]
-            keys = [f.result() for f in futures]
+            keys = {tuple(f.result()) for f in futures}
         except BrokenProcessPool as e:
             raise EmbenchError(f"--devices {','.join(devices)}: an encoding process died ({e}); the vectors the "
                                "others finished are in the cache, so the same command resumes from them") from None
-    if len({tuple(k) for k in keys}) > 1 or (expect_cache_key is not None and keys and keys[0][0] != expect_cache_key):
+    if len(keys) > 1 or (expect_cache_keys is not None and keys and keys != {tuple(expect_cache_keys)}):
         # a device whose default dtype differs (bf16 on one GPU, fp32 elsewhere) would fill another cache
-        raise EmbenchError(f"--devices {','.join(devices)}: the devices encode under different settings "
-                           f"({sorted({k[0] for k in keys})}); give --dtype so that every device uses the same")
-    return keys[0] if keys else []
+        raise EmbenchError(f"--devices {','.join(devices)}: the devices encode under other settings than this process "
+                           f"({sorted(keys)}); give --dtype so that every device uses the same")
 
 
-def prefill_views(encoders: Sequence[Any], texts: Sequence[str], devices: Sequence[str], cache_dir: str | Path | None,
-                  batch_size: int | None = None) -> None:
-    """Put the vectors of ``texts`` under every encoder of ``encoders`` (views of one model loaded by name:
-    :meth:`HFEncoder.view`) in the cache, encoded by one process per device; a later request in this
-    process reads them there."""
+def prefill_views(engines: Sequence[Engine], texts: Sequence[str], devices: Sequence[str]) -> None:
+    """With several ``devices``: the texts that some engine lacks (in memory or in its cache) are encoded first,
+    by one process per device, under every engine's encoder (views of one model loaded by name:
+    :meth:`HFEncoder.view`), into the cache these engines then read. A model given as an object is an error."""
+    if len(devices) < 2 or not texts:
+        return
+    missing = list(dict.fromkeys(t for e in engines for t in e.missing(texts)))
+    if not missing:
+        return  # nothing to load a model for in every process
+    encoders = [e.encoder for e in engines]
     spec = getattr(encoders[0], "load_spec", None)
     if spec is None or any(getattr(e, "load_spec", None) != spec for e in encoders):
         raise EmbenchError(f"--device {','.join(devices)}: several devices need the model by name or folder (each "
                            f"device's process loads it); {encoders[0].name} was given as an object")
     views = [(e.settings.layer, e.settings.pooling, bool(e.settings.extra.get("final_norm"))) for e in encoders]
-    keys = prefill_sharded(spec[0], spec[1], texts, devices, cache_dir, batch_size, views=views)
-    if keys and keys != [e.cache_key() for e in encoders]:
-        raise EmbenchError(f"--device {','.join(devices)}: the devices encode under other settings than this process "
-                           "(a device whose default dtype differs); give --dtype so that every device uses the same")
+    cache = engines[0].cache
+    prefill_sharded(spec[0], spec[1], missing, devices, cache.root if cache is not None else None,
+                    engines[0].batch_size, expect_cache_keys=[e.cache_key() for e in encoders], views=views)
+    for e in engines:  # the other processes' shards are read from now on
+        if e.cache is not None:
+            e.cache.refresh()
 
 
 def several_devices(device: str | None) -> list[str]:

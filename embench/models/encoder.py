@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -20,9 +19,10 @@ import torch
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode
-from .families import apply_prompt
-from .fast_tokens import token_ids
+from .families import apply_prompt, num_layers
+from .fast_tokens import pad_rows, token_ids
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+from .precision import gpu_attention
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -202,29 +202,9 @@ class HFEncoder(SentenceEncode):
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
 
     def collate(self, features: dict[str, list[list[int]]]) -> dict[str, torch.Tensor]:
-        """Pad pretokenised rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does,
-        with the attention mask of the padding. On a GPU the padded ids go through pinned memory in a copy that
-        does not wait for the device."""
-        tok = self.tokenizer
-        pads = {"input_ids": tok.pad_token_id, "token_type_ids": getattr(tok, "pad_token_type_id", 0)}
-        rows = features["input_ids"]
-        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        width = int(lengths.max())
-        cols = np.arange(width)
-        # where each row's tokens go: from the left, or after the padding on the left
-        real = cols >= (width - lengths)[:, None] if tok.padding_side == "left" else cols < lengths[:, None]
-        gpu = not self.device.startswith("cpu")
-        arrays = {"attention_mask": real.astype(np.int64)}
-        for name, seqs in features.items():
-            if name in pads:
-                arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
-                arr[real] = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(lengths.sum()))
-                arrays[name] = arr
-        out = {}
-        for name, arr in arrays.items():
-            t = torch.from_numpy(arr)
-            out[name] = t.pin_memory().to(self.device, non_blocking=True) if gpu else t
-        return out
+        """Pad pretokenised rows to the longest on the tokenizer's side, with their attention mask
+        (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device."""
+        return pad_rows(features, self.tokenizer, self.device)
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.collate(self.pretokenize(texts))
@@ -269,13 +249,12 @@ class HFEncoder(SentenceEncode):
             if norm is not None:
                 with self._autocast():
                     hidden = (*hidden[: self.layer], norm(hidden[self.layer]), *hidden[self.layer + 1 :])
-        if self.weights_cast:  # weights in bf16/fp16: pool in that dtype, then Dense and norm in fp32
-            pooled = self._apply_dense(self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head())).float())
-        else:
-            with self._autocast():
-                pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
-                pooled = self._apply_dense(pooled)
-            pooled = pooled.float()
+        with self._autocast():  # no autocast where the weights themselves are bf16/fp16 (weights_cast)
+            pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
+            if self.weights_cast:  # the sentence-transformers Dense modules stay fp32
+                pooled = pooled.float()
+            pooled = self._apply_dense(pooled)
+        pooled = pooled.float()
         if self.settings.normalize:
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
         return pooled
@@ -310,30 +289,3 @@ class HFEncoder(SentenceEncode):
             return contextlib.nullcontext()
         kind = "cuda" if self.device.startswith("cuda") else "cpu"
         return torch.autocast(device_type=kind, dtype=dtype)
-
-
-def gpu_attention(device: str) -> contextlib.AbstractContextManager:
-    """SDPA without the cuDNN backend on a GPU. cuDNN's attention builds an execution plan for every new
-    (batch, length) shape, and a pass over length-sorted batches meets a new shape at almost every batch:
-    on an H100, BERT-base over the 26,083 sts-all texts took 3.9 s with cuDNN's attention on first meeting
-    the shapes and 0.79 s once they were planned, against 0.68 s with the flash / memory-efficient kernels,
-    which need no plan (``reports/benchmarks/encode_gpu.md``)."""
-    if not device.startswith("cuda"):
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
-
-
-def num_layers(cfg: Any) -> int:
-    """The number of transformer layers a model config declares."""
-    for attr in ("num_hidden_layers", "n_layer", "num_layers"):
-        n = getattr(cfg, attr, None)
-        if isinstance(n, int):
-            return n
-    text_cfg = getattr(cfg, "text_config", None)
-    if text_cfg is not None and isinstance(getattr(text_cfg, "num_hidden_layers", None), int):
-        return text_cfg.num_hidden_layers
-    raise EmbenchError(f"cannot tell how many layers a {type(cfg).__name__} model has")
-
-

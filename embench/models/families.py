@@ -87,6 +87,18 @@ FAMILIES.add("gguf", Family("gguf", "GGUF files of decoder LLMs (dequantised by 
                             pooling="last_token", padding_side="left", gpu_dtype="bf16", causal=True))
 
 
+def num_layers(cfg: Any) -> int:
+    """The number of transformer layers a model config declares."""
+    for attr in ("num_hidden_layers", "n_layer", "num_layers"):
+        n = getattr(cfg, attr, None)
+        if isinstance(n, int):
+            return n
+    text_cfg = getattr(cfg, "text_config", None)
+    if text_cfg is not None and isinstance(getattr(text_cfg, "num_hidden_layers", None), int):
+        return text_cfg.num_hidden_layers
+    raise EmbenchError(f"cannot tell how many layers a {type(cfg).__name__} model has")
+
+
 def is_decoder(config: Any) -> bool:
     return getattr(config, "model_type", "") in DECODER_TYPES or bool(getattr(config, "is_decoder", False))
 

@@ -1,4 +1,5 @@
-"""Token ids of many texts straight from a fast tokenizer's Rust backend, without padding.
+"""Token ids of many texts straight from a fast tokenizer's Rust backend, without padding; and the padding
+of a batch of them (:func:`pad_rows`).
 
 ``tokenizer(texts, truncation=True, max_length=n)`` runs the Rust ``encode_batch`` (on every core) and
 then converts each text's encoding into Python lists in a loop over the texts: on 26,083 sts-all texts
@@ -13,7 +14,11 @@ all ones, so :meth:`HFEncoder.collate` makes it from the lengths. A tokenizer wi
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
+
+import numpy as np
+import torch
 
 
 def backend_of(tokenizer: Any) -> Any | None:
@@ -46,3 +51,25 @@ def token_ids(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, li
     if want_types:
         out["token_type_ids"] = [e.type_ids for e in encodings]
     return out
+
+
+def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str) -> dict[str, torch.Tensor]:
+    """Pad unpadded rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does, with
+    the attention mask of the padding. On a GPU the padded ids go through pinned memory in a copy that does
+    not wait for the device."""
+    pads = {"input_ids": tokenizer.pad_token_id, "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0)}
+    rows = features["input_ids"]
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    width = int(lengths.max())
+    cols = np.arange(width)
+    # where each row's tokens go: from the left, or after the padding on the left
+    real = cols >= (width - lengths)[:, None] if tokenizer.padding_side == "left" else cols < lengths[:, None]
+    arrays = {"attention_mask": real.astype(np.int64)}
+    for name, seqs in features.items():
+        if name in pads:
+            arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
+            arr[real] = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(lengths.sum()))
+            arrays[name] = arr
+    gpu = not device.startswith("cpu")
+    return {name: (torch.from_numpy(a).pin_memory().to(device, non_blocking=True) if gpu else torch.from_numpy(a))
+            for name, a in arrays.items()}

@@ -29,7 +29,7 @@ from .aliases import ALIASES, HUB_IDS
 from .bidirectional import check_bidirectional, make_bidirectional
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
-from .families import DECODER_TYPES, FAMILIES, Family, check_prompt, detect
+from .families import FAMILIES, Family, check_prompt, detect
 from .gguf_cache import cached_gguf_folder, load_gguf_cached
 from .lora_adapter import AdapterInfo, read_adapter
 from .pooling import POOLERS
@@ -383,51 +383,6 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
 
     return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or raw_name,
                    fam, st_cfg, getattr(config, "_commit_hash", None), hf_folder)
-
-
-@dataclass
-class LanguageModel:
-    """A checkpoint loaded for generation: the model with its LM head, its tokenizer, and what it is."""
-
-    model: torch.nn.Module
-    tokenizer: Any
-    kind: str  # causal | seq2seq
-    name: str
-    source: str
-    fingerprint: str
-    family: Family
-
-
-def load_language_model(name: str, *, device: str | None = None, family: str | None = None,
-                        trust_remote_code: bool = False) -> LanguageModel:
-    """A causal LM (folder, alias, hub id or ``.gguf`` file, found and cached as :func:`load_model` finds
-    them) or an encoder-decoder (T5, Flan-T5) with its language-model head, fp32, eval mode, on ``device``.
-    An encoder-only checkpoint is an error: it cannot generate."""
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-    forced: Family | None = FAMILIES.get(family) if family else None
-    device = pick_device(device)
-    kinds: list[str] = []
-
-    def head(cfg: Any) -> Any:
-        if getattr(cfg, "is_encoder_decoder", False):
-            kinds.append("seq2seq")
-            return AutoModelForSeq2SeqLM
-        if getattr(cfg, "model_type", "") in DECODER_TYPES or getattr(cfg, "is_decoder", False):
-            kinds.append("causal")
-            return AutoModelForCausalLM
-        raise EmbenchError(
-            f"{name} is an encoder-only model ({getattr(cfg, 'model_type', '?')}): it cannot generate text. "
-            "Give a causal LM (a decoder such as Llama, Qwen, SmolLM; a folder, hub id or .gguf file) or an "
-            "encoder-decoder such as Flan-T5")
-
-    src = _checkpoint_source(str(name), None, None, forced, trust_remote_code, head=head)
-    kind = kinds[0]
-    model, tok = src.load()
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token or tok.unk_token
-    tok.padding_side = "left" if kind == "causal" else "right"  # new tokens follow the prompt's last real token
-    return LanguageModel(model.eval().to(device), tok, kind, src.display, src.source, src.fingerprint, src.family)
 
 
 def _with_bidirectional(src: _Source, last: int) -> _Source:

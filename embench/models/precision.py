@@ -1,4 +1,5 @@
-"""Whether this device computes bf16/fp16 natively, and a warning where it does not.
+"""Whether this device computes bf16/fp16 natively, and a warning where it does not; which attention
+kernels a GPU pass uses (:func:`gpu_attention`).
 
 On a CPU without bf16 (or fp16) instructions (``avx512_bf16``/``amx_bf16``, ``avx512_fp16``/``amx_fp16``)
 torch computes those dtypes by converting to and from fp32 around every kernel: measured on a 2-core
@@ -8,6 +9,7 @@ differ by rounding. GPUs (and Apple's MPS) compute both natively.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from pathlib import Path
@@ -48,3 +50,16 @@ def warn_if_emulated(device: str, dtype: str) -> bool:
         stacklevel=3,
     )
     return True
+
+
+def gpu_attention(device: str) -> contextlib.AbstractContextManager:
+    """SDPA without the cuDNN backend on a GPU. cuDNN's attention builds an execution plan for every new
+    (batch, length) shape, and a pass over length-sorted batches meets a new shape at almost every batch:
+    on an H100, BERT-base over the 26,083 sts-all texts took 3.9 s with cuDNN's attention on first meeting
+    the shapes and 0.79 s once they were planned, against 0.68 s with the flash / memory-efficient kernels,
+    which need no plan (``reports/benchmarks/encode_gpu.md``)."""
+    if not device.startswith("cuda"):
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])

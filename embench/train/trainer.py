@@ -109,7 +109,9 @@ class Trainer:
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
         cfg, dist = self.cfg, self.dist
-        for option, why in missing_requirements(cfg).items():  # before anything is loaded
+        missing = missing_requirements(cfg)  # before anything is loaded
+        if missing:
+            option, why = next(iter(missing.items()))
             raise EmbenchError(f"--recipe {cfg.recipe} needs --{option.replace('_', '-')}: {why}")
         self.evaluator = None  # built first: a misspelt task or analysis stops the run before any loading
         if cfg.eval_steps:

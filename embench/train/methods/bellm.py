@@ -30,8 +30,7 @@ from torch import nn
 
 from ...core.errors import EmbenchError
 from ...models.bidirectional import make_bidirectional
-from ...models.encoder import num_layers
-from ...models.families import PROMPTS, is_decoder
+from ...models.families import PROMPTS, is_decoder, num_layers
 from ...models.lora_adapter import write_adapter_meta
 from .. import distributed, losses
 from ..adapters import is_peft
