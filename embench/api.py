@@ -27,6 +27,7 @@ from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
+from .evaluation.task_names import resolve_tasks
 from .models.devices import prefill_views, several_devices
 from .models.encoder import Encoder
 from .models.foreign import ForeignEncoder
@@ -167,17 +168,6 @@ def metric_of(record: Record) -> str:
     if record.kind == "transfer":
         return "test accuracy of a classifier on frozen embeddings"
     return f"mteb's main score ({(record.scores or {}).get('main_score_name', 'main_score')})"
-
-
-def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
-    """Canonical task names and the view to show: the suite's tasks, then ``tasks`` not already in it.
-
-    With ``tasks`` and no suite, only those tasks; with neither, ``sts-all``.
-    """
-    s = SUITES.get(suite or "sts-all") if suite or not tasks else None
-    names = list(s.tasks) if s else []
-    names += [TASKS.canonical(t) for t in tasks or ()]
-    return list(dict.fromkeys(names)), s.view if s else "summary"
 
 
 def evaluate(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,23 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+REPORT_TOOLS = ("pdflatex", "pdftoppm", "pdftotext", "pdffonts", "chromium")
+
+
+@pytest.fixture(scope="session")
+def report_tools(request) -> dict[str, str]:
+    """The programs the report tests drive (LaTeX, poppler, chromium), installed by ``scripts/install-report-tools``
+    when one is missing (apt-get, as root); where that cannot run, the tests fail with what to install."""
+    if any(shutil.which(t) is None for t in REPORT_TOOLS):
+        script = Path(__file__).resolve().parents[1] / "scripts" / "install-report-tools"
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():  # the install takes minutes: its line reaches the terminal
+            done = subprocess.run(["bash", str(script)], stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            pytest.fail(f"scripts/{script.name} could not install the report tools (its message is above)", pytrace=False)
+    missing = [t for t in REPORT_TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not found after scripts/install-report-tools", pytrace=False)
+    return {t: shutil.which(t) for t in REPORT_TOOLS}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -192,11 +191,6 @@ def test_training_figures_read_the_eval_columns_embench_train_logs(tmp_path, mon
 
 # --- LaTeX through pdflatex, HTML through chromium --------------------------------------------------
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not installed (.ci/run installs it with apt-get)", pytrace=False)
-    return path
 
 
 def _dark_fraction(png: Path) -> float:
@@ -207,20 +201,20 @@ def _dark_fraction(png: Path) -> float:
 
 
 @pytest.mark.slow
-def test_latex_compiles_and_the_table_is_on_the_page(tmp_path):
+def test_latex_compiles_and_the_table_is_on_the_page(tmp_path, report_tools):
     root = store(tmp_path, [record("mA", t, s) for t, s in (("STS12", 0.7237), ("STS13", 0.8063))] +
                  [record("m2", t, s) for t, s in (("STS12", 0.60), ("STS13", 0.85))])
     tex = tmp_path / "table.tex"
     result = CliRunner().invoke(app, ["report", "--results", str(root), "--standalone", "--name", "m2=Second", "-o", str(tex)])
     assert result.exit_code == 0, result.output
-    subprocess.run([_tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
+    subprocess.run([report_tools["pdflatex"], "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
                    check=True, capture_output=True, timeout=120)
-    subprocess.run([_tool("pdftoppm"), "-png", "-r", "60", "-singlefile", "table.pdf", "page"], cwd=tmp_path, check=True, timeout=60)
+    subprocess.run([report_tools["pdftoppm"], "-png", "-r", "60", "-singlefile", "table.pdf", "page"], cwd=tmp_path, check=True, timeout=60)
     assert 0.001 < _dark_fraction(tmp_path / "page.png") < 0.2  # ink on the page, not a black page
-    text = subprocess.run([_tool("pdftotext"), "-layout", "table.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    text = subprocess.run([report_tools["pdftotext"], "-layout", "table.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert re.search(r"Model\s+STS12\s+STS13\s+Avg\.", text)
     assert re.search(r"mA\s+72\.37\s+80\.63\s+76\.50", text) and re.search(r"Second\s+60\.00\s+85\.00\s+72\.50", text)
-    fonts = subprocess.run([_tool("pdffonts"), "table.pdf"], cwd=tmp_path, capture_output=True, text=True).stdout
+    fonts = subprocess.run([report_tools["pdffonts"], "table.pdf"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert "CMBX" in fonts  # the bold best cells
 
 
@@ -231,7 +225,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 @pytest.mark.slow
-def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path):
+def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path, report_tools):
     root = store(tmp_path, [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6)])
     analysis = tmp_path / "analysis"
     analysis.mkdir()
@@ -246,7 +240,7 @@ def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path):
     assert all(src.startswith("data:image/png;base64,") for src in re.findall(r'src="([^"]*)"', text))
     assert len(re.findall(r"<img ", text)) == 2 and "href=" not in text
     assert (tmp_path / "report-figures" / "spectrum.pdf").is_file()
-    browser = _tool("chromium")
+    browser = report_tools["chromium"]
     probe = tmp_path / "probe.html"  # the page's own CSP forbids scripts: the probe is a copy without it
     probe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text).replace("</body>", PROBE))
     dom = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'u1'}", "--dump-dom", probe.as_uri()],

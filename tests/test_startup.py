@@ -37,6 +37,39 @@ def test_help_of_every_command_and_the_lists_import_no_heavy_library():
         assert heavy == [], f"`embench {args}` imported {heavy}"
 
 
+NAME_PROBE = """
+import json, sys
+from typer.testing import CliRunner
+from embench.cli import app
+out = {}
+for args in ARGS:
+    r = CliRunner().invoke(app, args)  # main() prints an EmbenchError as one line: here it is the exception
+    out[" ".join(args)] = [type(r.exception).__name__, str(r.exception), sorted(m for m in HEAVY if m in sys.modules)]
+print(json.dumps(out))
+"""
+UNKNOWN_NAMES = [
+    (["run", "-m", "m", "--suite", "sts-al"], "unknown suite 'sts-al'"),
+    (["run", "-m", "m", "--task", "STS99"], "unknown task 'STS99'"),
+    (["run", "-m", "m", "--pooling", "meen"], "Did you mean 'mean'?"),
+    (["compare", "-m", "a", "-m", "b", "--task", "STS99"], "unknown task 'STS99'"),
+    (["audit", "-m", "m", "--task", "STS99"], "unknown task 'STS99'"),
+    (["train", "--method", "simcs"], "unknown training method 'simcs'"),
+    (["train", "--recipe", "bellmm"], "unknown training recipe 'bellmm'"),
+    (["train", "--method", "crop", "--pooling", "meen"], "unknown pooler 'meen'"),
+]
+
+
+@pytest.mark.slow
+def test_an_unknown_suite_task_pooler_method_or_recipe_is_reported_before_any_heavy_import():
+    code = f"HEAVY = {HEAVY!r}\nARGS = {[a for a, _ in UNKNOWN_NAMES]!r}\n" + NAME_PROBE
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    for args, message in UNKNOWN_NAMES:
+        error, text, heavy = seen[" ".join(args)]
+        assert error == "UnknownNameError" and message in text, (args, error, text)
+        assert heavy == [], f"`embench {' '.join(args)}` imported {heavy} before naming the unknown name"
+
+
 def test_import_embench_is_light_and_the_public_names_resolve_on_use():
     # (embench.evaluate itself imports torch on first use: every other test resolves it)
     code = (f"import sys, embench; p = embench.EvalProtocol(); heavy = [m for m in {HEAVY!r} if m in sys.modules]; "

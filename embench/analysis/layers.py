@@ -116,7 +116,7 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
 
 def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:
     """(suite name or None, task list or None, column name, whether every task is an MTEB task)."""
-    from ..api import resolve_tasks
+    from ..evaluation.task_names import resolve_tasks
 
     names = [t.strip() for t in suite.split(",") if t.strip()]
     if "," in suite:
@@ -128,7 +128,7 @@ def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:
 
 def suite_texts(suite: str, ctx) -> list[str]:
     """Every text the suite's tasks encode, under the suite's protocol (so the shared pass fills the cache they read)."""
-    from ..api import resolve_tasks
+    from ..evaluation.task_names import resolve_tasks
     from ..evaluation.protocols import EvalProtocol
     from ..evaluation.suites import SUITES
     from ..tasks import TASKS

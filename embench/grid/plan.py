@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..api import resolve_tasks
+from ..evaluation.task_names import resolve_tasks
 from ..core.hashing import stable_hash
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir

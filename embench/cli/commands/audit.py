@@ -67,10 +67,13 @@ def audit(
     """Protocol audit: one model under every protocol variant, and which protocol published numbers match."""
     if ctx.invoked_subcommand is not None:
         return
+    from ...core.errors import EmbenchError
+    from ...evaluation.task_names import check_names
+
+    check_names(tasks=task)  # before the model stack loads
     from ...audit.protocol import audit as run_audit
     from ...audit.protocol import audit_to_json
     from ...audit.reported import parse_reported, read_reported_file
-    from ...core.errors import EmbenchError
 
     if not model:
         raise EmbenchError("embench audit needs --model (or the subcommand: embench audit table FILE)")

@@ -54,12 +54,15 @@ def compare(
     quiet: QuietOpt = False,
 ) -> None:
     """Paired significance tests of two models on the same items: per task and Avg., Holm-corrected."""
-    from ...api import compare as compare_models
     from ...core.errors import EmbenchError
-    from ...evaluation.comparison import render_comparison
+    from ...evaluation.task_names import check_names
 
     if len(model) != 2:
         raise EmbenchError(f"--model: give exactly two models to compare (got {len(model)}); --model A --model B")
+    check_names(suite or "sts-all", task)  # before the model stack loads
+    from ...api import compare as compare_models
+    from ...evaluation.comparison import render_comparison
+
     if not quiet:
         err.print(f"comparing {model[0]} (A) with {model[1]} (B) ...")
     c = compare_models(

@@ -77,11 +77,13 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Evaluate model(s) on a suite or tasks; print the table and store one record per task."""
-    from ...api import Evaluation, evaluate, resolve_tasks
+    from ...evaluation.task_names import check_names, resolve_tasks
 
     if suite is None and not task:
         suite = "sts-all"
-    _, view = resolve_tasks(suite, task)
+    _, view = resolve_tasks(suite, task)  # names first: an unknown one is reported before the model stack loads
+    check_names(pooling=pooling)
+    from ...api import Evaluation, evaluate
     if label and len(label) != len(model):
         from ...core.errors import EmbenchError
 

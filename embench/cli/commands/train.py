@@ -80,6 +80,7 @@ def train(
     """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
     overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data")}
     _check_data_root(data, train_data)
+    _check_names(method, recipe, pooling)
     from rich.console import Console
     from rich.markup import escape
 
@@ -114,6 +115,17 @@ def train(
     before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
     Console().print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
+
+
+def _check_names(method: str | None, recipe: str | None, pooling: str | None) -> None:
+    """Unknown names are reported (with the nearest) before torch and the trainer are imported."""
+    from ...models.poolers import POOLERS
+    from ...train.methods import METHODS
+    from ...train.recipes import RECIPES
+
+    for registry, name in ((METHODS, method), (RECIPES, recipe), (POOLERS, pooling)):
+        if name is not None:
+            registry.canonical(name)
 
 
 def _check_data_root(data: str | None, train_data: list[str] | None) -> None:

@@ -1,0 +1,30 @@
+"""Suite and task names resolved without importing any task's code or the model stack, so that a
+command can reject an unknown name (with the nearest known ones) in well under a second."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..tasks import TASKS
+from .suites import SUITES
+
+
+def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:
+    """Canonical task names and the view to show: the suite's tasks, then ``tasks`` not already in it.
+
+    With ``tasks`` and no suite, only those tasks; with neither, ``sts-all``.
+    """
+    s = SUITES.get(suite or "sts-all") if suite or not tasks else None
+    names = list(s.tasks) if s else []
+    names += [TASKS.canonical(t) for t in tasks or ()]
+    return list(dict.fromkeys(names)), s.view if s else "summary"
+
+
+def check_names(suite: str | None = None, tasks: Sequence[str] | None = None, pooling: str | None = None) -> None:
+    """Raise the registry's error (nearest names) for an unknown suite, task or pooler; nothing else is done."""
+    if suite or tasks:
+        resolve_tasks(suite, tasks)
+    if pooling is not None:
+        from ..models.poolers import POOLERS
+
+        POOLERS.get(pooling)
