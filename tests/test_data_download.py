@@ -108,7 +108,7 @@ def test_the_cli_fetches_every_other_file_when_one_fails_and_names_it(tmp_path, 
     out = " ".join(r.output.split())  # the console wraps long lines
     assert r.exit_code == 1, r.output
     assert "1 downloaded, 0 already present, 2 failed" in out
-    assert "not downloaded: corpora/bad.txt.gz" in out and "never compared with upstream: no: not compared yet" in out
+    assert "not downloaded: corpora/bad.txt.gz" in out and "never confirmed against the upstream release" in out and "not compared yet" not in out
     assert "not downloaded: corpora/gone.txt.gz" in out and "could not download" in out
     assert gzip.decompress((data / "corpora/good.txt.gz").read_bytes()) == good  # the good file is kept
     assert not (data / "corpora/bad.txt.gz").exists()

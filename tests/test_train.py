@@ -382,7 +382,7 @@ def test_config_file_yaml_or_toml_then_cli_overrides(tmp_path):
     assert (resolved.batch_size, resolved.epochs, resolved.warmup_ratio, resolved.method_options.temperature) == (512, 3, 0.0, 0.1)
     bad = tmp_path / "bad.yaml"
     bad.write_text("temprature: 0.1\n")
-    with pytest.raises(EmbenchError, match="unknown training option 'temprature'. Did you mean 'temperature'"):
+    with pytest.raises(EmbenchError, match="'temprature' is neither a training option nor an option of method unsup-simcse. Did you mean 'temperature'"):
         make_config(bad)
     with pytest.raises(EmbenchError, match="unknown training method 'simsce'. Did you mean"):
         make_config(method="simsce")

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from ..core.errors import EmbenchError
 from .commands import COMMANDS
-from .output import err
+from .output import err, show_warning
 
 app = typer.Typer(
     help="Benchmark and analyse sentence embeddings under every evaluation protocol.",
@@ -36,6 +36,7 @@ def main() -> None:
     """Entry point: user errors are printed as one clear message, without a traceback."""
     logging.basicConfig(level=os.environ.get("EMBENCH_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("default", module="embench")
+    warnings.showwarning = show_warning  # embench's warnings as one "warning: ..." line, without the source line
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # transformers' weight-loading bars and advisory logs stay out of embench's output; set through the
     # environment (read when transformers is first imported) so that --help does not import it
@@ -46,9 +47,20 @@ def main() -> None:
         # TQDM_DISABLE when it is imported, so it is set here, before any command imports a library
         os.environ.setdefault("TQDM_DISABLE", "1")
     try:
-        app()
+        code = app(standalone_mode=False)  # click's own usage errors are shown below, after one cleaning
     except EmbenchError as e:
         # the message is plain text: a '[' in a task name or path must not be read as rich markup
         # soft_wrap: a long path stays one piece that can be copied, not cut at the terminal's width
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         sys.exit(2)
+    except typer.Abort:
+        err.print("aborted", highlight=False)
+        sys.exit(1)
+    except Exception as e:  # a usage error of click (or of the click that typer carries inside it)
+        if not (hasattr(e, "show") and hasattr(e, "exit_code")):
+            raise
+        if isinstance(e, typer.BadParameter):  # typer words a bad choice as pydantic does: "Value error, 'x' is ..."
+            e.message = e.message.removeprefix("Value error, ")
+        e.show()
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -160,7 +160,9 @@ def download(
         except EmbenchError as err:
             if not keep_going:
                 raise
-            unconfirmed = f" (this entry was never compared with upstream: {e.verified})" if e.verified.startswith("no") else ""
+            # the manifest's own note on how it was checked is for its maintainers; a user gets what to do
+            unconfirmed = (" (this entry's checksum was never confirmed against the upstream release: if the file is "
+                           "right, --accept-mismatch stores it)") if e.verified.startswith("no") else ""
             done.append((e.path, f"failed: {err}{unconfirmed}"))
     return done
 

@@ -18,7 +18,7 @@ def announce(enabled: bool, message: str) -> None:
         from rich.console import Console
         from rich.markup import escape
 
-        Console(stderr=True).print(f"[dim]{escape(message)}[/]", highlight=False)
+        Console(stderr=True).print(f"[dim]{escape(message)}[/]", highlight=False, soft_wrap=True)
     else:
         print(message, file=sys.stderr, flush=True)
 

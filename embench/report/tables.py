@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -64,23 +64,29 @@ def _cells(frame: pd.DataFrame, scaled: Sequence[str]) -> tuple[list[str], list[
     return header, body
 
 
-def ranks(frame: pd.DataFrame, columns: Sequence[str], lower: Collection[str] = ()) -> dict[tuple[int, str], int]:
+def ranks(frame: pd.DataFrame, columns: Sequence[str], lower: Collection[str] = (),
+          groups: Sequence[Hashable] | None = None) -> dict[tuple[int, str], int]:
     """(row position, column) -> 1 for the best value of each column, 2 for the second best.
 
     Ties share the rank (every row holding the best value is bold, and the next distinct value is
     second); values are compared as shown (x100, two decimals), so 82.031 and 82.034 tie as papers
-    print them. In the columns named in ``lower`` the smallest value is best. Columns with fewer
-    than two values are not ranked.
+    print them. In the columns named in ``lower`` the smallest value is best. ``groups`` (one key per
+    row) ranks each row only against the rows of its own key: the rows of one protocol in a
+    ``--split rows`` table. Columns with fewer than two values (in a group) are not ranked.
     """
+    keys = list(groups) if groups is not None else [None] * len(frame)
     out: dict[tuple[int, str], int] = {}
-    for c in columns:
-        shown = [round(100 * float(v), 2) if v is not None and not pd.isna(v) else None for v in frame[c]]
-        distinct = sorted({v for v in shown if v is not None}, reverse=c not in lower)
-        if sum(v is not None for v in shown) < 2:
-            continue
-        for i, v in enumerate(shown):
-            if v is not None and v in distinct[:2]:
-                out[(i, c)] = distinct.index(v) + 1
+    for key in dict.fromkeys(keys):
+        rows = [i for i, k in enumerate(keys) if k == key]
+        for c in columns:
+            values = frame[c].iloc[rows]
+            shown = {i: round(100 * float(v), 2) for i, v in zip(rows, values, strict=True) if v is not None and not pd.isna(v)}
+            if len(shown) < 2:
+                continue
+            distinct = sorted(set(shown.values()), reverse=c not in lower)
+            for i, v in shown.items():
+                if v in distinct[:2]:
+                    out[(i, c)] = distinct.index(v) + 1
     return out
 
 
@@ -112,12 +118,13 @@ SPREAD_CELL = {"table": "{v} ± {s}", "markdown": "{v} ± {s}", "latex": "{v}\\,
 def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, title: str | None = None,
            highlight: bool = False, intervals: Mapping[tuple[str, str], tuple[float, float]] | None = None,
            note: str | None = None, spreads: Mapping[tuple[str, str], float] | None = None,
-           lower: Collection[str] = ()) -> str:
+           lower: Collection[str] = (), groups: Sequence[Hashable] | None = None) -> str:
     """Render a frame; columns in ``scaled`` (default: every float column) are shown x100.
 
     ``highlight`` marks the best value of each scaled column in bold and the second best underlined
     (LaTeX ``\\textbf``/``\\underline``, markdown ``**``/``<u>``, rich bold/underline), as papers do
-    when several models are compared (the smallest value in the ``lower`` columns). ``intervals`` ((row, column) -> (low, high)) are shown under or
+    when several models are compared (the smallest value in the ``lower`` columns; among the rows of one
+    ``groups`` key only, see :func:`ranks`). ``intervals`` ((row, column) -> (low, high)) are shown under or
     beside each score, or as ``low``/``high`` columns in CSV and JSON; ``spreads`` ((row, column) -> a
     standard deviation) as ``mean ± std`` or ``std`` columns; ``note`` is printed under the table.
     """
@@ -134,7 +141,7 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         marks = {"latex": ("\\textbf{%s}", "\\underline{%s}"), "markdown": ("**%s**", "<u>%s</u>"),
                  "table": ("[bold]%s[/bold]", "[underline]%s[/underline]")}[fmt]
         cols = list(frame.columns)
-        for (i, c), rank in ranks(frame, [c for c in cols if c in scaled], lower).items():
+        for (i, c), rank in ranks(frame, [c for c in cols if c in scaled], lower, groups).items():
             j = offset + cols.index(c)
             body[i][j] = marks[rank - 1] % body[i][j]
     if intervals and fmt in INTERVAL_CELL:
@@ -174,9 +181,8 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
             table.add_column(h, justify="right" if h in scaled or h == "n" else "left", style="bold" if h == "Avg." else None)
         for r in body:
             table.add_row(*r)
-        # two-line cells with intervals: let the table take its natural width rather than wrap them
-        width = 1000 if intervals else max(100, 12 * len(header))
-        console = Console(file=io.StringIO(), width=width, force_terminal=False)
+        # the table's natural width, whatever the terminal: a cell is never wrapped nor cut with an ellipsis
+        console = Console(file=io.StringIO(), width=100_000, force_terminal=False)
         console.print(table)
         return console.file.getvalue() + (f"{note}\n" if note else "")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")

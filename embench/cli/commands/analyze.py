@@ -138,12 +138,12 @@ def _options_for_many(fns: dict[str, Any], flags: dict[str, Any], sets: list[str
 
 def _list_analyses() -> None:
     """Every analysis with its options and their defaults."""
-    from rich.console import Console
     from rich.markup import escape
 
     from ...analysis.registry import ANALYSES
+    from ..output import message_console
 
-    out = Console(soft_wrap=True)
+    out = message_console(stderr=False)
     for n in ANALYSES.names():
         opts = ", ".join(f"{k}={v!r}" for k, v in ANALYSES.get(n).options.items())
         out.print(f"[bold]{escape(n)}[/]  {escape(ANALYSES.description(n))}", highlight=False)
@@ -152,12 +152,11 @@ def _list_analyses() -> None:
 
 def _print_result(result) -> None:
     """The analysis' small tables on stdout, then the files it wrote."""
-    from rich.console import Console
-
     from ...report.tables import render
+    from ..output import message_console
 
     for stem, frame in result.tables.items():
         if len(frame) <= 60:
             emit(render(frame.round(4), "table", scaled=[], title=stem))
     for f in result.files:
-        Console().print(f"wrote {f}", highlight=False)
+        message_console(stderr=False).print(f"wrote {f}", highlight=False, soft_wrap=True)

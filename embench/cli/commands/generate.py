@@ -89,12 +89,12 @@ def curate(
 
 
 def _warn(message: str) -> None:
-    from rich.console import Console
+    from ..output import message_console
 
-    Console(stderr=True).print(f"warning: {message}", style="yellow", highlight=False, markup=False, soft_wrap=True)
+    message_console().print(f"warning: {message}", style="yellow", highlight=False, markup=False, soft_wrap=True)
 
 
 def _say(message: str) -> None:
-    from rich.console import Console
+    from ..output import message_console
 
-    Console().print(message, highlight=False, markup=False, soft_wrap=True)
+    message_console(stderr=False).print(message, highlight=False, markup=False, soft_wrap=True)

@@ -81,11 +81,11 @@ def train(
     overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data")}
     _check_data_root(data, train_data)
     _check_names(method, recipe, pooling)
-    from rich.console import Console
     from rich.markup import escape
 
     from ...train import Trainer, make_config, resolve
     from ...train.config import parse_override
+    from ..output import message_console
 
     overrides.update(compile=overrides.pop("compile_"), data=train_data or None, data_root=overrides.pop("data"), eval_tasks=overrides.pop("eval_task") or None,
                      eval_analyses=overrides.pop("eval_analysis") or None, lora_targets=overrides.pop("lora_target") or None)
@@ -98,7 +98,7 @@ def train(
     if show:
         _show(resolve(cfg))
         return
-    err = Console(stderr=True)
+    err = message_console()
     if seeds is not None:
         _train_seeds(cfg, seeds, seed, err)
         return
@@ -114,7 +114,7 @@ def train(
              else f"step {result.best_step}")
     before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
-    Console().print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
+    message_console(stderr=False).print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
 
 
 def _check_names(method: str | None, recipe: str | None, pooling: str | None) -> None:
@@ -140,11 +140,10 @@ def _check_data_root(data: str | None, train_data: list[str] | None) -> None:
 
 def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
     """``--seeds``: one run per seed into OUT/seed-N, listed in OUT/seeds.json."""
-    from rich.console import Console
-
     from ...core.errors import EmbenchError
     from ...evaluation.seed_groups import parse_seeds
     from ...train.seeds import train_seeds
+    from ..output import message_console
 
     if seed is not None:
         raise EmbenchError("give either --seed (one run) or --seeds (one run per seed), not both")
@@ -162,7 +161,7 @@ def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: finished seeds are kept; run the same command (with --resume) to continue in {cfg.out}")
         raise typer.Exit(130) from None
-    Console().print(f"seed group: {cfg.out} ({len(members)} seeds: {', '.join(map(str, sorted(members)))}); "
+    message_console(stderr=False).print(f"seed group: {cfg.out} ({len(members)} seeds: {', '.join(map(str, sorted(members)))}); "
                     f"evaluate it with `embench run --model {cfg.out}`", highlight=False)
 
 
