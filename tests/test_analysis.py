@@ -46,6 +46,24 @@ def test_uniformity_in_blocks_equals_log_mean_gaussian_potential_over_distinct_p
     assert geo.uniformity(x, t=2) == pytest.approx(expected, rel=1e-10)
 
 
+def test_alignment_standard_error_is_the_pairs_std_over_sqrt_n(rng):
+    a, b = rng.normal(size=(30, 5)), rng.normal(size=(30, 5))
+    terms = [np.sum((x - y) ** 2) for x, y in zip(_unit(a), _unit(b), strict=True)]
+    value, se = geo.alignment_with_se(a, b)
+    assert value == pytest.approx(np.mean(terms), rel=1e-12)
+    assert se == pytest.approx(math.sqrt(sum((t - np.mean(terms)) ** 2 for t in terms) / 29 / 30), rel=1e-10)
+
+
+def test_uniformity_standard_error_is_the_delete_one_sentence_jackknife(rng):
+    x = rng.normal(size=(23, 4)) + 0.3
+    loo = np.array([geo.uniformity(np.delete(x, i, axis=0)) for i in range(len(x))])  # by brute force
+    expected = math.sqrt((len(x) - 1) / len(x) * np.sum((loo - loo.mean()) ** 2))
+    for block in (4, 7, 1000):
+        value, se = geo.uniformity_with_se(x, t=2, block_size=block)
+        assert value == pytest.approx(geo.uniformity(x), rel=1e-12) and se == pytest.approx(expected, rel=1e-8)
+    assert math.isnan(geo.uniformity_with_se(x[:2])[1])  # no spread from two sentences
+
+
 def test_spectrum_effective_rank_and_anisotropy_match_numpy(rng):
     x = rng.normal(size=(40, 10)) @ np.diag(np.linspace(3, 0.1, 10)) + 1.0
     s = np.linalg.svd(x, compute_uv=False)
@@ -328,6 +346,7 @@ def test_alignment_uniformity_follows_a_folder_of_checkpoints(tmp_path, tiny_ber
     frame = res.tables["alignment_uniformity"]
     assert list(frame["checkpoint"]) == ["checkpoint-500", "checkpoint-1000"]
     assert (frame["n_positive_pairs"] > 0).all() and frame["uniformity"].lt(0).all()
+    assert (frame["alignment_se"] > 0).all() and (frame["uniformity_se"] > 0).all()  # the plot's error bars
     assert (tmp_path / "au" / "alignment_uniformity.pdf").is_file()
 
 

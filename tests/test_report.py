@@ -133,7 +133,7 @@ def test_a_figure_without_its_analysis_output_says_which_command_makes_it(tmp_pa
 
     (tmp_path / "a").mkdir()
     pd.DataFrame({"model": ["m1"], "index": [1], "singular_value": [1.0], "normalised": [1.0]}).to_csv(tmp_path / "a" / "spectrum.csv")
-    with pytest.raises(EmbenchError, match=r"no spectrum.csv for model\(s\) m2.*embench analyze spectrum -m m2"):
+    with pytest.raises(EmbenchError, match=r"no spectrum.csv for model m2 .*embench analyze spectrum -m m2"):
         compose("spectrum", [tmp_path / "a"], tmp_path / "out", models=["m1", "m2"])
 
 
@@ -180,9 +180,9 @@ def test_training_figures_read_the_eval_columns_embench_train_logs(tmp_path, mon
     for name in ("training-loss", "training-eval", "training-knn"):
         figures.compose(name, [tmp_path / "runs"], tmp_path / "out")
     points = {n: (list(ax.get_lines()[0].get_xdata()), list(ax.get_lines()[0].get_ydata()), ax.get_ylabel()) for n, ax in drawn.items()}
-    assert points == {"training_loss": ([10, 20], [0.9, 0.5], "loss"),
-                      "training_eval": ([0, 20], [0.80, 0.82], "STSBenchmark-dev"),
-                      "training_knn": ([0, 20], [0.42, 0.40], "knn:trec")}
+    assert points == {"training_loss": ([10, 20], [0.9, 0.5], "loss"),  # scores x100, as the tables show them
+                      "training_eval": ([0, 20], [80.0, 82.0], "STSBenchmark-dev (x100)"),
+                      "training_knn": ([0, 20], [42.0, 40.0], "knn:trec (x100)")}
     assert drawn["training_knn"].get_lines()[0].get_label() == "crop"  # a run folder's own log is named after the folder
     (run / "metrics.jsonl").write_text(json.dumps({"step": 10, "loss": 0.9}) + "\n")
     with pytest.raises(EmbenchError, match="--eval-analysis knn:DATASET"):
@@ -254,7 +254,7 @@ def test_html_page_opens_in_chromium_with_every_image_and_no_request(tmp_path, r
 
 
 def test_a_checkpoint_series_is_placed_at_its_training_steps():
-    from embench.report.figures import _training_step
+    from embench.report.panels import training_step
 
     frame = pd.DataFrame({"checkpoint": ["", "step-000010", "checkpoint-500", "best"], "step": [0, 1, 2, 3]})
-    assert _training_step(frame).tolist() == [0, 10, 500, 3]  # "best" has no number: the analysis' own index
+    assert training_step(frame).tolist() == [0, 10, 500, 3]  # "best" has no number: the analysis' own index

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..core.errors import EmbenchError
 from ..report import style
+from .attention_maps import plot_maps
 from .base import AnalysisResult, analysis
 from .inputs import expand_ensembles, stsb, unique, write_csv, write_json
 from .token_pass import TokenRequest, token_pass
@@ -157,7 +158,7 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "attention_sinks"), write_json(ordered_maps, out, "attention_maps")]
     files += _plot_sinks(frame, shown_models, out)
-    files += _plot_maps(ordered_maps, shown_models, out)
+    files += plot_maps(ordered_maps, [r.label for r in shown_models], out)
     return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": ordered_maps})
 
 
@@ -185,34 +186,6 @@ def _plot_sinks(frame, refs, out) -> list:
         axes[0, 0].legend(loc="best")
         fig.tight_layout()
         return style.save(fig, out, "attention_sinks")
-
-
-def _plot_maps(maps, refs, out) -> list:
-    files = []
-    n_sent = len(next(iter(maps.values())))
-    for s in range(n_sent):
-        n_layers = max(len(maps[r.label][s]["layers"]) for r in refs)
-        with style.paper_style():
-            fig, axes = style.figure(ncols=n_layers, nrows=len(refs), width=1.25 * n_layers + 0.8, height=1.6 * len(refs) + 0.3)
-            for row, ref in enumerate(refs):
-                m = maps[ref.label][s]
-                for layer in range(n_layers):
-                    ax = axes[row, layer]
-                    if layer >= len(m["layers"]):
-                        ax.axis("off")
-                        continue
-                    ax.imshow(np.asarray(m["layers"][layer]), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-                    ticks = range(len(m["tokens"]))
-                    ax.set_xticks(ticks, m["tokens"], rotation=90, fontsize=3.5)
-                    ax.set_yticks(ticks, m["tokens"] if layer == 0 else [""] * len(m["tokens"]), fontsize=3.5)
-                    ax.tick_params(length=0, pad=1)
-                    if row == 0:
-                        ax.set_title(f"layer {layer + 1}", fontsize=6)
-                    if layer == 0:
-                        ax.set_ylabel(ref.label, fontsize=6, fontweight="bold")
-            fig.tight_layout(pad=0.3)
-            files += style.save(fig, out, "attention_maps" if n_sent == 1 else f"attention_maps_{s}")
-    return files
 
 
 # -- CLS energy weight ------------------------------------------------------------------------

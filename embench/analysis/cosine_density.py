@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..core.errors import EmbenchError
 from ..report import style
+from ..report.panels import cosine_ridges
 from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
 
@@ -95,27 +96,8 @@ def cosine_density(refs, ctx, out, split: str = "test", text: str = "senteval", 
 
 
 def _ridges(frame: pd.DataFrame, models: list[str], labels: list[str], out) -> list:
-    """Ridge plot: gold-score groups along y, cosine along x, one panel per model (as SimCSE G.1)."""
-    from scipy.stats import gaussian_kde
-
-    colours = style.palette(len(labels))
+    """Ridge plot, one panel per model: the report's cosine-density figure draws the same panels."""
     with style.paper_style():
         fig, axes = style.figure(ncols=len(models), height=2.4, sharey=True)
-        lo = min(-0.1, float(frame["cosine"].min()) - 0.05)
-        grid = np.linspace(lo, 1.0, 300)
-        for ax, model in zip(axes[0], models, strict=True):
-            g = frame[frame["model"] == model]
-            for k, label in enumerate(labels):
-                c = g.loc[g["bin"] == label, "cosine"].to_numpy()
-                if len(c) < 2 or np.ptp(c) == 0:
-                    continue
-                d = gaussian_kde(c)(grid)
-                d = 0.9 * d / d.max()  # each ridge scaled to the same height, as ridge plots are read by shape
-                ax.fill_between(grid, k, k + d, color=colours[k], alpha=0.6, lw=0)
-                ax.plot(grid, k + d, color=colours[k], lw=0.8)
-            ax.set_title(model)
-            ax.set_xlabel("cosine similarity")
-            ax.set_xlim(lo, 1.0)
-        axes[0, 0].set_yticks(range(len(labels)), labels)
-        axes[0, 0].set_ylabel("gold score group")
+        cosine_ridges(axes[0], frame, models, labels)
         return style.save(fig, out, "cosine_density")

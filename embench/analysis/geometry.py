@@ -3,7 +3,11 @@
 * Alignment and uniformity (Wang and Isola 2020, as SimCSE Eqs. 2-3 and Figure 2 use them), on
   L2-normalised embeddings: ``align = E ||f(x) - f(x+)||^2`` over STS-B pairs with gold score
   above 4; ``uniform = log E exp(-t ||f(x) - f(y)||^2)`` over distinct pairs of all STS-B
-  sentences, t = 2. Lower is better for both.
+  sentences, t = 2. Lower is better for both. Each comes with a jackknife standard error
+  (``alignment_se``: delete one positive pair, which for a mean is its textbook standard error;
+  ``uniformity_se``: delete one sentence, exact and O(n^2) from the per-sentence potential sums,
+  where a bootstrap would need O(n^2) per replicate and would pair a resampled sentence with its
+  own copy).
 * Spectrum (SimCSE Figure F.1): the singular values of the matrix of STS-B sentence embeddings,
   divided by the largest. SimCSE does not say whether it centres or normalises first; embench
   uses the vectors the model gives, uncentred (``center=True`` subtracts the mean).
@@ -23,6 +27,7 @@ import pandas as pd
 
 from ..core.errors import EmbenchError
 from ..report import style
+from ..report.panels import alignment_uniformity as draw_alignment_uniformity
 from .base import AnalysisResult, analysis
 from .inputs import checkpoint_series, stsb, unique, write_csv
 
@@ -36,29 +41,58 @@ def normalise(x: np.ndarray) -> np.ndarray:
 
 def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
     """Mean ||f(x) - f(x+)||^alpha over positive pairs (rows of ``a`` and ``b``), after L2 normalisation."""
+    return alignment_with_se(a, b, alpha)[0]
+
+
+def alignment_with_se(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> tuple[float, float]:
+    """(alignment, its standard error over the pairs: std / sqrt(n), NaN for one pair)."""
     a, b = normalise(a), normalise(b)
     if a.shape != b.shape or len(a) == 0:
         raise EmbenchError(f"alignment needs two equal, non-empty sets of vectors; got {a.shape} and {b.shape}")
-    return float(np.mean(np.linalg.norm(a - b, axis=1) ** alpha))
+    terms = np.linalg.norm(a - b, axis=1) ** alpha
+    se = float(terms.std(ddof=1) / np.sqrt(len(terms))) if len(terms) > 1 else float("nan")
+    return float(terms.mean()), se
+
+
+def potential_sums(x: np.ndarray, t: float = 2.0, block_size: int = 2048) -> np.ndarray:
+    """r_i = sum over j != i of exp(-t ||f(x_i) - f(x_j)||^2), after L2 normalisation, in row blocks."""
+    x = normalise(x)
+    n = len(x)
+    sq = (x * x).sum(1)
+    # Cap a block at MAX_BLOCK_ELEMENTS distances (512 MB in float64), whatever n is.
+    block_size = max(1, min(block_size, MAX_BLOCK_ELEMENTS // max(n, 1)))
+    sums = np.zeros(n)
+    for b in range(0, n, block_size):
+        rows = x[b : b + block_size]
+        d2 = np.maximum(sq[b : b + block_size, None] + sq[None, b:] - 2.0 * rows @ x[b:].T, 0.0)
+        # each pair i < j once (in the diagonal block, the strict upper triangle), credited to both i and j
+        mask = np.arange(b, b + len(rows))[:, None] < np.arange(b, n)[None, :]
+        k = np.where(mask, np.exp(-t * d2), 0.0)
+        sums[b : b + len(rows)] += k.sum(1)
+        sums[b:] += k.sum(0)
+    return sums
 
 
 def uniformity(x: np.ndarray, t: float = 2.0, block_size: int = 2048) -> float:
     """log of the mean of exp(-t ||f(x) - f(y)||^2) over distinct pairs, after L2 normalisation."""
-    x = normalise(x)
+    return uniformity_with_se(x, t, block_size)[0]
+
+
+def uniformity_with_se(x: np.ndarray, t: float = 2.0, block_size: int = 2048) -> tuple[float, float]:
+    """(uniformity, its delete-one-sentence jackknife standard error; NaN under three sentences).
+
+    Without sentence i the pair sum is S - r_i over (n-1)(n-2)/2 pairs (r from :func:`potential_sums`), so
+    every leave-one-out value comes from one pass; se = sqrt((n-1)/n * sum_i (u_(-i) - mean u_(-))^2)."""
     n = len(x)
     if n < 2:
         raise EmbenchError("uniformity needs at least two vectors")
-    sq = (x * x).sum(1)
-    # Cap a block at MAX_BLOCK_ELEMENTS distances (512 MB in float64), whatever n is.
-    block_size = max(1, min(block_size, MAX_BLOCK_ELEMENTS // n))
-    total = 0.0
-    for b in range(0, n, block_size):
-        rows = x[b : b + block_size]
-        d2 = np.maximum(sq[b : b + block_size, None] + sq[None, b:] - 2.0 * rows @ x[b:].T, 0.0)
-        # keep pairs i < j only: in the diagonal block, the strict upper triangle
-        mask = np.arange(b, b + len(rows))[:, None] < np.arange(b, n)[None, :]
-        total += float(np.exp(-t * d2[mask]).sum())
-    return float(np.log(total / (n * (n - 1) / 2)))
+    r = potential_sums(x, t, block_size)
+    total = r.sum() / 2
+    value = float(np.log(total / (n * (n - 1) / 2)))
+    if n < 3:
+        return value, float("nan")
+    loo = np.log((total - r) / ((n - 1) * (n - 2) / 2))
+    return value, float(np.sqrt((n - 1) / n * np.sum((loo - loo.mean()) ** 2)))
 
 
 def singular_spectrum(x: np.ndarray, center: bool = False) -> np.ndarray:
@@ -112,8 +146,10 @@ def alignment_uniformity(refs, ctx, out, split: str = "test", text: str = "sente
             a = np.stack([emb[s] for s, keep in zip(pairs.left, pos, strict=True) if keep])
             b = np.stack([emb[s] for s, keep in zip(pairs.right, pos, strict=True) if keep])
             x = np.stack([emb[s] for s in sentences])
-            rows.append({"model": ref.label, "checkpoint": ckpt, "step": step, "alignment": alignment(a, b),
-                         "uniformity": uniformity(x, t, block_size), "n_positive_pairs": int(pos.sum()),
+            align, align_se = alignment_with_se(a, b)
+            uniform, uniform_se = uniformity_with_se(x, t, block_size)
+            rows.append({"model": ref.label, "checkpoint": ckpt, "step": step, "alignment": align, "alignment_se": align_se,
+                         "uniformity": uniform, "uniformity_se": uniform_se, "n_positive_pairs": int(pos.sum()),
                          "n_sentences": len(sentences), "split": split, "threshold": threshold, "t": t})
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "alignment_uniformity")]
@@ -122,22 +158,12 @@ def alignment_uniformity(refs, ctx, out, split: str = "test", text: str = "sente
 
 
 def _plot_alignment_uniformity(frame: pd.DataFrame, out) -> list:
+    """The report's panel (:func:`embench.report.panels.alignment_uniformity`), error bars of one standard error."""
+    models = list(dict.fromkeys(frame["model"]))
     with style.paper_style():
         fig, axes = style.figure()
-        ax = axes[0, 0]
-        colours = style.palette(frame["model"].nunique())
-        for c, (model, g) in zip(colours, frame.groupby("model", sort=False), strict=True):
-            ax.plot(g["uniformity"], g["alignment"], "o", color=c, label=model)
-            if len(g) > 1:  # a training run: arrows in training direction
-                for (x0, y0), (x1, y1) in zip(g[["uniformity", "alignment"]].values[:-1], g[["uniformity", "alignment"]].values[1:], strict=True):
-                    ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": c, "lw": 0.8})
-            else:
-                ax.annotate(model, (g["uniformity"].iloc[0], g["alignment"].iloc[0]), textcoords="offset points",
-                            xytext=(4, 4), fontsize=6, color=c)
-        ax.set_xlabel(r"$\ell_{\mathrm{uniform}}$ (lower is better)")
-        ax.set_ylabel(r"$\ell_{\mathrm{align}}$ (lower is better)")
-        ax.margins(0.15)
-        ax.legend(loc="best")
+        draw_alignment_uniformity(axes[0, 0], frame, dict(zip(models, style.palette(len(models)), strict=True)))
+        axes[0, 0].legend(loc="best")
         return style.save(fig, out, "alignment_uniformity")
 
 

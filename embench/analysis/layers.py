@@ -116,7 +116,7 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
 
 def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:
     """(suite name or None, task list or None, column name, whether every task is an MTEB task)."""
-    from ..evaluation.task_names import resolve_tasks
+    from ..tasks.names import resolve_tasks
 
     names = [t.strip() for t in suite.split(",") if t.strip()]
     if "," in suite:
@@ -128,10 +128,10 @@ def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:
 
 def suite_texts(suite: str, ctx) -> list[str]:
     """Every text the suite's tasks encode, under the suite's protocol (so the shared pass fills the cache they read)."""
-    from ..evaluation.task_names import resolve_tasks
     from ..evaluation.protocols import EvalProtocol
     from ..evaluation.suites import SUITES
     from ..tasks import TASKS
+    from ..tasks.names import resolve_tasks
 
     name, tasks, _, _ = _suite_spec(suite)
     names = resolve_tasks(name, tasks)[0]

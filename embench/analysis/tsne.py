@@ -16,6 +16,8 @@ from .base import AnalysisResult, analysis
 from .inputs import write_csv
 from .knn import knn_accuracy, load_labelled
 
+MAX_LEGEND = 20  # classes named in a legend; beyond that no palette keeps them apart either
+
 
 def tsne_map(x: np.ndarray, seed: int = 42, n_jobs: int = 1, **params) -> np.ndarray:
     """2-D openTSNE embedding of ``x`` (openTSNE defaults unless ``params`` says otherwise)."""
@@ -41,31 +43,39 @@ def tsne(refs, ctx, out, datasets: tuple = ("agnews",), limit: int | None = 5000
     frame, acc_frame = pd.concat(points, ignore_index=True), pd.DataFrame(accs)
     files = [write_csv(frame, out, "tsne"), write_csv(acc_frame, out, "tsne_knn")]
     with style.paper_style():
-        fig, axes = style.figure(ncols=len(refs), nrows=len(sets), width=2.3 * len(refs) + 0.4, height=2.3 * len(sets))
-        for i, s in enumerate(sets):
-            classes = sorted(set(s.labels))
-            colours = dict(zip(classes, _colours(len(classes)), strict=True))
-            for j, ref in enumerate(refs):
-                ax = axes[i, j]
-                g = frame[(frame["model"] == ref.label) & (frame["dataset"] == s.name)]
-                ax.scatter(g["x"], g["y"], c=[colours[lab] for lab in g["label"]], s=1.5, lw=0, rasterized=True)
-                a = acc_frame[(acc_frame["model"] == ref.label) & (acc_frame["dataset"] == s.name)].iloc[0]
-                ax.text(0.02, 0.98, f"kNN {100 * a['accuracy']:.1f}%", transform=ax.transAxes, va="top", fontsize=7)
-                ax.set_xticks([])
-                ax.set_yticks([])
-                ax.set_aspect("equal", adjustable="datalim")
-                for side in ("left", "bottom"):
-                    ax.spines[side].set_visible(False)
-                if i == 0:
-                    ax.set_title(ref.label)
-                if j == 0:
-                    ax.set_ylabel(f"{s.name} ({len(classes)} classes)")
-        fig.tight_layout()
+        fig = tsne_figure(frame, acc_frame, [r.label for r in refs], [s.name for s in sets])
         files += style.save(fig, out, "tsne")
     return AnalysisResult("tsne", {"tsne": frame, "tsne_knn": acc_frame}, files)
 
 
-def _colours(n: int) -> list:
-    import seaborn as sns
+def tsne_figure(frame: pd.DataFrame, acc_frame: pd.DataFrame, models: list[str], datasets: list[str]):
+    """Datasets as rows, models side by side; a point's colour is its class, named in a legend beside each
+    row (up to :data:`MAX_LEGEND` classes: beyond that a legend would be taller than the maps)."""
+    fig, axes = style.figure(ncols=len(models), nrows=len(datasets), width=2.3 * len(models) + 1.6, height=2.3 * len(datasets))
+    for i, name in enumerate(datasets):
+        rows = frame[frame["dataset"] == name]
+        classes = sorted(set(rows["label"].astype(str)))
+        colours = dict(zip(classes, style.class_palette(len(classes)), strict=True))
+        for j, model in enumerate(models):
+            ax = axes[i, j]
+            g = rows[rows["model"] == model]
+            ax.scatter(g["x"], g["y"], c=[colours[str(lab)] for lab in g["label"]], s=2, lw=0, rasterized=True)
+            a = acc_frame[(acc_frame["model"] == model) & (acc_frame["dataset"] == name)].iloc[0]
+            ax.text(0.02, 0.98, f"kNN {100 * a['accuracy']:.1f}%", transform=ax.transAxes, va="top", fontsize=7)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_aspect("equal", adjustable="datalim")
+            for side in ("left", "bottom"):
+                ax.spines[side].set_visible(False)
+            if i == 0:
+                ax.set_title(model)
+            if j == 0:
+                ax.set_ylabel(f"{name} ({len(classes)} classes)")
+        if len(classes) <= MAX_LEGEND:
+            from matplotlib.lines import Line2D
 
-    return sns.color_palette("colorblind" if n <= 10 else "husl", n)
+            handles = [Line2D([], [], ls="", marker="o", ms=4, color=colours[c], label=c) for c in classes]
+            axes[i, -1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), title="class", title_fontsize=8,
+                               ncol=1 if len(classes) <= 10 else 2, handletextpad=0.2, columnspacing=0.6)
+    fig.tight_layout()
+    return fig

@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.errors import EmbenchError
+from .panels import alignment_uniformity, cosine_ridges
 from .style import figure, palette, paper_style, save
 
 
@@ -27,6 +29,7 @@ class Composer:
     draw: Callable
     makes: str  # the command that writes ``file``, with {model} and {name} to fill in
     caption: str
+    per_model: bool = False  # one panel per model (``draw`` gets the row of panels) instead of one shared panel
 
 
 def model_colours(models: Sequence[str]) -> dict[str, tuple]:
@@ -60,40 +63,9 @@ def _spectrum(ax, data, colours):
     ax.set(xlabel="singular value index", ylabel="normalised singular value")  # linear axes, as Figure F.1
 
 
-def _training_step(frame: pd.DataFrame) -> pd.Series:
-    """The training step of each row: the last number of its checkpoint folder's name (``step-000040``),
-    else the ``step`` column (the analysis numbers a series' points 0, 1, 2, ...)."""
-    names = frame["checkpoint"].fillna("").astype(str) if "checkpoint" in frame else pd.Series("", index=frame.index)
-    parsed = names.str.extract(r"(\d+)(?!.*\d)", expand=False)
-    return pd.to_numeric(parsed, errors="coerce").fillna(frame["step"]).astype(int)
-
-
-def _alignment(ax, data, colours):
-    from matplotlib.ticker import MaxNLocator
-
-    data = data.assign(step=_training_step(data))
-    for m, g in data.groupby("model", sort=False):
-        g = g.sort_values("step")
-        ax.plot(g["uniformity"], g["alignment"], marker="o", color=colours[m], label=m)
-        if len(g) > 1:  # a checkpoint series: SimCSE Figure 2's trajectory, its steps written beside the points
-            for _, row in g.iloc[:: max(1, len(g) // 4)].iterrows():  # every point when there are few
-                ax.annotate(str(int(row["step"])), (row["uniformity"], row["alignment"]), fontsize=5, xytext=(2, 2), textcoords="offset points")
-    ax.xaxis.set_major_locator(MaxNLocator(4))  # long tick labels of a narrow range must not overlap
-    ax.set(xlabel=r"$\ell_{uniform}$", ylabel=r"$\ell_{align}$")
-
-
-def _density(ax, data, colours):
-    """One density per model and gold group (Figure G.1): the model's colour, fainter for lower gold groups."""
-    import seaborn as sns
-
-    for m, g in data.groupby("model", sort=False):
-        groups = sorted(b for b in g["bin"].dropna().unique() if b)
-        for i, b in enumerate(groups):
-            c = g.loc[g["bin"] == b, "cosine"]
-            if len(c) > 1:
-                sns.kdeplot(x=c, ax=ax, color=colours[m], alpha=0.3 + 0.7 * (i + 1) / len(groups), bw_adjust=0.8, cut=0,
-                            label=m if i == len(groups) - 1 else None)
-    ax.set(xlabel="cosine similarity (fainter: lower gold-score group)", ylabel="density")
+def _density(axes, data, colours):
+    """Figure G.1 as ``embench analyze cosine-density`` draws it: one panel per model, titled in its colour."""
+    cosine_ridges(axes, data, list(dict.fromkeys(data["model"])), title_colours=colours)
 
 
 def _per_layer(column: str, label: str):
@@ -126,45 +98,60 @@ def _token_dependency(ax, data, colours):
 
 
 def _knn(ax, data, colours):
-    data = data.assign(setting=data["transform"] + "/" + data["metric"])
+    """Mean kNN accuracy over the labelled sets per transform/metric, with an error bar of one standard error of
+    that mean: sqrt(sum of the sets' squared binomial standard errors) / number of sets (the sets' test points
+    are independent), from the ``stderr`` column ``embench analyze knn`` writes."""
+    data = data.assign(setting=data["transform"] + "/" + data["metric"], variance=data["stderr"] ** 2)
     settings = list(dict.fromkeys(data["setting"]))
     models = list(dict.fromkeys(data["model"]))
     width = 0.8 / max(len(models), 1)
     for j, m in enumerate(models):
-        g = data[data["model"] == m].groupby("setting", sort=False)["accuracy"].mean()
+        g = data[data["model"] == m].groupby("setting", sort=False).agg(
+            accuracy=("accuracy", "mean"), variance=("variance", "sum"), n=("accuracy", "size"))
         xs = [settings.index(s) + j * width for s in g.index]
-        ax.bar(xs, 100 * g.values, width=width, color=colours[m], label=m)
+        ax.bar(xs, 100 * g["accuracy"], width=width, yerr=100 * np.sqrt(g["variance"]) / g["n"], color=colours[m], label=m,
+               error_kw={"lw": 0.8, "capsize": 1.5})
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(settings))], settings, rotation=30, ha="right")
-    ax.set(ylabel="kNN accuracy (mean over sets)")
+    ax.set(ylabel="kNN accuracy (%, mean over sets)")
 
 
-def _training_metric(column: str | None, prefix: str = "eval/", skip: str | None = None):
+def _training_metric(column: str | None, prefix: str = "eval/", skip: str | None = None, as_score: bool = True):
     """Training curves of every run that logged ``column`` (None: the first logged column that starts with
-    ``prefix`` and not with ``skip``; ``embench train`` logs evaluations as ``eval/<task or analysis spec>``)."""
+    ``prefix`` and not with ``skip``; ``embench train`` logs evaluations as ``eval/<task or analysis spec>``).
+    ``as_score``: a metric whose values all lie in [-1, 1] (a correlation, an accuracy) is shown x100, as every
+    table shows scores; a loss, or an analysis number outside that range, is shown as logged."""
     def draw(ax, data, colours):
+        from matplotlib.ticker import MaxNLocator
+
         metric = column or next((c for c in data.columns if c.startswith(prefix) and not (skip and c.startswith(skip))
                                  and data[c].notna().any()), None)
         if metric is None or metric not in data:
             raise EmbenchError(f"no run logged an evaluation metric {prefix}... (train with --eval-steps N and "
                                f"{'--eval-analysis knn:DATASET' if 'knn' in prefix else '--eval-task TASK'})")
+        scale = 100 if as_score and data[metric].dropna().abs().le(1).all() else 1
         for m, g in data.groupby("model", sort=False):
             g = g.dropna(subset=[metric])
             if len(g):  # runs that never logged it get no line and no legend entry
-                ax.plot(g["step"], g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
+                ax.plot(g["step"], scale * g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
         label = metric.removeprefix("eval/")
         # a spec with options (knn:datasets=...,limit=2000) is too long for an axis: its name only (the
         # options are in the run's train_config.json)
-        ax.set(xlabel="training step", ylabel=label if len(label) <= 24 else label.split(":")[0])
+        label = label if len(label) <= 24 else label.split(":")[0]
+        ax.set(xlabel="training step", ylabel=label + (" (x100)" if scale != 1 else ""))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     return draw
 
 
 COMPOSERS: dict[str, Composer] = {
     "spectrum": Composer("spectrum.csv", _spectrum, "embench analyze spectrum -m {model} --out {name}",
                          "Singular value spectra (SimCSE Figure F.1)"),
-    "alignment-uniformity": Composer("alignment_uniformity.csv", _alignment, "embench analyze alignment-uniformity -m {model} --out {name}",
-                                     "Alignment vs uniformity, lower is better on both axes (SimCSE Figure 2)"),
+    "alignment-uniformity": Composer("alignment_uniformity.csv", alignment_uniformity,
+                                     "embench analyze alignment-uniformity -m {model} --out {name}",
+                                     "Alignment vs uniformity, lower is better on both axes; bars: one standard error "
+                                     "(jackknife) (SimCSE Figure 2)"),
     "cosine-density": Composer("cosine_density_pairs.csv", _density, "embench analyze cosine-density -m {model} --out {name}",
-                               "Cosine similarity of STS-B pairs (SimCSE Figure G.1)"),
+                               "Cosine similarity of STS-B pairs per gold-score group, one panel per model (SimCSE Figure G.1)",
+                               per_model=True),
     "layers": Composer("layers.csv", _per_layer("stsb_spearman", "STS-B Spearman"), "embench analyze layers -m {model} --out {name}",
                        "STS-B Spearman per layer (cropping paper, layer-wise curves)"),
     "cls-energy": Composer("cls_energy.csv", _per_layer("cls_energy", "E_CLS"), "embench analyze cls-energy -m {model} --out {name}",
@@ -176,8 +163,8 @@ COMPOSERS: dict[str, Composer] = {
     "token-dependency": Composer("token_dependency.csv", _token_dependency, "embench analyze token-dependency -m {model} --out {name}",
                                  "Pivot-token dependency per sentence (BeLLM Figure 2)"),
     "knn": Composer("knn.csv", _knn, "embench analyze knn -m {model} --out {name}",
-                    "kNN accuracy per transform and metric (cropping paper Table S3)"),
-    "training-loss": Composer("*metrics.jsonl", _training_metric("loss"), "embench train ... --out {name} (its metrics.jsonl)",
+                    "kNN accuracy per transform and metric; bars: one standard error (cropping paper Table S3)"),
+    "training-loss": Composer("*metrics.jsonl", _training_metric("loss", as_score=False), "embench train ... --out {name} (its metrics.jsonl)",
                               "Training loss of embench runs"),
     "training-eval": Composer("*metrics.jsonl", _training_metric(None, skip="eval/knn"), "embench train ... --eval-steps N --out {name}",
                               "Evaluation during training (embench runs with --eval-steps)"),
@@ -200,14 +187,18 @@ def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: S
     if missing:
         where = ", ".join(map(str, folders))
         hint = c.makes.format(model=missing[0], name=f"{Path(str(folders[0])) / name}")
-        raise EmbenchError(f"figure {name}: no {c.file} for model(s) {', '.join(missing)} under {where} "
+        raise EmbenchError(f"figure {name}: no {c.file} for {'model' if len(missing) == 1 else 'models'} {', '.join(missing)} under {where} "
                            f"(found: {', '.join(found) or 'none'}); make it with `{hint}`")
     models = list(models) or found
     data = data[data["model"].isin(models)]
     colours = colours or model_colours(models)
     with paper_style():
-        fig, axes = figure()
-        c.draw(axes[0][0], data, colours)
-        # the legend above the panel, where it covers no data
-        axes[0][0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
+        if c.per_model:  # the panels' titles name the models: no legend
+            fig, axes = figure(ncols=len(models), sharey=True)
+            c.draw(axes[0], data, colours)
+        else:
+            fig, axes = figure()
+            c.draw(axes[0][0], data, colours)
+            # the legend above the panel, where it covers no data
+            axes[0][0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
         return save(fig, out, name.replace("-", "_"))

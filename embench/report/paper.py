@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import EmbenchError
+from .counts import counted
 
 # The protocol axes that change a number of each kind of task (the other axes of a record's protocol
 # are stored but play no part in its score: MRPC does not care how STS12 aggregates).
@@ -46,6 +47,13 @@ class PaperTable:
     encoders: dict[str, dict[str, Any]] = field(default_factory=dict)  # row -> encoder settings
     caption: str = ""
     lower_is_better: frozenset[str] = frozenset()
+    # row -> its protocol (``split="rows"``): best and second are marked among the rows of one protocol only, as
+    # a Pearson row and a Spearman row are not competing numbers
+    row_groups: dict[str, str] = field(default_factory=dict)
+
+    def groups(self) -> list[str | None]:
+        """The protocol group of each row of ``frame``, in order (None for all when the table has one protocol)."""
+        return [self.row_groups.get(row) for row in self.frame.index]
 
     def note(self) -> str:
         """The footnote: the protocol of every number in the table, then each row's encoder settings."""
@@ -82,7 +90,7 @@ def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
     for proto, recs in groups.items():
         where = sorted({f"{r.model}/{r.task}" for r in recs})
         shown = ", ".join(f"{a}={dict(proto)[a]}" for a in differing)
-        parts.append(f"  {shown}: {len(recs)} record(s), e.g. {', '.join(where[:3])}")
+        parts.append(f"  {shown}: {counted(len(recs), 'record')}, e.g. {', '.join(where[:3])}")
     return (f"the {kind} records asked for were made under {len(groups)} protocols (they differ in "
             f"{', '.join(differing)}):\n" + "\n".join(parts) +
             "\nchoose one with --model/--task, or pass --split tables (a table per protocol) or --split rows (a row per model and protocol)")
@@ -118,8 +126,10 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
             groups = {shared: [r for recs in groups.values() for r in recs]}
         for proto, recs in groups.items():
             labels = _row_labels(recs, names)
+            row_groups = {}
             if suffix:
                 labels = {i: labels[i] + suffix[protocol_of(r)] for i, r in enumerate(recs)}
+                row_groups = {labels[i]: suffix[protocol_of(r)].strip(" ()") for i, r in enumerate(recs)}
             columns: list[str] = []
             cells: dict[str, dict[str, float]] = {}
             encoders: dict[str, dict[str, Any]] = {}
@@ -137,10 +147,12 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
                 frame["Avg."] = frame[columns].mean(axis=1, skipna=False)  # recomputed; empty if a task is missing
             frame.index.name = "Model"
             n_kinds = len(by_kind) > 1 or len(groups) > 1
-            cap = caption or f"Results of {len(frame)} model(s) on {len(columns)} {kind.upper()} task(s)"
+            n_models = len({r.model for r in recs})
+            under = f" under {counted(len(suffix), 'protocol')}" if suffix else ""
+            cap = caption or f"Results of {counted(n_models, 'model')}{under} on {counted(len(columns), f'{kind.upper()} task')}"
             if n_kinds and caption:
                 cap = f"{caption} ({kind}" + (", " + ", ".join(f"{a}={v}" for a, v in proto) if len(groups) > 1 else "") + ")"
-            tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better)))
+            tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better), row_groups))
     if not tables:
         raise EmbenchError("no result records to report (check --results, --model and --task)")
     return tables

@@ -26,7 +26,7 @@ LATEX_PREAMBLE = "\\documentclass{article}\n\\usepackage[margin=1.5cm]{geometry}
 def _styled(table: PaperTable, marks: dict[int, str]):
     frame = table.frame * 100
     frame = frame.rename_axis(None)  # shown in the header's first cell instead (see to_latex)
-    rank = ranks(table.frame, list(table.frame.columns), lower=table.lower_is_better)
+    rank = ranks(table.frame, list(table.frame.columns), lower=table.lower_is_better, groups=table.groups())
     css = pd.DataFrame("", index=frame.index, columns=frame.columns)
     if len(frame) > 1:
         for (i, c), r in rank.items():
@@ -72,7 +72,8 @@ def render_tables(tables: list[PaperTable], fmt: str, standalone: bool = False) 
         for t in tables:
             frame = t.frame.copy()
             if fmt == "markdown":
-                out.append(render(frame, "markdown", title=t.caption, highlight=True, note=t.note(), lower=t.lower_is_better))
+                out.append(render(frame, "markdown", title=t.caption, highlight=True, note=t.note(), lower=t.lower_is_better,
+                                  groups=t.groups()))
             else:
                 out.append(render(frame, "csv"))
         return "\n".join(out)

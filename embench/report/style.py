@@ -38,6 +38,24 @@ def palette(n: int) -> list:
     return sns.color_palette("colorblind", max(n, 1))
 
 
+def class_palette(n: int) -> list:
+    """``n`` clearly distinct colours for unordered classes (t-SNE labels): tab10 up to 10 classes, tab20 up to 20,
+    evenly spaced hues beyond. Not :func:`palette`: seaborn's colour-blind set holds two near-identical oranges,
+    fine for a few models told apart by a legend, not for clouds of points told apart by colour alone."""
+    import seaborn as sns
+
+    n = max(n, 1)
+    return sns.color_palette("tab10" if n <= 10 else "tab20" if n <= 20 else "husl", n)
+
+
+def ordered_palette(n: int) -> list:
+    """``n`` colours of a sequential map (viridis, without its palest yellow) for ordered groups such as gold-score bins."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"]
+    return [cmap(0.85 * i / max(n - 1, 1)) for i in range(max(n, 1))]
+
+
 @contextlib.contextmanager
 def paper_style():
     """Matplotlib settings for the duration of one figure (nothing leaks to the caller)."""
