@@ -1,8 +1,10 @@
-"""`embench compare` and seed groups: paired tests on the same items, refusals, t-tests over training seeds."""
+"""`embench compare` and seed groups: paired tests on the same items, refusals, a bootstrap over seeds and items."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -12,9 +14,16 @@ from typer.testing import CliRunner
 import embench
 from embench.cli import app
 from embench.core.errors import EmbenchError
-from embench.evaluation.comparison import Side, compare_seeds, compare_sides
+from embench.evaluation.comparison import Side, compare_sides
 from embench.evaluation.items import Items
 from embench.evaluation.results import Record
+from embench.evaluation.seed_comparison import (
+    FewSeedsWarning,
+    SeedSide,
+    compare_seed_groups,
+    few_seeds_message,
+)
+from embench.evaluation.seed_groups import write_seed_group
 from embench.evaluation.significance import IntervalSettings
 
 runner = CliRunner()
@@ -54,18 +63,119 @@ def test_a_clear_difference_is_found_and_a_model_against_itself_is_not():
     assert same.verdict("STS16") == "no significant difference"
 
 
-def test_seed_groups_are_tested_with_t_tests_and_need_two_seeds():
-    a = {"STS-B": [0.80, 0.81, 0.79], "Avg.": [0.75, 0.76, 0.74]}
-    b = {"STS-B": [0.70, 0.71, 0.69], "Avg.": [0.70, 0.72, 0.71]}
-    c = compare_seeds("simcse", a, "base", b)
-    assert c.frame.loc["STS-B", "p t-test"] == pytest.approx(sps.ttest_ind(a["STS-B"], b["STS-B"], equal_var=False).pvalue)
-    assert c.verdict("STS-B") == "A better"
-    one = compare_seeds("simcse", a, "base", {"STS-B": [0.70], "Avg.": [0.71]})
-    assert one.frame.loc["STS-B", "p t-test"] == pytest.approx(sps.ttest_1samp(a["STS-B"], 0.70).pvalue)
-    reverse = compare_seeds("base", {"STS-B": [0.70], "Avg.": [0.71]}, "simcse", a)
-    assert reverse.verdict("STS-B") == "B better" and reverse.frame.loc["STS-B", "t"] < 0
-    with pytest.raises(EmbenchError, match="at least two seeds"):
-        compare_seeds("x", {"STS-B": [0.8], "Avg.": [0.8]}, "y", {"STS-B": [0.7], "Avg.": [0.7]})
+def _on(side: Side, task: str) -> Side:
+    """The same outcomes under another task's name (a second task of a suite)."""
+    return Side(dataclasses.replace(side.record, task=task, display=task), side.items)
+
+
+def _group(name: str, seeds: list[Side], tasks: tuple[str, ...] = ("STS16",)) -> SeedSide:
+    return SeedSide(name, {t: [_on(s, t) for s in seeds] for t in tasks})
+
+
+def _model(side: Side, tasks: tuple[str, ...] = ("STS16",)) -> SeedSide:
+    return SeedSide(side.record.model, {t: [_on(side, t)] for t in tasks}, group=False)
+
+
+def test_a_group_whose_seeds_agree_is_tested_exactly_as_the_paired_item_bootstrap():
+    rng = np.random.default_rng(1)
+    gold = rng.random(200)
+    a, b = gold + 0.5 * rng.standard_normal(200), gold + 0.8 * rng.standard_normal(200)
+    seeds = [_side(f"seed-{i}", a, gold) for i in range(3)]  # three seeds, one outcome: no seed variance
+    tasks, settings = ("STS16", "STS15"), IntervalSettings(resamples=400)
+    two_level = compare_seed_groups(_group("simcse", seeds, tasks), _model(_side("B", b, gold), tasks), settings)
+    paired = compare_sides([(_on(_side("A", a, gold), t), _on(_side("B", b, gold), t)) for t in tasks], settings)
+    for row in ("STS16", "STS15", "Avg."):
+        for col, want in (("diff", "diff"), ("diff low", "diff low"), ("diff high", "diff high"),
+                          ("p hierarchical bootstrap", "p bootstrap")):
+            assert two_level.frame.loc[row, col] == pytest.approx(paired.frame.loc[row, want], abs=1e-12)
+    assert two_level.verdict() == paired.verdict() and two_level.test == "hierarchical bootstrap"
+    assert "hierarchical bootstrap" in two_level.notes[1] and "Davison & Hinkley" in two_level.notes[1]
+
+
+def test_two_close_seeds_against_a_model_are_not_significant_where_the_t_test_said_they_were():
+    rng = np.random.default_rng(2)
+    gold = rng.random(300)
+    base = gold + 0.5 * rng.standard_normal(300)
+    seeds = [_side(f"seed-{i}", base + 0.01 * rng.standard_normal(300), gold) for i in range(2)]
+    b = _side("B", gold + 0.5 * rng.standard_normal(300), gold)
+    scores = [s.record.main_score for s in seeds]
+    t_test = sps.ttest_1samp(scores, b.record.main_score)  # the old test: seeds alone, df = 1
+    assert t_test.statistic > 100 and t_test.pvalue < 0.01
+    with pytest.warns(FewSeedsWarning):
+        c = compare_seed_groups(_group("simcse", seeds), _model(b), IntervalSettings(resamples=500))
+    row = c.frame.loc["STS16"]
+    assert row["diff"] == pytest.approx(np.mean(scores) - b.record.main_score)
+    assert row["p hierarchical bootstrap"] > 0.05 and row["diff low"] < 0 < row["diff high"]
+    assert c.verdict("STS16") == "no significant difference" and row["A seeds"] == 2 and row["B seeds"] == 1
+
+
+def test_seeds_that_disagree_widen_the_interval():
+    rng = np.random.default_rng(3)
+    gold = rng.random(300)
+    spread = [gold + sd * rng.standard_normal(300) for sd in (0.2, 0.5, 1.5)]
+    b = _model(_side("B", gold + 0.8 * rng.standard_normal(300), gold))
+    settings = IntervalSettings(resamples=500)
+    wide = compare_seed_groups(_group("spread", [_side(f"s{i}", x, gold) for i, x in enumerate(spread)]), b, settings)
+    narrow = compare_seed_groups(_group("same", [_side(f"t{i}", spread[1], gold) for i in range(3)]), b, settings)
+
+    def width(c):
+        return c.frame.loc["STS16", "diff high"] - c.frame.loc["STS16", "diff low"]
+
+    assert width(wide) > 2 * width(narrow)
+    assert narrow.verdict("STS16") == "A better" and wide.verdict("STS16") == "no significant difference"
+
+
+def test_a_group_of_fewer_than_three_seeds_is_warned_about_by_name():
+    rng = np.random.default_rng(4)
+    gold = rng.random(100)
+    seeds = [_side(f"seed-{i}", gold + rng.standard_normal(100), gold) for i in range(3)]
+    b = _model(_side("B", gold + rng.standard_normal(100), gold))
+    settings = IntervalSettings(resamples=50)
+    with pytest.warns(FewSeedsWarning, match=r"^simcse has only 2 seed\(s\): its seed variance is poorly estimated; "
+                                             r"train more with --seeds"):
+        two = compare_seed_groups(_group("simcse", seeds[:2]), b, settings)
+    assert two.warnings == [few_seeds_message(_group("simcse", seeds[:2]))] and "Warning: simcse" in two.notes[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewSeedsWarning)  # three seeds, and a single model, are not warned about
+        three = compare_seed_groups(_group("simcse", seeds), b, settings)
+        both = compare_seed_groups(_group("simcse", seeds), _group("other", seeds[::-1]), settings)
+    assert three.warnings == [] and both.frame.loc["STS16", "B seeds"] == 3
+    with pytest.raises(EmbenchError, match="--test permutation: a seed group is compared by the hierarchical bootstrap"):
+        compare_seed_groups(_group("simcse", seeds), b, settings, test="permutation")
+
+
+@pytest.mark.slow
+def test_cli_compare_of_a_two_seed_group_runs_the_hierarchical_bootstrap_and_warns(tmp_path, data_root, tiny_model,
+                                                                                     tiny_bert_dir, one_thread):
+    from transformers import BertConfig, BertModel
+
+    def variant(seed: int):
+        def make(vocab: int) -> BertModel:
+            import torch
+
+            model = BertModel(BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                         intermediate_size=64, max_position_embeddings=512))
+            torch.manual_seed(seed)  # a second "seed" of the same recipe: the same model, other weights
+            for w in model.parameters():
+                w.data += 0.02 * torch.randn_like(w)
+            return model
+        return tiny_model(f"tiny-bert-seed-{seed}", make)
+
+    group = tmp_path / "tiny-group"
+    group.mkdir()
+    write_seed_group(group, {1: variant(1), 2: variant(2)}, {"recipe": "test"})
+    args = ["compare", "-m", str(group), "-m", str(tiny_bert_dir), "-t", "STS16", "--data", str(data_root),
+            "--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache"), "--resamples", "200", "-q"]
+    r = runner.invoke(app, [*args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["task"]: row for row in json.loads(r.stdout)}
+    assert rows["STS16"]["A seeds"] == 2 and rows["STS16"]["B seeds"] == 1
+    assert 0 <= rows["STS16"]["p hierarchical bootstrap"] <= 1 and rows["STS16"]["diff low"] <= rows["STS16"]["diff high"]
+    assert r.stderr.count("warning: tiny-group has only 2 seed(s): its seed variance is poorly estimated") == 1
+    table = runner.invoke(app, args)
+    assert "hierarchical bootstrap" in table.stdout and "A = tiny-group (2 seeds)" in table.stdout
+    refused = runner.invoke(app, [*args, "--test", "steiger"])
+    assert isinstance(refused.exception, EmbenchError) and "hierarchical bootstrap" in str(refused.exception)
 
 
 @pytest.mark.slow
@@ -106,7 +216,7 @@ def test_train_seeds_makes_a_group_that_run_and_compare_read_as_one_model(tmp_pa
     assert "seeds (mean of 3 seeds)" in shown.stdout and " ± " in shown.stdout
     c = runner.invoke(app, ["compare", "--model", str(out), "--model", str(tiny_bert_dir), "--task", "STS16", *env])
     assert c.exit_code == 0, c.output
-    assert "one-sample t-test" in c.stdout
+    assert "hierarchical bootstrap" in c.stdout and "A = seeds (3 seeds), B = " in c.stdout
     both = runner.invoke(app, [*base, "--seeds", "1-2", "--seed", "4"])
     assert isinstance(both.exception, EmbenchError) and "not both" in str(both.exception)
 

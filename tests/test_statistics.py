@@ -13,6 +13,8 @@ from embench.stats import (
     Metric,
     Scored,
     bootstrap_distributions,
+    draw_seeds,
+    hierarchical_distributions,
     holm,
     paired_bootstrap_p,
     paired_permutation_test,
@@ -110,6 +112,32 @@ def test_paired_bootstrap_scores_both_systems_on_the_same_resamples():
     assert np.allclose(d[0, :5] - d[1, :5], want, atol=1e-12)
     assert paired_bootstrap_p(d[0] - d[1]) < 0.05
     assert paired_bootstrap_p(d[0] - d[0]) == 1.0  # a system against itself: no difference
+
+
+def test_hierarchical_bootstrap_with_seeds_that_agree_is_the_paired_item_bootstrap():
+    x, y = _pairs(120, 0.6, 4)
+    z = x + np.random.default_rng(5).standard_normal(120)
+    a, b, metric = Scored([x], [y]), Scored([z], [y]), Metric()
+    paired = bootstrap_distributions([a, b], metric, 300, np.random.default_rng(9))
+    seed_rng = np.random.default_rng(1)
+    draws = [draw_seeds(3, 300, seed_rng), draw_seeds(1, 300, seed_rng)]
+    two_level = hierarchical_distributions([[a, a, a], [b]], metric, 300, np.random.default_rng(9), draws)
+    assert np.allclose(two_level, paired, atol=1e-12, rtol=0)
+    assert np.all(draws[1] == 0)  # a single model is a side of one seed: always drawn
+
+
+def test_hierarchical_bootstrap_seed_level_alone_draws_seeds_with_replacement():
+    # seed 1 classifies every item right, seed 2 every item wrong: resampling items changes nothing, so each
+    # replicate is the mean of two seeds drawn with replacement: 1 (1/4), 1/2 (1/2) or 0 (1/4)
+    right, wrong = Scored([np.ones(20)]), Scored([np.zeros(20)])
+    draws = draw_seeds(2, 4000, np.random.default_rng(3))
+    dist = hierarchical_distributions([[right, wrong]], Metric(kind="accuracy"), 4000, np.random.default_rng(4), [draws])[0]
+    assert set(np.unique(dist)) == {0.0, 0.5, 1.0}
+    share = [np.mean(dist == v) for v in (0.0, 0.5, 1.0)]
+    assert share == pytest.approx([0.25, 0.5, 0.25], abs=0.03)
+    assert np.array_equal(dist, (draws == 0).mean(axis=1))  # the share of seed 1 among the seeds drawn
+    with pytest.raises(ValueError, match="seed draws of shape"):
+        hierarchical_distributions([[right, wrong]], Metric(kind="accuracy"), 10, np.random.default_rng(4), [draws])
 
 
 def test_paired_bootstrap_p_counts_both_tails():

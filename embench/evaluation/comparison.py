@@ -11,6 +11,7 @@ test then works pair by pair. Three tests are run, one of them chosen for the ve
 
 The p-values of the chosen test are Holm-corrected for the number of tasks; ``Avg.`` gets its own paired
 bootstrap (the average of per-task differences on each replicate) and is not part of the correction.
+A seed group on either side is compared by the hierarchical bootstrap of :mod:`.seed_comparison` instead.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from ..stats import (
     paired_bootstrap_p,
     paired_permutation_test,
     percentile_interval,
-    seed_t_test,
     steiger_test,
 )
 from ..stats.weighted import weighted_pearson
@@ -83,12 +83,13 @@ class Comparison:
     alpha: float
     settings: IntervalSettings
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the CLI prints on stderr, one line each (few seeds)
 
     def verdict(self, task: str = "Avg.") -> str:
         return str(self.frame.loc[task, "verdict"])
 
 
-def _verdict(diff: float, p: float, alpha: float) -> str:
+def verdict_of(diff: float, p: float, alpha: float) -> str:
     if not np.isfinite(p):
         return "n/a"
     if p >= alpha:
@@ -120,14 +121,14 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
         }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame["p holm"] = holm(frame[f"p {test}"].tolist())
-    frame["verdict"] = [_verdict(d, p, alpha) for d, p in zip(frame["diff"], frame["p holm"], strict=True)]
+    frame["verdict"] = [verdict_of(d, p, alpha) for d, p in zip(frame["diff"], frame["p holm"], strict=True)]
     avg_d = np.mean(np.stack(diffs), axis=0)
     lo, hi = percentile_interval(avg_d, settings.level)
     p_avg = paired_bootstrap_p(avg_d)
     frame.loc["Avg."] = {
         "A": frame["A"].mean(), "B": frame["B"].mean(), "diff": frame["diff"].mean(), "diff low": lo, "diff high": hi,
         "p bootstrap": p_avg, "p permutation": float("nan"), "p steiger": float("nan"), "n": int(frame["n"].sum()),
-        "p holm": float("nan"), "verdict": _verdict(frame["diff"].mean(), p_avg, alpha),
+        "p holm": float("nan"), "verdict": verdict_of(frame["diff"].mean(), p_avg, alpha),
     }
     frame.index.name = "task"
     notes = [
@@ -139,38 +140,6 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
     if test == "steiger" and any(s.record.protocol.get("correlation") != "pearson" for s, _ in pairs):
         notes.append("Steiger's test compares Pearson correlations on all pairs pooled; the scores shown are the protocol's.")
     return Comparison(pairs[0][0].record.model, pairs[0][1].record.model, frame, test, alpha, settings, notes)
-
-
-def compare_seeds(name_a: str, scores_a: dict[str, list[float]], name_b: str, scores_b: dict[str, list[float]],
-                  alpha: float = 0.05) -> Comparison:
-    """Seeds of A against seeds of B (Welch's t-test) or against B's single score (one-sample), per task and Avg.
-
-    ``scores_*`` map a task's column name to the main score of each seed (one score for a model
-    without seeds); ``Avg.`` is tested over the seeds' own averages.
-    """
-    if len(scores_a.get("Avg.", [])) < 2 and len(scores_b.get("Avg.", [])) < 2:
-        raise EmbenchError(f"a t-test over seeds needs at least two seeds of {name_a} or of {name_b}; "
-                           "train them with `embench train ... --seeds 1-5`")
-    rows = {}
-    for task in scores_a:
-        a, b = np.asarray(scores_a[task]), np.asarray(scores_b[task])
-        many, other, sign = (a, b, 1.0) if a.size >= 2 else (b, a, -1.0)
-        res = seed_t_test(many, other if other.size >= 2 else float(other[0]), what=task)
-        rows[task] = {"A": a.mean(), "A std": a.std(ddof=1) if a.size > 1 else float("nan"), "A seeds": a.size,
-                      "B": b.mean(), "B std": b.std(ddof=1) if b.size > 1 else float("nan"), "B seeds": b.size,
-                      "diff": a.mean() - b.mean(), "t": sign * res["t"], "p t-test": res["p"]}
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    tasks = [t for t in frame.index if t != "Avg."]
-    frame["p holm"] = float("nan")
-    frame.loc[tasks, "p holm"] = holm(frame.loc[tasks, "p t-test"].tolist())
-    frame.loc["Avg.", "p holm"] = frame.loc["Avg.", "p t-test"]
-    frame["verdict"] = [_verdict(d, p, alpha) for d, p in zip(frame["diff"], frame["p holm"], strict=True)]
-    frame.index.name = "task"
-    test = "Welch's t-test" if len(scores_a["Avg."]) > 1 and len(scores_b["Avg."]) > 1 else "one-sample t-test against the single model's score"
-    notes = [f"A = {name_a}, B = {name_b}; scores are means over seeds, std the sample standard deviation.",
-             f"Verdict: {test} over seeds, Holm-corrected over {len(tasks)} task(s), at alpha {alpha:g}; Avg. is tested on "
-             "each seed's average."]
-    return Comparison(name_a, name_b, frame, "t-test", alpha, IntervalSettings(), notes)
 
 
 SCALED = ("A", "A std", "B", "B std", "diff", "diff low", "diff high")
@@ -186,8 +155,8 @@ def render_comparison(c: Comparison, fmt: str) -> str:
 
     frame = c.frame.copy()
     if fmt not in ("json", "csv"):
-        for col in [k for k in frame.columns if k.startswith("p ")] + ["t"] * ("t" in frame.columns):
-            frame[col] = [_p(v) if col != "t" else f"{v:.2f}" for v in frame[col]]
+        for col in [k for k in frame.columns if k.startswith("p ")]:
+            frame[col] = [_p(v) for v in frame[col]]
         for col in ("n", "A seeds", "B seeds"):
             if col in frame.columns:
                 frame[col] = [str(int(v)) for v in frame[col]]
