@@ -18,22 +18,23 @@ from .core.errors import EmbenchError
 from .data.root import DataRoot
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
-from .encoding.st_face import progress_default
-from .evaluation.comparison import Comparison, Side, compare_seeds, compare_sides
+from .evaluation.comparison import Comparison, Side, compare_sides
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
 from .evaluation.provenance import data_checksums, software
 from .evaluation.results import Record, ResultStore, record_key
+from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
 from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
-from .evaluation.task_names import resolve_tasks
 from .models.devices import prefill_views, several_devices
 from .models.encoder import Encoder
 from .models.foreign import ForeignEncoder
 from .models.loader import load_model
+from .models.st_object import folder_name, source_folder
 from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
+from .tasks.names import resolve_tasks
 
 log = logging.getLogger(__name__)
 AGGREGATIONS = ("all", "mean", "wmean")  # the rows breakdown_frame adds after a task's subsets
@@ -184,6 +185,7 @@ def evaluate(
     batch_size: int | None = None,
     progress: bool | None = None,
     on_task: Callable[[str, str, Record], None] | None = None,
+    label: str | None = None,
     ci: float | None = None,
     resamples: int | None = None,
     ci_seed: int | None = None,
@@ -197,7 +199,8 @@ def evaluate(
     ``model`` is a name, alias or folder, an encoder from :func:`load_model`, or any object with an
     ``encode(texts) -> array`` method, a ``SentenceTransformer`` among them (its vectors are cached and
     its records reused only when its state can be fingerprinted: see ``embench/models/foreign.py``).
-    ``progress`` (default: on when stderr is a terminal) shows a bar or, in a log, a line every 30 s.
+    ``progress`` (default on) shows a bar in a terminal and elsewhere (a notebook, a log) a line every 30 s,
+    as the command line does. ``label`` names the model's row (and, for an object, its records).
     ``options`` are protocol options (``aggregation``, ``correlation``, ``text``, ``sick_split``,
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
     (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
@@ -220,19 +223,21 @@ def evaluate(
     if ci is None and (resamples is not None or ci_seed is not None):
         raise EmbenchError("--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL (e.g. --ci 95) too")
     settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
+    root = DataRoot.resolve(data).require()  # before the model loads: a mistyped --data costs nothing
     devices = several_devices(model_opts.get("device"))  # --device cuda:0,cuda:1 (or all): one process per device
     if devices:
         model_opts["device"] = devices[0]  # this process scores; its encoder describes the run
-    encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None})
-    root, store, enc_desc = DataRoot.resolve(data), ResultStore(results_dir), encoder.describe()
+    encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None}, label)
+    store, enc_desc = ResultStore(results_dir), encoder.describe()
     reusable = getattr(encoder, "reusable", True)  # False: an object without a fingerprint (models/foreign.py)
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache and reusable else None
     if save:
         store.check_writable()  # before any encoding: an unwritable results folder must not cost a run
-    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress_default(progress))
+    progress = True if progress is None else bool(progress)  # off a terminal too: a line every 30 s, never silence
+    engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
     if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
         encoder.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
-    result = Evaluation(records=[], view=view)
+    result = Evaluation(records=[], view=view, labels={encoder.name: label} if label else {})
 
     def done(name: str, status: str, record: Record) -> None:
         result.records.append(record)
@@ -302,16 +307,19 @@ def compare(
     Both models are evaluated (stored records reused) under one protocol; each task's difference gets
     its paired-bootstrap interval and p-value, a paired permutation test and Steiger's test; ``test``
     picks the one behind the verdict. A seed group (a folder from ``train --seeds``) is compared by a
-    t-test over its seeds instead. ``options`` are :func:`evaluate`'s.
+    hierarchical bootstrap over its seeds and the items instead (``embench/evaluation/seed_comparison.py``).
+    ``options`` are :func:`evaluate`'s.
     """
     groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
     if any(groups):
-        evs = [evaluate(m, suite, tasks=tasks, **options) for m in (model_a, model_b)]
-        names = [g.name if g else ev.records[0].model for g, ev in zip(groups, evs, strict=True)]
-        return compare_seeds(names[0], evs[0].seed_scores(names[0]), names[1], evs[1].seed_scores(names[1]), alpha)
+        check_group_test(test)  # before any encoding
     settings = IntervalSettings.parse(ci, resamples, ci_seed)
     kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": settings.seed}
     ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **options) for m in (model_a, model_b))
+    if any(groups):
+        sides = [seed_side(g.name if g else ev.records[0].model, ev.records, ev.items, group=g is not None)
+                 for g, ev in zip(groups, (ev_a, ev_b), strict=True)]
+        return compare_seed_groups(*sides, settings, test, alpha)
     pairs = [(Side(a, ev_a.items.get((a.model, a.task))), Side(b, ev_b.items.get((b.model, b.task))))
              for a, b in zip(ev_a.records, ev_b.records, strict=True)]
     return compare_sides(pairs, settings, test, alpha)
@@ -390,8 +398,9 @@ def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome
     }
 
 
-def _as_encoder(model: Any, model_opts: dict[str, Any]) -> Encoder:
-    """A name or folder loaded; an embench encoder as it is; any other object with ``encode`` wrapped."""
+def _as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None) -> Encoder:
+    """A name or folder loaded; an embench encoder as it is; any other object with ``encode`` wrapped, except a
+    SentenceTransformer still equal to its folder, which is that folder loaded (its cache and records shared)."""
     if isinstance(model, (str, Path)):
         return load_model(model, **model_opts)
     if model_opts:
@@ -401,7 +410,11 @@ def _as_encoder(model: Any, model_opts: dict[str, Any]) -> Encoder:
         )
     if hasattr(model, "encode_batch") and hasattr(model, "cache_key"):
         return model
-    return ForeignEncoder(model)  # a SentenceTransformer, or a user's object with encode(texts)
+    folder = source_folder(model)
+    if folder is not None:
+        device = next(model.parameters()).device.type if hasattr(model, "parameters") else None
+        return load_model(folder, name=folder_name(folder), device=device)  # the label names its row only
+    return ForeignEncoder(model, name=label)  # a SentenceTransformer, or a user's object with encode(texts)
 
 
 def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,

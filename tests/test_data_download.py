@@ -193,7 +193,7 @@ def test_data_check_files_lists_each_file_with_its_status(tmp_path):
     (root / "tasks/agnews/test.jsonl").write_text("{}\n")  # differs from the manifest's
     (root / "notes.txt").write_text("mine\n")
     r = CliRunner().invoke(app, ["data", "check", "--files", "--data", str(root), "--format", "json"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # a damaged file: the listing, then a failing exit status
     rows = {row["path"]: row["status"] for row in json.loads(r.stdout)}
     assert rows["tasks/agnews/test.jsonl"] == "differs" and rows["notes.txt"] == "unlisted"
     assert rows["corpora/brown.txt.gz"] == "missing" and len(rows) == len(load_manifest()) + 1

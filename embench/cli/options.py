@@ -39,6 +39,13 @@ DType = choice_enum("DType", DTYPE_NAMES)
 ModelsOpt = Annotated[list[str], typer.Option("--model", "-m", help="Model name, alias or folder; repeat for several.")]
 DataOpt = Annotated[Path | None, typer.Option("--data", help="Data root (default: $EMBENCH_DATA, then ~/.cache/embench/data).")]
 ResultsOpt = Annotated[Path | None, typer.Option("--results-dir", help="Where result records go (default: $EMBENCH_RESULTS, then ./results).")]
+
+
+def cli_results(path: Path | None) -> Path:
+    """--results-dir, else the command line's default ($EMBENCH_RESULTS, then ./results; the API's differs)."""
+    from ..evaluation.results import default_results_dir
+
+    return path if path is not None else default_results_dir(cli=True)
 CacheDirOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Embedding cache (default: $EMBENCH_CACHE, then ~/.cache/embench/embeddings).")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")]
 FmtOpt = Annotated[Fmt, typer.Option("--format", "-f", help="Output format on stdout.")]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..core.errors import MissingDataError
+from ..core.errors import EmbenchError, MissingDataError
 
 DEFAULT_ROOT = Path("~/.cache/embench/data")
 SENTEVAL_MARKERS = ("STS", "SICK", "MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC", "SNLI")
@@ -38,6 +38,16 @@ class DataRoot:
     @classmethod
     def resolve(cls, option: str | os.PathLike | None = None) -> DataRoot:
         return cls(resolve_data_root(option))
+
+    def require(self) -> DataRoot:
+        """This root, when it is a folder: a run never silently reuses stored records against a root that
+        does not exist (a mistyped --data)."""
+        if not self.path.is_dir():
+            source = "EMBENCH_DATA" if os.environ.get("EMBENCH_DATA") else "the default"
+            raise EmbenchError(
+                f"data root {self.path} does not exist (--data, else {source}); point --data or EMBENCH_DATA at "
+                "a data root, or make one with `embench data download`")
+        return self
 
     @property
     def senteval(self) -> Path:

@@ -123,8 +123,15 @@ def read_record(path: Path, model: str | None = None, task: str | None = None, k
     return Record.from_dict(raw)
 
 
-def default_results_dir() -> Path:
-    return Path(os.environ.get("EMBENCH_RESULTS") or "results")
+API_RESULTS = Path("~/.cache/embench/results")  # the Python API's default (as mteb keeps its results in a cache)
+CLI_RESULTS = Path("results")  # the command line's default: a project's ./results, which `report` reads
+
+
+def default_results_dir(cli: bool = False) -> Path:
+    """``$EMBENCH_RESULTS``, else ``./results`` for the command line and ``~/.cache/embench/results`` for the
+    Python API: a notebook's quick experiments do not land in the folder a project's paper tables are made from."""
+    raw = os.environ.get("EMBENCH_RESULTS")
+    return Path(raw) if raw else (CLI_RESULTS if cli else API_RESULTS.expanduser())
 
 
 class ResultStore:

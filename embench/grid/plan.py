@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.task_names import resolve_tasks
 from ..core.hashing import stable_hash
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
@@ -21,6 +20,7 @@ from ..evaluation.protocols import EvalProtocol
 from ..evaluation.results import ResultStore, record_key, slug
 from ..evaluation.suites import SUITES
 from ..models.loader import load_model
+from ..tasks.names import resolve_tasks
 from .spec import GridSpec
 from .state import Cell, GridState, atomic_write
 from .status import cell_states

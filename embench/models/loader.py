@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -93,6 +94,18 @@ def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
         return p.resolve().parent, tried, name
     tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder or a .gguf file" if p.exists() else "does not exist"))
     return None, tried, name
+
+
+def alias_name(name: str) -> str:
+    """The name records and tables use: an alias in its registered spelling (``all-minilm-l6-v2`` and
+    ``sentence-transformers/all-MiniLM-L6-v2`` are one model, ``all-MiniLM-L6-v2``), any other name as given."""
+    if name not in ALIASES:
+        return name
+    canonical = ALIASES.canonical(name)
+    if canonical != name and canonical.lower() == name.lower():
+        warnings.warn(f"model {name!r} is read as {canonical!r} (aliases are matched without case); "
+                      f"its records are stored under {canonical!r}", stacklevel=2)
+    return canonical
 
 
 def _from_hub(hub_id: str, tried: list[str]) -> Path | None:
@@ -381,7 +394,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
             raise ModelLoadError(raw_name, [*tried, f"weights from {hf_folder}: {type(e).__name__}: {e}"]) from e
         return fam.apply_patch(model, raw_name), loaded_tokenizer
 
-    return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or raw_name,
+    return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or alias_name(raw_name),
                    fam, st_cfg, getattr(config, "_commit_hash", None), hf_folder)
 
 

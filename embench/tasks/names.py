@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..tasks import TASKS
-from .suites import SUITES
+from ..evaluation.suites import SUITES
+from . import TASKS
 
 
 def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[str], str]:

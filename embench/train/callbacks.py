@@ -31,7 +31,7 @@ class EvalSpec:
 
 
 def task_specs(names: list[str]) -> list[EvalSpec]:
-    from ..evaluation.task_names import resolve_tasks
+    from ..tasks.names import resolve_tasks
 
     specs = []
     for name in names:

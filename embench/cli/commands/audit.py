@@ -27,6 +27,7 @@ from ..options import (
     QuietOpt,
     ResamplesOpt,
     ResultsOpt,
+    cli_results,
     value,
 )
 from ..output import emit, err
@@ -68,7 +69,7 @@ def audit(
     if ctx.invoked_subcommand is not None:
         return
     from ...core.errors import EmbenchError
-    from ...evaluation.task_names import check_names
+    from ...tasks.names import check_names
 
     check_names(tasks=task)  # before the model stack loads
     from ...audit.protocol import audit as run_audit
@@ -88,7 +89,7 @@ def audit(
     results = []
     for m in model:  # one after another: each model's tables are printed as soon as its audit ends
         result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                           results_dir=results_dir, cache_dir=cache_dir, device=device, batch_tokens=batch_tokens, compile=compile_model or None, prompt=prompt,
+                           results_dir=cli_results(results_dir), cache_dir=cache_dir, device=device, batch_tokens=batch_tokens, compile=compile_model or None, prompt=prompt,
                            dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
                            adapter=adapter, ci=ci, resamples=resamples,
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,

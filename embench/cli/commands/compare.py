@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ..options import (
     BatchSizeOpt,
@@ -22,6 +24,7 @@ from ..options import (
     ResamplesOpt,
     ResultsOpt,
     choice_enum,
+    cli_results,
     protocol_options,
     value,
 )
@@ -36,7 +39,7 @@ def compare(
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (default sts-all).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s), after the suite's; repeatable.")] = None,
     protocol: dict[str, str] | None = None,
-    test: Annotated[Test, typer.Option("--test", help="The test behind each verdict: paired bootstrap, paired permutation, or Steiger's (Pearson).")] = Test.bootstrap,  # type: ignore[valid-type]
+    test: Annotated[Test, typer.Option("--test", help="The test behind each verdict: paired bootstrap, paired permutation, or Steiger's (Pearson). A seed group is always compared by a hierarchical bootstrap over its seeds and the items.")] = Test.bootstrap,  # type: ignore[valid-type]
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, after Holm's correction over tasks.")] = 0.05,
     ci: Annotated[float, typer.Option("--ci", help="Level of the difference's bootstrap interval, in percent.")] = 95,
     resamples: ResamplesOpt = None,
@@ -55,19 +58,24 @@ def compare(
 ) -> None:
     """Paired significance tests of two models on the same items: per task and Avg., Holm-corrected."""
     from ...core.errors import EmbenchError
-    from ...evaluation.task_names import check_names
+    from ...tasks.names import check_names
 
     if len(model) != 2:
         raise EmbenchError(f"--model: give exactly two models to compare (got {len(model)}); --model A --model B")
     check_names(suite or "sts-all", task)  # before the model stack loads
     from ...api import compare as compare_models
     from ...evaluation.comparison import render_comparison
+    from ...evaluation.seed_comparison import FewSeedsWarning
 
     if not quiet:
         err.print(f"comparing {model[0]} (A) with {model[1]} (B) ...")
-    c = compare_models(
-        model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
-        data=data, results_dir=results_dir, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-        progress=not quiet, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None, **(protocol or {}),
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewSeedsWarning)  # printed below as one plain line, not as a Python warning
+        c = compare_models(
+            model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
+            data=data, results_dir=cli_results(results_dir), cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
+            progress=not quiet, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None, **(protocol or {}),
+        )
+    for line in c.warnings:  # even with -q: a verdict resting on two seeds must not pass unnoticed
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
     emit(render_comparison(c, value(fmt)))

@@ -32,7 +32,7 @@ def check(
     from ...report.tables import render
     from ...tasks.data_check import check as check_tasks
 
-    root = DataRoot.resolve(data)
+    root = DataRoot.resolve(data).require()
     per_file = check_manifest_files(root, manifest)
     if files:
         frame = pd.DataFrame(per_file).set_index("path")
@@ -46,6 +46,11 @@ def check(
     if fmt == Fmt.table:
         counts = Counter(r["status"] for r in per_file)
         err.print(f"{len(per_file)} files: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    damaged = [r["path"] for r in per_file if r["status"] in ("differs", "corrupt")]
+    if damaged:  # a missing file is a partial root (fine); a damaged one gives wrong numbers: the exit status says so
+        err.print(f"[bold red]{len(damaged)} damaged file(s)[/] (differs or corrupt), e.g. {damaged[0]}: fetch them again "
+                  "with `embench data download` (it replaces damaged files), or see them with --files", highlight=False)
+        raise typer.Exit(1)
 
 
 @data_app.command("download")

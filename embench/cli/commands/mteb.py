@@ -29,6 +29,7 @@ from ..options import (
     PromptOpt,
     QuietOpt,
     ResultsOpt,
+    cli_results,
     protocol_options,
     value,
 )
@@ -98,7 +99,7 @@ def run(
             if not quiet:
                 typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
 
-        ev = evaluate(name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
+        ev = evaluate(name, suite, tasks=task, data=data, results_dir=cli_results(results_dir), cache_dir=cache_dir,
                       use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                       on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
                       layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None,
@@ -124,7 +125,7 @@ def export(
     from ...api import results
     from ...tasks.mteb.adapter import export_records
 
-    written = export_records(results(results_dir, model=model), output)
+    written = export_records(results(cli_results(results_dir), model=model), output)
     for p in written:
         typer.echo(str(p))
     if not written:
@@ -141,7 +142,7 @@ def blocks(
     """Block averages of stored MTEB records: mean within each task type, then across types."""
     from ...api import results
 
-    recs = [r for r in results(results_dir, model=model) if (r.scores or {}).get("mteb_type")]
+    recs = [r for r in results(cli_results(results_dir), model=model) if (r.scores or {}).get("mteb_type")]
     if not recs:
         typer.echo("no stored MTEB records", err=True)
         raise typer.Exit(1)

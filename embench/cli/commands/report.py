@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ...core.errors import EmbenchError
 from ...report.formats import REPORT_FORMATS
@@ -61,6 +62,7 @@ def report(
                                              split=value(split), lower_is_better=lower or (), caption=caption)
     for path, problem in problems:
         err.print(f"[yellow]skipped[/] {path}: {problem} (the other records are reported)")
+    _warn_unused_names(names, results, analysis)
     made: list[tuple[Path, str]] = []
     if analysis:
         if out is None:
@@ -101,3 +103,21 @@ def report(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         err.print(f"wrote {out}")
+
+
+def _warn_unused_names(names: dict[str, str], results: list[Path] | None, analysis: list[Path] | None) -> None:
+    """A --name whose model is in no record and no analysis output would be ignored without a word."""
+    if not names:
+        return
+    from ...evaluation.scan import scan_results
+    from ...report import figures as figs
+
+    seen = {r.model for r in scan_results(results)[0]} if results else set()
+    for composer in figs.COMPOSERS.values() if analysis else ():
+        seen.update(figs.read_output(analysis, composer.file)["model"].astype(str))
+    for model, label in names.items():
+        if model not in seen:
+            known = ", ".join(sorted(seen)) or "none"
+            err.print(f"[yellow]warning:[/] --name {escape(model)}={escape(label)}: no record or analysis output has "
+                      f"the model {escape(model)!r}, so the name is not used (models found: {escape(known)})",
+                      highlight=False, soft_wrap=True)

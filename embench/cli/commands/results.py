@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..options import Fmt, FmtOpt, ResultsOpt, value
+from ..options import Fmt, FmtOpt, ResultsOpt, cli_results, value
 from ..output import emit, err
 
 results_app = typer.Typer(no_args_is_help=True)
@@ -26,7 +26,7 @@ def show(
     from ...api import results
     from ...report.tables import render
 
-    recs = results(results_dir, model=model, task=task)
+    recs = results(cli_results(results_dir), model=model, task=task)
     if not recs:
         err.print("no stored results" + (f" in {results_dir}" if results_dir else ""))
         raise typer.Exit(1)
@@ -42,33 +42,70 @@ def show(
 
 def results_frame(recs):
     """Records as one row per (model, differing settings), task columns in registry order, then Avg.;
-    a note of the settings every row shares, and those settings."""
+    a note of the settings every row shares, and those settings.
+
+    A setting a record does not have (a transfer task has no STS aggregation, an MTEB task no pooling of
+    embench's) does not split rows: the record joins every row of its model that it does not contradict,
+    so a model's STS and transfer scores stand on one row, as ``report`` shows them."""
     import pandas as pd
 
     from ...models.aliases import ALIASES
+    from ...report.paper import protocol_of
     from ...tasks import TASKS
 
-    settings = [{"fingerprint": r.encoder.get("fingerprint"), **{f"{k}": v for k, v in r.protocol.items()},
+    # only the protocol axes a record's kind of task depends on: STS-B's score has no aggregation, MR's no correlation
+    settings = [{"fingerprint": r.encoder.get("fingerprint"), **dict(protocol_of(r)),
                  "pooling": r.encoder.get("pooling"), "layer": r.encoder.get("layer"), "dtype": r.encoder.get("dtype"),
                  "max_length": r.encoder.get("max_length"), "prompt": r.encoder.get("prompt") or None} for r in recs]
     keys = list(dict.fromkeys(k for s in settings for k in s))
-    differing = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
-    shared = {k: settings[0].get(k) for k in keys if k not in differing and settings[0].get(k) is not None}
-    rows: dict[tuple, dict] = {}
-    for r, s in zip(recs, settings, strict=True):
-        # an alias and its hub id (all-MiniLM-L6-v2, sentence-transformers/all-MiniLM-L6-v2) are one row
-        # when their weights are the same (differing fingerprints show as a column)
-        name = ALIASES.canonical(r.model) if r.model in ALIASES else r.model
-        rows.setdefault((name, *(s.get(k) for k in differing)), {})[r.display] = r.main_score
+    differing = [k for k in keys if len({repr(s.get(k)) for s in settings if s.get(k) is not None}) > 1]
+    shared = {k: v for k in keys if k not in differing
+              and (v := next((s[k] for s in settings if s.get(k) is not None), None)) is not None}
+    # an alias and its hub id (all-MiniLM-L6-v2, sentence-transformers/all-MiniLM-L6-v2) are one row
+    # when their weights are the same (differing fingerprints show as a column)
+    entries = [((ALIASES.canonical(r.model) if r.model in ALIASES else r.model), tuple(s.get(k) for k in differing), r)
+               for r, s in zip(recs, settings, strict=True)]
+    keys_of_rows = _row_keys([(m, v) for m, v, _ in entries])
+    rows: dict[tuple, dict] = {key: {} for key in keys_of_rows}
+    for model, values, r in entries:
+        for key in keys_of_rows:
+            if key[0] == model and _agrees(values, key[1:]):
+                rows[key][r.display] = r.main_score
     order = {n: i for i, n in enumerate(TASKS.names())}
     shown = {r.display: order.get(r.task, len(order)) for r in recs}
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame = frame[sorted(frame.columns, key=lambda c: shown.get(c, len(order)))]
-    frame.index = pd.MultiIndex.from_tuples(frame.index, names=["model", *differing])
-    frame = frame.reset_index().sort_values(["model", *differing], key=lambda col: col.astype(str), kind="stable")
-    frame["Avg."] = frame.drop(columns=["model", *differing]).mean(axis=1, skipna=False)
+    tasks = sorted({c for row in rows.values() for c in row}, key=lambda c: shown.get(c, len(order)))
+    ordered = sorted(rows.items(), key=lambda kv: [_sortable(v) for v in kv[0]])  # layer 6 before 12
+    records = [{"model": key[0], **dict(zip(differing, key[1:], strict=True)), **{t: row.get(t) for t in tasks}}
+               for key, row in ordered]
+    frame = pd.DataFrame.from_records(records, columns=["model", *differing, *tasks])
+    for k in differing:  # settings as stored: layer 12, not 12.0 (a column with a None would turn floats)
+        frame[k] = pd.Series([rec[k] for rec in records], dtype=object)
+    frame[tasks] = frame[tasks].astype(float)
+    frame["Avg."] = frame[tasks].mean(axis=1, skipna=False)
     frame.attrs["settings"] = ["model", *differing]
     note = "shared by every row: " + ", ".join(f"{k}={v}" for k, v in shared.items()) if shared else None
     return frame.reset_index(drop=True), note, shared
 
 
+def _sortable(v) -> tuple:
+    """Numbers by value, then text, then unset settings last."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (0, v, "")
+    return (1, 0, str(v)) if v is not None else (2, 0, "")
+
+
+def _agrees(values: tuple, row: tuple) -> bool:
+    """A record's settings agree with a row's where both have one (None: the setting does not apply)."""
+    return all(v is None or r is None or v == r for v, r in zip(values, row, strict=True))
+
+
+def _row_keys(entries: list[tuple[str, tuple]]) -> list[tuple]:
+    """One row per model and most specific combination of settings: a combination with a None that another
+    combination of the same model fills in is no row of its own."""
+    combos = list(dict.fromkeys((m, v) for m, v in entries))
+
+    def covered(m: str, v: tuple) -> bool:  # another combination has every value v has, and more
+        return any(m2 == m and all(y is None or x == y for x, y in zip(v2, v, strict=True))
+                   and sum(x is not None for x in v2) > sum(y is not None for y in v) for m2, v2 in combos)
+
+    return [(m, *v) for m, v in combos if not covered(m, v)]

@@ -32,6 +32,7 @@ from ..options import (
     QuietOpt,
     ResamplesOpt,
     ResultsOpt,
+    cli_results,
     protocol_options,
     value,
 )
@@ -77,7 +78,7 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Evaluate model(s) on a suite or tasks; print the table and store one record per task."""
-    from ...evaluation.task_names import check_names, resolve_tasks
+    from ...tasks.names import check_names, resolve_tasks
 
     if suite is None and not task:
         suite = "sts-all"
@@ -97,7 +98,7 @@ def run(
 
         try:
             ev = evaluate(
-                name, suite, tasks=task, data=data, results_dir=results_dir, cache_dir=cache_dir,
+                name, suite, tasks=task, data=data, results_dir=cli_results(results_dir), cache_dir=cache_dir,
                 use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
                 on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
                 max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None,
