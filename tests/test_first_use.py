@@ -188,3 +188,42 @@ def test_the_python_api_stores_records_apart_from_the_command_lines_results_fold
     assert default_results_dir() == tmp_path / ".cache" / "embench" / "results"
     monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "mine"))
     assert default_results_dir() == default_results_dir(cli=True) == tmp_path / "mine"
+
+
+# --- words meant for users (item 7) -----------------------------------------------------------------
+
+def test_a_bad_choice_is_one_plain_usage_error_without_pydantics_words():
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "embench.cli", "run", "-m", "x", "--aggregation", "median"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "Invalid value for '--aggregation': 'median' is not one of 'all', 'mean', 'wmean'." in done.stderr
+    assert "Value error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_embench_warnings_are_one_warning_line_without_source_code(capsys):
+    import warnings
+
+    from embench.cli.output import show_warning
+    from embench.models.loader import alias_name
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        alias_name("ALL-MINILM-L6-V2")
+    w = caught[0]
+    from embench.models import loader
+
+    show_warning(w.message, w.category, loader.__file__, w.lineno)  # in the CLI its caller is the loader
+    err = capsys.readouterr().err
+    assert err.startswith("warning: model 'ALL-MINILM-L6-V2' is read as 'all-MiniLM-L6-v2'") and err.count("\n") == 1
+    assert "UserWarning" not in err and ".py" not in err
+
+
+def test_an_unknown_training_option_names_set_and_where_the_options_are_listed():
+    from embench.core.errors import EmbenchError
+    from embench.train import make_config
+
+    with pytest.raises(EmbenchError, match=r"^--set: 'temprature' is neither a training option nor an option of method crop\. "
+                                           r"Did you mean 'temperature'\?"):
+        make_config(method="crop", temprature=0.1)
