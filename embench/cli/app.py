@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from ..core.errors import EmbenchError
+from ..core.signals import terminate_as_interrupt, terminated
 from .commands import COMMANDS
 from .output import err, show_warning
 
@@ -46,6 +47,7 @@ def main() -> None:
         # -q silences third-party tqdm bars too (mteb's "Computing text hashes", datasets' maps): tqdm reads
         # TQDM_DISABLE when it is imported, so it is set here, before any command imports a library
         os.environ.setdefault("TQDM_DISABLE", "1")
+    terminate_as_interrupt()  # Slurm, timeout and docker stop send SIGTERM: stop as on Ctrl-C, keeping finished work
     try:
         code = app(standalone_mode=False)  # click's own usage errors are shown below, after one cleaning
     except EmbenchError as e:
@@ -53,9 +55,11 @@ def main() -> None:
         # soft_wrap: a long path stays one piece that can be copied, not cut at the terminal's width
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         sys.exit(2)
-    except typer.Abort:
-        err.print("aborted", highlight=False)
-        sys.exit(1)
+    except typer.Abort:  # an interrupt no command caught: nothing of its own to keep
+        err.print(f"[yellow]{'stopped by SIGTERM' if terminated() else 'interrupted'}[/]: what was finished is kept (encoded "
+                  "texts in the embedding cache, finished tasks in the results folder); run the same command again to "
+                  "go on from there", highlight=False, soft_wrap=True)
+        sys.exit(143 if terminated() else 130)
     except Exception as e:  # a usage error of click (or of the click that typer carries inside it)
         if not (hasattr(e, "show") and hasattr(e, "exit_code")):
             raise
@@ -63,4 +67,5 @@ def main() -> None:
             e.message = e.message.removeprefix("Value error, ")
         e.show()
         sys.exit(e.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    sys.exit(143 if terminated() and code == 130 else code)
