@@ -6,6 +6,7 @@ import datetime as _dt
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,13 +16,14 @@ from typing import Any
 import pandas as pd
 
 from .core.errors import EmbenchError
-from .data.root import DataRoot
+from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
 from .evaluation.comparison import Comparison, Side, compare_sides
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
 from .evaluation.provenance import data_checksums, software
+from .evaluation.record_checks import data_problem
 from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
 from .evaluation.seed_groups import SeedGroup, read_seed_group
@@ -252,6 +254,10 @@ def evaluate(
         task = TASKS.get(name)
         key = record_key(name, enc_desc, protocol.to_dict())
         stored = store.find(encoder.name, name, key) if save and not overwrite and reusable else None
+        if stored is not None and (changed := data_problem(stored, root.path, file_sha256)) is not None:
+            warnings.warn(f"the stored record of {name} ({store.path(stored)}) is not reused: {changed}; "
+                          "it is computed again", stacklevel=2)
+            stored = None
         stored_items = store.load_items(stored) if stored is not None and settings is not None else None
         if stored is not None and (settings is None or stored_items is not None or task.kind == "mteb"):
             if stored_items is not None:

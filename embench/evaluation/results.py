@@ -24,6 +24,7 @@ from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..core.paths import plain_name, unwritable
 from .items import Items, file_sha256, unique_suffix
+from .record_checks import score_problem
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,9 @@ def record_problem(raw: Any, model: str | None = None, task: str | None = None, 
         return f"main score {score} is not a finite fraction in [-1, 1]"
     if raw["key"] != record_key(raw["task"], raw["encoder"], raw["protocol"]):
         return "its key does not match its task, encoder and protocol"
+    inconsistent = score_problem(raw)
+    if inconsistent is not None:
+        return inconsistent
     for name, want in (("task", task), ("key", key)):
         if want is not None and raw[name] != want:
             return f"its {name} is {raw[name]!r}, its file name says {want!r}"
