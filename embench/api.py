@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import math
 import os
 import time
 import warnings
@@ -367,6 +368,10 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
         before = dict(engine.stats)
         start = time.perf_counter()
         outcome = prepared.score(engine.embed)
+        if not math.isfinite(outcome.main):  # never a NaN record: say why there is no number
+            raise EmbenchError(f"{name}: the score is undefined ({outcome.main}) under {protocol.aggregation}/"
+                               f"{protocol.correlation}: the similarities (or the gold scores) of a part are all equal, "
+                               "so no correlation exists; the finished tasks are stored, this one is not")
         # this task's scoring, plus its part of the shared encoding pass (by the texts it brought)
         scoring = time.perf_counter() - start
         encoding = prefetch_seconds * weight / max(sum(weights), 1)

@@ -79,3 +79,49 @@ def test_a_transfer_split_with_no_samples_is_an_error(data_root, tmp_path):
     trec = next(d for d in TRANSFER_DATASETS if d.name == "TREC")
     with pytest.raises(EmbenchError, match=r"TREC_10\.label.*no samples"):
         read_task(DataRoot(tmp_path), trec)
+
+
+@pytest.mark.parametrize(("task", "folder", "part"), [("STS12", "STS/STS12-en-test", "MSRpar"),
+                                                      ("STS16", "STS/STS16-en-test", "headlines")])
+def test_a_tab_inside_both_sentences_is_an_error_not_two_other_sentences(data_root, tmp_path, task, folder, part):
+    # 4 fields read as (sentence 1, sentence 2) would score another split of the line (issue 35, item 3);
+    # STS16's release has 4 fields on every line, but SentEval's copy has 2
+    dest = _copy(data_root, tmp_path, folder)
+    path = dest / f"STS.input.{part}.txt"
+    lines = path.read_text().splitlines()
+    gold = (dest / f"STS.gs.{part}.txt").read_text().splitlines()
+    i = next(k for k, g in enumerate(gold) if g.strip())  # a scored line (STS16 leaves many unscored)
+    a, b = lines[i].split("\t")
+    lines[i] = a.replace(" ", "\t", 1) + "\t" + b.replace(" ", "\t", 1)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(MalformedDataError, match=rf"STS\.input\.{part}\.txt:{i + 1}: .*4"):
+        TASKS.get(task).prepare(DataRoot(tmp_path), embench.EvalProtocol())
+
+
+def test_the_original_sts16_release_with_four_fields_on_every_line_is_read(data_root):
+    prepared = TASKS.get("STS16").prepare(DataRoot(data_root), embench.EvalProtocol(text="raw"))
+    assert len(prepared.texts) == 2372
+
+
+def test_a_part_whose_sentences_are_all_empty_is_an_error(data_root, tmp_path):
+    dest = _copy(data_root, tmp_path, "STS/STS12-en-test")
+    n = len((dest / "STS.input.MSRpar.txt").read_text().splitlines())
+    (dest / "STS.input.MSRpar.txt").write_text("\t\n" * n)  # 750 bare tabs: the gold lines still there
+    with pytest.raises(EmbenchError, match=r"STS\.input\.MSRpar\.txt: every first sentence of part 'MSRpar' of STS12 is empty"):
+        TASKS.get("STS12").prepare(DataRoot(tmp_path), embench.EvalProtocol())
+
+
+def test_an_undefined_score_is_an_error_and_no_nan_record(tmp_path, data_root, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+
+    class Constant:  # every text the same vector: no correlation exists
+        fingerprint = "constant"
+
+        def encode(self, texts, **kw):
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+    with pytest.raises(EmbenchError, match=r"STS12: the score is undefined \(nan\)"):
+        embench.evaluate(Constant(), tasks=["STS12"], data=data_root, progress=False, use_cache=False)
+    assert not list((tmp_path / "results").rglob("*.json"))

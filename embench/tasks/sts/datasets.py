@@ -8,6 +8,7 @@ Adding an STS set is one row here (and, for a new file layout, one entry in ``FO
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 
@@ -30,9 +31,10 @@ class PairFormat:
 
 FORMATS = {
     # SemEval releases: STS.input.<subset>.txt (two tab-separated sentences) + STS.gs.<subset>.txt (a score a line)
-    # (the original STS16 release adds two source columns)
+    # (the original STS16 release adds two source columns: its dataset row allows 4 fields, no other does, so a
+    # tab inside both sentences of an STS12-15 line is an error, not two other sentences)
     "semeval": PairFormat(("STS.input.{part}.txt", "STS.gs.{part}.txt"), (0, 1, 0), 2, score_name="gold score",
-                          field_counts=(2, 4)),
+                          field_counts=(2,)),
     # STS-B: genre, file, year, id, score, sentence1, sentence2 (tab-separated, no header)
     # (some lines of the original release carry two more source columns)
     "stsb": PairFormat(("sts-{part}.csv",), (5, 6, 4), 7, split_option="stsb_split", field_counts=(7, 9)),
@@ -58,10 +60,12 @@ class STSData:
     parts: tuple[str, ...]
     display: str = ""
     aliases: tuple[str, ...] = ()
+    field_counts: tuple[int, ...] = ()  # where this dataset's files differ from its format's
 
     @property
     def pair_format(self) -> PairFormat:
-        return FORMATS[self.format]
+        fmt = FORMATS[self.format]
+        return dataclasses.replace(fmt, field_counts=self.field_counts) if self.field_counts else fmt
 
     def file_names(self, part: str) -> list[str]:
         """The names of the files of ``part`` (SentEval layout; the raw release adds ``.gz``)."""
@@ -82,7 +86,7 @@ STS_DATASETS = (
     STSData("STS15", "semeval", "STS/STS15-en-test", "sts/STS15",
             ("answers-forums", "answers-students", "belief", "headlines", "images")),
     STSData("STS16", "semeval", "STS/STS16-en-test", "sts/STS16",
-            ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
+            ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), field_counts=(2, 4)),
     STSData("STSBenchmark", "stsb", "STS/STSBenchmark", "sts/STSBenchmark", ("train", "dev", "test"),
             "STS-B", ("STS-B", "STSB")),
     STSData("SICKRelatedness", "sick", "SICK", "sick2014", ("train", "trial", "test"), "SICK-R", ("SICK-R", "SICKR")),

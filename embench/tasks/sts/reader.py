@@ -27,6 +27,14 @@ def senteval_text(s: str) -> str:
     return " ".join(s.split())
 
 
+def _usual_field_count(lines: list[str]) -> int | None:
+    """The field count most lines of a file have (None for an empty file)."""
+    from collections import Counter
+
+    counts = Counter(line.count("\t") + 1 for line in lines if line.strip())
+    return counts.most_common(1)[0][0] if counts else None
+
+
 @dataclass(frozen=True)
 class STSTask(RowTask):
     """An STS dataset as a task: reads its row's files, scores them with the shared scorer."""
@@ -56,6 +64,11 @@ class STSTask(RowTask):
             gold.append(score)
         if not gold:  # an empty part would silently leave the aggregate (different n, different score)
             raise EmbenchError(f"{files[-1]}: no scored pairs in part {part!r} of {self.name}; the file is empty or damaged")
+        if not any(a.strip() for a in left) or not any(b.strip() for b in right):
+            # blank sentences give one vector for the whole part: a meaningless correlation, not a score
+            raise EmbenchError(f"{files[0]}: every {'first' if not any(a.strip() for a in left) else 'second'} sentence "
+                               f"of part {part!r} of {self.name} is empty; the file is damaged "
+                               f"(`embench data download --task {self.name}` fetches it again)")
         return PairGroup(part, left, right, np.asarray(gold)), files
 
     def _one_file_rows(self, path: Path):
@@ -70,10 +83,14 @@ class STSTask(RowTask):
         if len(lines) != len(golds):
             shorter, n = (inp, len(lines)) if len(lines) < len(golds) else (gs, len(golds))
             raise MalformedDataError(shorter, n + 1, f"{inp.name} has {len(lines)} lines but {gs.name} has {len(golds)}")
+        usual = _usual_field_count(lines)
         for i, (line, g) in enumerate(zip(lines, golds, strict=True), start=1):
             if not g.strip():
                 continue
             fields = line.split("\t")
+            if usual is not None and len(fields) != usual:  # STS16's release has 4 fields a line, but every line
+                raise MalformedDataError(inp, i, f"{len(fields)} tab-separated fields where the file's other lines "
+                                                 f"have {usual} (a tab inside a sentence?)")
             if len(fields) < fmt.min_fields:
                 raise MalformedDataError(inp, i, f"expected two tab-separated sentences, found {len(fields)} field(s)")
             check_field_count(inp, i, len(fields), fmt.field_counts)
