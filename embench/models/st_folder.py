@@ -12,11 +12,16 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
+from ..core.paths import within
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def read_json(path: Path) -> Any:
+    """A JSON file of a model folder; a damaged one is an error naming it (one line, no traceback)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise EmbenchError(f"{path}: not readable JSON ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
 
 
 def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
@@ -25,10 +30,14 @@ def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
     if not modules_file.is_file():
         return None
     modules = read_json(modules_file)
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("path", ""), str)
+                                                 and isinstance(m.get("type", ""), str) for m in modules):
+        raise EmbenchError(f"{modules_file}: expected a list of modules, each with a 'type' and a 'path'")
     out: dict[str, Any] = {"transformer_path": folder, "normalize": False, "pooling": None, "unsupported": [], "dense": []}
     for m in modules:
         kind = m.get("type", "").rsplit(".", 1)[-1]
-        sub = folder / m.get("path", "")
+        # a module's folder lies inside the model folder: '../other' or an absolute path would load other weights
+        sub = within(folder, m.get("path", ""), f"{modules_file}: the {kind or 'module'} path")
         if kind == "Transformer":
             out["transformer_path"] = sub
             for cfg_name in ("sentence_bert_config.json", "sentence_xlnet_config.json"):
@@ -62,18 +71,29 @@ def load_dense(folder: Path) -> torch.nn.Module:
     import importlib
 
     cfg = read_json(folder / "config.json")
-    act_path = cfg.get("activation_function", "torch.nn.modules.activation.Tanh")
-    if not act_path.startswith(_ACTIVATION_PREFIX):
+    act_path = cfg.get("activation_function", "torch.nn.modules.activation.Tanh") if isinstance(cfg, dict) else None
+    if not isinstance(act_path, str) or not act_path.startswith(_ACTIVATION_PREFIX):
         raise EmbenchError(f"{folder / 'config.json'}: activation_function {act_path!r} is not a torch.nn module")
     module_name, _, cls_name = act_path.rpartition(".")
-    activation = getattr(importlib.import_module(module_name), cls_name)()
-    linear = torch.nn.Linear(int(cfg["in_features"]), int(cfg["out_features"]), bias=bool(cfg.get("bias", True)))
+    try:
+        act_cls = getattr(importlib.import_module(module_name), cls_name)
+        if not (isinstance(act_cls, type) and issubclass(act_cls, torch.nn.Module)):
+            raise TypeError(cls_name)
+        activation = act_cls()
+        linear = torch.nn.Linear(int(cfg["in_features"]), int(cfg["out_features"]), bias=bool(cfg.get("bias", True)))
+    except (ImportError, AttributeError, TypeError, KeyError, ValueError) as e:
+        raise EmbenchError(f"{folder / 'config.json'}: not a Dense module embench can build (activation_function "
+                           f"{act_path!r}, in_features, out_features; {type(e).__name__}: {e})") from None
     if (folder / "model.safetensors").is_file():
         from safetensors.torch import load_file
 
         state = load_file(str(folder / "model.safetensors"))
     elif (folder / "pytorch_model.bin").is_file():
-        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        try:  # weights only: a pickle that would run code is refused by torch, and named here
+            state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 (UnpicklingError, RuntimeError, EOFError: all one answer)
+            raise EmbenchError(f"{folder / 'pytorch_model.bin'}: not a plain tensor file that can be read without "
+                               f"running code ({type(e).__name__}); save the Dense weights as model.safetensors") from None
     else:
         raise EmbenchError(f"{folder}: a sentence-transformers Dense module without weights (model.safetensors or pytorch_model.bin)")
     try:

@@ -188,7 +188,10 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
 
 
-_LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$"}
+# every character LaTeX gives a meaning: a model name holding \input{...} must print, never run (a file
+# of the reader's machine would be read into the PDF)
+_LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
+                  "\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
 def latex_escape(text: str) -> str:

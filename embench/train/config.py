@@ -25,7 +25,7 @@ class TrainConfig:
 
     method: str = "unsup-simcse"
     recipe: str | None = None  # the preset this configuration started from (recipes.py)
-    model: str = "all-MiniLM-L6-v2"
+    model: str | None = "all-MiniLM-L6-v2"  # a recipe sets its paper's model, or None when it needs --model
     data: list[str] = field(default_factory=list)  # paths, or keywords: corpora, snli, 20newsgroups
     data_root: str | None = None  # for the keywords and for evaluation (default: $EMBENCH_DATA)
     out: str = "runs/train"
@@ -102,7 +102,13 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             import yaml
 
             with open(p, encoding="utf-8") as f:
-                raw = yaml.safe_load(f) or {}
+                text = f.read()
+            # a config names options, it never needs YAML's anchors and aliases; refused, since a few lines of
+            # nested aliases (a "billion laughs") expand into more than any memory holds once traversed
+            if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+                raise EmbenchError(f"--config {p}: YAML aliases (*name) are not accepted in a training config; "
+                                   "write each value out")
+            raw = yaml.safe_load(text) or {}
         else:
             raise EmbenchError(f"--config {p}: expected a .yaml, .yml or .toml file")
     except (tomllib.TOMLDecodeError, ValueError) as e:

@@ -12,6 +12,7 @@ Similarity is mteb's own cosine (``mteb.similarity_functions``) unless the proto
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -73,13 +74,18 @@ class EngineEncoder:
         return pairwise_cos_sim(embeddings1, embeddings2)
 
 
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain path part (not '.', '..' or hidden)
+
+
 def mteb_model_name(record_model: str) -> str:
     """The name mteb files a model under: the hub id for a known alias, else ``embench/<name>``."""
     from ...models.loader import HUB_IDS  # torch: imported when records are exported, not with the bridge
 
     if record_model in HUB_IDS:
         return HUB_IDS[record_model]
-    return record_model if record_model.count("/") == 1 and not record_model.startswith((".", "/", "~")) else f"embench/{slug(record_model)}"
+    if record_model.count("/") == 1 and all(_SAFE.fullmatch(part) for part in record_model.split("/")):
+        return record_model  # an org/name hub id: mteb's own folder name for it
+    return f"embench/{slug(record_model)}"
 
 
 def mteb_revision(record) -> str:
@@ -90,7 +96,10 @@ def mteb_revision(record) -> str:
     """
     enc = record.encoder or {}
     config = stable_hash({"encoder": {k: enc.get(k) for k in IDENTITY_ENCODER_FIELDS}, "protocol": record.protocol}, 8)
-    return f"{enc.get('revision') or enc.get('fingerprint') or 'unknown'}-{config}"
+    # a record's revision becomes a folder name: anything but plain characters (a '../' in an edited record)
+    # is replaced, so an export never writes outside its folder
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", str(enc.get("revision") or enc.get("fingerprint") or "unknown")).lstrip(".")
+    return f"{base or 'unknown'}-{config}"
 
 
 def export_records(records, output) -> list:
@@ -114,6 +123,9 @@ def export_records(records, output) -> list:
         result = TaskResult.from_dict(raw)
         meta = model_meta(mteb_model_name(r.model), mteb_revision(r),
                           (r.protocol or {}).get("similarity", "cosine"))
+        target = Path(cache.get_task_result_path(task_name=result.task_name, model_name=meta)).resolve()
+        if not target.is_relative_to(Path(output).resolve()):  # the names above keep it inside; checked all the same
+            raise EmbenchError(f"{r.model} {r.task}: its mteb result would be written to {target}, outside {output}; refused")
         cache.save_to_cache(result, meta)
         written.append(cache.get_task_result_path(task_name=result.task_name, model_name=meta))
     return written

@@ -1,0 +1,105 @@
+"""Hostile or broken files give one clear error, never another folder's weights, code run or a file read (issue 35)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+
+import pytest
+
+from embench.core.errors import EmbenchError
+
+
+def _st_folder(tmp_path, tiny_bert_dir, modules=None):
+    """A sentence-transformers folder around the tiny BERT: Transformer at the root, mean Pooling."""
+    folder = tmp_path / "st"
+    shutil.copytree(tiny_bert_dir, folder)
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}))
+    (folder / "modules.json").write_text(json.dumps(modules or [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    return folder
+
+
+@pytest.mark.parametrize("path", ["../other", "/etc", "1_Pooling/../../other"])
+def test_a_module_path_leading_outside_the_folder_is_refused(tmp_path, tiny_bert_dir, path):
+    from embench.models.st_folder import sentence_transformers_config
+
+    shutil.copytree(tiny_bert_dir, tmp_path / "other")
+    folder = _st_folder(tmp_path, tiny_bert_dir, [{"idx": 0, "path": path, "type": "sentence_transformers.models.Transformer"}])
+    with pytest.raises(EmbenchError, match=r"modules\.json: the Transformer path .* points outside .*; refused"):
+        sentence_transformers_config(folder)
+
+
+@pytest.mark.parametrize("text", ["[{", '{"a": 1}', '[{"path": 3}]', "[1, 2]"])
+def test_a_malformed_modules_json_is_one_error_naming_it(tmp_path, tiny_bert_dir, text):
+    from embench.models.st_folder import sentence_transformers_config
+
+    folder = _st_folder(tmp_path, tiny_bert_dir)
+    (folder / "modules.json").write_text(text)
+    with pytest.raises(EmbenchError, match=r"modules\.json: (not readable JSON|expected a list of modules)"):
+        sentence_transformers_config(folder)
+
+
+class _Payload:  # unpickling it would run code: torch's weights_only loader must refuse it
+    def __reduce__(self):
+        return (print, ("code ran",))
+
+
+def _dense(tmp_path, config: dict, weights: bytes | None = None):
+    folder = tmp_path / "2_Dense"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    if weights is not None:
+        (folder / "pytorch_model.bin").write_bytes(weights)
+    return folder
+
+
+def test_a_pickled_dense_file_is_refused_without_running_it(tmp_path, capsys):
+    from embench.models.st_folder import load_dense
+
+    folder = _dense(tmp_path, {"in_features": 4, "out_features": 2}, pickle.dumps({"linear.weight": _Payload()}))
+    with pytest.raises(EmbenchError, match=r"pytorch_model\.bin: not a plain tensor file .* save the Dense weights as model\.safetensors"):
+        load_dense(folder)
+    assert "code ran" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("activation", ["torch.nn.modules.activation.Nope", "torch.nn.modules.nothing.Tanh",
+                                        "torch.nn.modules.activation.F", "os.system"])
+def test_an_unknown_dense_activation_is_one_error(tmp_path, activation):
+    from embench.models.st_folder import load_dense
+
+    folder = _dense(tmp_path, {"in_features": 4, "out_features": 2, "activation_function": activation})
+    with pytest.raises(EmbenchError, match=r"config\.json: .*activation_function"):
+        load_dense(folder)
+
+
+def test_a_yaml_alias_bomb_in_a_training_config_is_refused_at_once(tmp_path):
+    from embench.train.config import read_config_file
+
+    rows = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    rows += [f"{n}: &{n} [{', '.join(['*' + p] * 9)}]" for p, n in zip("abcdefgh", "bcdefghi", strict=True)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(rows) + "\n")
+    with pytest.raises(EmbenchError, match=r"YAML aliases \(\*name\) are not accepted"):
+        read_config_file(bomb)
+
+
+def test_latex_special_characters_of_a_model_name_are_printed_not_run():
+    from embench.report.tables import latex_escape
+
+    assert latex_escape(r"m\input{/etc/passwd}~^&") == r"m\textbackslash{}input\{/etc/passwd\}\textasciitilde{}\textasciicircum{}\&"
+
+
+def test_an_mteb_export_stays_in_its_folder_whatever_a_record_says(tmp_path):
+    from types import SimpleNamespace
+
+    from embench.tasks.mteb.adapter import mteb_model_name, mteb_revision
+
+    record = SimpleNamespace(encoder={"revision": "../../../../tmp/evil", "fingerprint": "f"}, protocol={})
+    revision = mteb_revision(record)
+    assert "/" not in revision and not revision.startswith(".")
+    assert mteb_model_name("a/..") == "embench/a__.."  # not the hub id form: ".." is no name
+    assert mteb_model_name("org/model") == "org/model"
