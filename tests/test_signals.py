@@ -28,3 +28,24 @@ def test_sigterm_mid_encoding_keeps_the_encoded_texts_and_says_how_to_resume(env
     assert proc.returncode == 143, "".join(lines) + rest
     assert "interrupted" in rest and "/26083 texts" in "".join(lines) and "run the same command again" in rest and "Traceback" not in rest
     assert any(p.is_file() and p.suffix == ".npz" for p in cache.rglob("*")), "no cache shard was written"
+
+
+@pytest.mark.parametrize(("command", "advice"), [("train", "--grad-accumulation"), ("run", "--batch-tokens")])
+def test_out_of_memory_is_one_message_with_what_to_set(monkeypatch, capsys, command, advice):
+    import importlib
+
+    import torch
+
+    cli = importlib.import_module("embench.cli.app")  # the module (embench.cli.app is also the Typer object's name)
+
+    def boom(**kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.1 GiB total)")
+
+    monkeypatch.setattr(cli, "app", boom)
+    monkeypatch.setattr(sys, "argv", ["embench", command, "--model", "m"])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    err = capsys.readouterr().err
+    assert done.value.code == 3 and "Traceback" not in err
+    assert err.startswith("error: out of GPU memory (CUDA out of memory. Tried to allocate 2.00 GiB") and advice in err
+    assert err.count("\n") == 1

@@ -13,6 +13,7 @@ from rich.markup import escape
 from ..core.errors import EmbenchError
 from ..core.signals import terminate_as_interrupt, terminated
 from .commands import COMMANDS
+from .out_of_memory import is_out_of_memory, out_of_memory_message
 from .output import err, show_warning
 
 app = typer.Typer(
@@ -60,7 +61,11 @@ def main() -> None:
                   "texts in the embedding cache, finished tasks in the results folder); run the same command again to "
                   "go on from there", highlight=False, soft_wrap=True)
         sys.exit(143 if terminated() else 130)
-    except Exception as e:  # a usage error of click (or of the click that typer carries inside it)
+    except Exception as e:  # out of memory (GPU or host), or a usage error of click (or the click typer carries)
+        if is_out_of_memory(e):
+            command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+            err.print(f"[bold red]error:[/] {escape(out_of_memory_message(e, command))}", highlight=False, soft_wrap=True)
+            sys.exit(3)
         if not (hasattr(e, "show") and hasattr(e, "exit_code")):
             raise
         if isinstance(e, typer.BadParameter):  # typer words a bad choice as pydantic does: "Value error, 'x' is ..."
