@@ -37,6 +37,9 @@ SUFFIX = ".npz"
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
+STALE_SECONDS = 600  # a temporary shard this old was left by a writer that died
+
+
 def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
@@ -97,8 +100,18 @@ class EmbeddingCache:
             return []
         return sorted(p for p in self.folder.glob(f"*{SUFFIX}") if not p.name.startswith(".") and p not in self._bad)
 
+    def _sweep_stale(self) -> None:
+        """Temporary shards a killed writer left (kill -9 inside a flush): a writer renames its shard within
+        seconds, so one older than ``STALE_SECONDS`` has no writer left, on this machine or another."""
+        now = time.time()
+        for tmp in self.folder.glob(f".*{SUFFIX}.tmp") if self.folder.is_dir() else ():
+            with contextlib.suppress(OSError):
+                if now - tmp.stat().st_mtime > STALE_SECONDS:
+                    tmp.unlink()
+
     def _load_index(self) -> dict[str, Path]:
         if self._index is None:
+            self._sweep_stale()
             self._index = {}
             for path in self._shard_paths():
                 try:
