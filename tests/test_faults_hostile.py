@@ -103,3 +103,46 @@ def test_an_mteb_export_stays_in_its_folder_whatever_a_record_says(tmp_path):
     assert "/" not in revision and not revision.startswith(".")
     assert mteb_model_name("a/..") == "embench/a__.."  # not the hub id form: ".." is no name
     assert mteb_model_name("org/model") == "org/model"
+
+
+def test_a_model_folder_that_asks_for_its_own_code_is_refused_and_nothing_runs(tmp_path):
+    from embench.models.loader import load_model
+
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "evilmodel", "architectures": ["EvilModel"],
+                                                    "auto_map": {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel"}}))
+    (folder / "evil.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('code ran')\n")
+    with pytest.raises(EmbenchError, match="custom code"):
+        load_model(folder)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_gguf_file_declaring_absurd_counts_is_one_clean_error(tmp_path):
+    import struct
+
+    from embench.models.loader import load_model
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<I", 3) + struct.pack("<Q", 2**62) + struct.pack("<Q", 2**62))
+    with pytest.raises(EmbenchError, match=r"could not load model .*m\.gguf"):
+        load_model(path)
+
+
+def test_a_data_download_through_a_symlink_out_of_the_root_is_refused(tmp_path):
+    import hashlib
+
+    from embench.data.manifest import download
+    from embench.data.root import DataRoot
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "corpora").symlink_to(outside, target_is_directory=True)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"version": 1, "files": [{"path": "corpora/a.txt", "task": "corpora", "url": "http://127.0.0.1:9/a",
+                                                             "sha256": hashlib.sha256(b"x").hexdigest()}]}))
+    with pytest.raises(EmbenchError, match="points outside"):
+        download(DataRoot(root), manifest=manifest)
+    assert list(outside.iterdir()) == []
