@@ -56,6 +56,9 @@ UNKNOWN_NAMES = [
     (["train", "--method", "simcs"], "unknown training method 'simcs'"),
     (["train", "--recipe", "bellmm"], "unknown training recipe 'bellmm'"),
     (["train", "--method", "crop", "--pooling", "meen"], "unknown pooler 'meen'"),
+    (["analyze", "layers", "-m", "m", "-o", "out", "--suite", "mteb-lit"], "unknown suite 'mteb-lit'"),
+    (["analyze", "knn", "-m", "m", "-o", "out", "--pooling", "meen"], "unknown pooler 'meen'"),
+    (["mteb", "run", "-m", "m", "--suite", "mteb-lit"], "unknown suite 'mteb-lit'"),
 ]
 
 

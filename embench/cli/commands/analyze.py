@@ -99,7 +99,10 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table or progress output.")] = False,
 ) -> None:
     """Run one analysis (geometry, kNN, layers, attention, t-SNE, token dependency) and draw its figure."""
+    from ...tasks.names import check_names
 
+    # names first, before the analyses (and torch) load: --suite is a suite or comma-separated tasks
+    check_names(**({"tasks": suite.split(",")} if suite and "," in suite else {"suite": suite}), pooling=pooling)
     from ...analysis.registry import get, run_many
 
     if name == "list":

@@ -87,6 +87,9 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Run MTEB tasks with mteb's evaluators on local data; print scores and block averages."""
+    from ...tasks.names import check_names
+
+    check_names(suite=suite, pooling=pooling)  # before the model stack loads (mteb's task names need mteb itself)
     from ...api import Evaluation, evaluate
     from ...tasks.mteb.adapter import export_records
 
