@@ -87,3 +87,75 @@ def test_every_readme_command_parses(line, argv):
 def test_the_cheap_readme_commands_run(line, argv):
     r = CliRunner().invoke(app, argv)
     assert r.exit_code == 0, f"README:{line} embench {' '.join(argv)}: {r.output}"
+
+
+# -- names (issue 36, item 6): every suite, task, recipe, method, pooler, analysis, knob and concrete model
+# -- name of a README command resolves here; each `train` line resolves its whole configuration (--show)
+OFFLINE_FETCHED = {"all-mpnet-base-v2": "get-mpnet.sh"}  # models the README fetches into embench's model folder
+MODEL_FLAGS = ("-m", "--model", "--models", "--teacher", "--tower2", "--llm", "--false-negative-filter")
+TASK_COMMANDS = ("run", "compare", "audit", "grid", "analyze", "mteb")
+
+
+def _values(argv: list[str], *flags: str) -> list[str]:
+    out = []
+    for i, w in enumerate(argv):
+        if w in flags and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        out += [w.split("=", 1)[1] for f in flags if f.startswith("--") and w.startswith(f + "=")]
+    return out
+
+
+def _placeholder(model: str) -> bool:
+    """X, A, B, $G, paths (runs/..., ./my-checkpoint), hub ids, ensembles and list files stand for the reader's own."""
+    return (len(model) == 1 or model.startswith(("$", ".", "/", "ensemble:")) or "/" in model
+            or model.endswith((".txt", ".list")))
+
+
+@pytest.mark.parametrize(("line", "argv"), COMMANDS, ids=[f"README:{n}" for n, _ in COMMANDS])
+def test_every_name_in_a_readme_command_resolves(line, argv):
+    from embench.analysis.registry import ANALYSES
+    from embench.audit.knobs import KNOBS
+    from embench.models.aliases import ALIASES
+    from embench.models.poolers import POOLERS
+    from embench.tasks.names import resolve_tasks
+    from embench.train.callbacks import analysis_specs, task_specs
+    from embench.train.methods import METHODS
+    from embench.train.recipes import RECIPES
+
+    if argv[0] in TASK_COMMANDS:
+        suites = [s for s in _values(argv, "--suite", "-s") if "," not in s]  # "--suite TASK,TASK" lists tasks
+        resolve_tasks(suites[0] if suites else None, _values(argv, "-t", "--task"))
+    task_specs(_values(argv, "--eval-task"))  # the trainer's own reading (STSBenchmark-dev: STS-B's dev split)
+    analysis_specs(_values(argv, "--eval-analysis"))
+    for r in _values(argv, "--recipe", "-r"):
+        RECIPES.canonical(r)
+    for m in _values(argv, "--method"):
+        METHODS.canonical(m)
+    for p in _values(argv, "--pooling"):
+        POOLERS.canonical(p)
+    for k in (k for ks in _values(argv, "--knobs") for k in ks.split(",")):
+        assert k in KNOBS, f"README:{line}: no audit knob {k!r}"
+    if argv[0] == "analyze" and argv[1] != "list":
+        for name in argv[1].split(","):
+            ANALYSES.canonical(name)
+    for model in _values(argv, *MODEL_FLAGS):
+        if not _placeholder(model):
+            assert model in ALIASES or model in OFFLINE_FETCHED, f"README:{line}: model {model!r} cannot be had offline"
+            if model in OFFLINE_FETCHED:
+                assert OFFLINE_FETCHED[model] in README.read_text(), f"README:{line}: say how {model} is fetched"
+
+
+@pytest.mark.parametrize(("line", "argv"), [(n, a) for n, a in COMMANDS if a[0] == "train"],
+                         ids=lambda x: str(x))
+def test_every_readme_train_command_resolves_its_configuration(line, argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for config in _values(argv, "--config"):  # the reader's own file: any valid one will do
+        (tmp_path / config).write_text("lr: 3.0e-5\n")
+    res = CliRunner().invoke(app, [*argv, "--show"] if "--show" not in argv else argv)
+    assert res.exit_code == 0, f"README:{line} embench {' '.join(argv)} --show: {res.output}{res.exception or ''}"
+    if "--seeds" in argv:
+        out = _values(argv, "--out", "-o")[0]
+        assert all(f"seed {s}: {out}/seed-{s}" in res.output for s in range(1, 6)), res.output
+    data = _values(argv, "--train-data") or [d for d in (res.output.split("\ndata:\n")[1].split("\n") if "\ndata:\n" in res.output
+                                                          else []) if d.startswith("- ")]
+    assert data, f"README:{line}: no training data, neither given nor the recipe's"

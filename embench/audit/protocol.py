@@ -39,7 +39,7 @@ from .passes import (
     shared_pass,
     suite_texts,
 )
-from .reported import match_reported, verdict
+from .reported import match_reported, regressor_lines, verdict
 
 
 @dataclass
@@ -178,8 +178,13 @@ def audit(
                                            progress, log, why, what="truncated texts")
             rows[v.label], ev = _evaluate_variant(truncated, v, task_names, common, {"save": False, "use_cache": False})
         else:
+            trained = [t for t in task_names if t in ("STSBenchmark", "SICKRelatedness")]
+            if knob == "scoring" and value == "regressor" and trained:  # tens of seconds of training, no count to show
+                say(f"[{i}/{len(vs)}] {v.label}: training SentEval's regressor on the frozen vectors of {', '.join(trained)}")
             # a batch-size check over every text bypasses the cache and the records: encoding is what it measures
             extra = {"use_cache": False, "save": False} if knob == "batch_size" else {}
+            if knob == "scoring" and value == "regressor" and trained:
+                extra["on_task"] = regressor_lines(say, f"[{i}/{len(vs)}] {v.label}:")
             rows[v.label], ev = _evaluate_variant(model, v, task_names, common,
                                                   {**extra, **with_ci, "batch_size": value if knob == "batch_size" else batch_size})
             if ev.encode_stats.get("encoded", 0):
@@ -198,7 +203,7 @@ def audit(
     say(log.summary())
     if reported:
         result.reported = reported
-        result.matches = match_reported(model, reported, tolerance, common, knobs)
+        result.matches = match_reported(model, reported, tolerance, common, knobs, on_step=on_step)
         result.verdict = verdict(result.matches, tolerance)
     return result
 

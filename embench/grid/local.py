@@ -3,7 +3,8 @@
 
 A process per job (not threads, not a fork of this one) keeps a crash, an out-of-memory kill or a
 stuck model inside its job; the torch threads are shared out so that N workers do not each spin up
-every core.
+every core. Each worker's lines go to its log and, as they come, to this process's stderr behind the
+job's id: a grid piped into ``tee`` or a log file shows its progress while it runs, not at its end.
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import IO
 
 from ..evaluation.results import ResultStore
 from .state import Cell, GridState, read_json
+
+_ECHO_LOCK = threading.Lock()  # lines of several workers interleave whole, never mid-line
 
 
 def _threads_each(workers: int) -> int:
@@ -25,29 +30,57 @@ def _threads_each(workers: int) -> int:
 
 
 def run_local(job_files: Sequence[Path], results: Path, workers: int = 1,
-              on_done: Callable[[str, int, Path], None] | None = None) -> dict[str, int]:
-    """Run every job file, ``workers`` at a time; returns job id -> exit status (negative: killed by that signal)."""
+              on_done: Callable[[str, int, Path], None] | None = None, echo: IO[str] | None = None) -> dict[str, int]:
+    """Run every job file, ``workers`` at a time; returns job id -> exit status (negative: killed by that signal).
+    ``echo`` (e.g. ``sys.stderr``) receives every line of every worker as it is written, ``[job id] line``."""
     state = GridState(results)
-    env = {**os.environ, "OMP_NUM_THREADS": str(_threads_each(workers)), "TOKENIZERS_PARALLELISM": "false"}
+    # unbuffered: a worker's print reaches its log (and the echo) when it is made, not when the worker exits
+    env = {**os.environ, "OMP_NUM_THREADS": str(_threads_each(workers)), "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONUNBUFFERED": "1"}
     # the worker must import this very embench, wherever it was imported from
     package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+
+    finished: list[str] = []
 
     def one(job_file: Path) -> tuple[str, int]:
         job_id = job_file.stem
         log = state.log_path(job_id)
         log.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "embench.grid.worker", str(job_file), "--log", str(log)]
         with open(log, "ab") as fh:
-            rc = subprocess.run([sys.executable, "-m", "embench.grid.worker", str(job_file), "--log", str(log)],
-                                stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
+            if echo is None:
+                rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
+            else:
+                rc = _run_relayed(cmd, env, fh, echo, job_id)
         if rc < 0:  # killed: the worker wrote nothing; its unfinished cells say so
             _mark_killed(job_file, state, -rc, log)
+        if echo is not None:
+            with _ECHO_LOCK:
+                finished.append(job_id)
+                how = "done" if rc == 0 else f"killed ({-rc})" if rc < 0 else f"exit status {rc}"
+                echo.write(f"[{job_id}] {how}: {len(finished)} of {len(job_files)} job(s) finished; log {log}\n")
+                echo.flush()
         if on_done is not None:
             on_done(job_id, rc, log)
         return job_id, rc
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return dict(pool.map(one, job_files))
+
+
+def _run_relayed(cmd: list[str], env: dict[str, str], log: IO[bytes], echo: IO[str], job_id: str) -> int:
+    """Run ``cmd``; each line of its output goes to ``log`` and to ``echo`` as it arrives; returns its exit status."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env) as proc:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            log.write(raw)
+            log.flush()
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            with _ECHO_LOCK:
+                echo.write(f"[{job_id}] {line}\n")
+                echo.flush()
+        return proc.wait()
 
 
 def _mark_killed(job_file: Path, state: GridState, sig: int, log: Path) -> None:

@@ -20,6 +20,7 @@ from ..evaluation.protocols import EvalProtocol
 from ..evaluation.results import ResultStore, record_key, slug
 from ..evaluation.suites import SUITES
 from ..models.loader import load_model
+from ..report.progress import RateProgress
 from ..tasks.names import resolve_tasks
 from .spec import GridSpec
 from .state import Cell, GridState, atomic_write
@@ -64,32 +65,35 @@ def protocol_label(entry: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in entry.items() if k != "name") or "default"
 
 
-def make_cells(spec: GridSpec) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
-    """Every cell of the grid, and each model's pinned encoder settings (model -> options for its job)."""
+def make_cells(spec: GridSpec, progress: bool = False) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+    """Every cell of the grid, and each model's pinned encoder settings (model -> options for its job).
+    ``progress``: a count of the models read (each one's weights are hashed: seconds for a base-size model)."""
     tasks, _ = resolve_tasks(spec.suite, spec.tasks)
     suite_defaults = SUITES.get(spec.suite).protocol if spec.suite else {}
     protocols = [(protocol_label(p), EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in p.items() if k != "name"}}).to_dict())
                  for p in spec.protocols]
     cells, pinned = [], {}
-    for model in spec.models:
-        encoder = load_model(model, **{k: v for k, v in spec.model_options.items() if v is not None})
-        desc = encoder.describe()
-        pinned[model] = {**{k: v for k, v in spec.model_options.items() if v is not None},
-                         **{k: desc.get(k) for k in PINNED}}
-        for label, proto in protocols:
-            for task in tasks:
-                cells.append(Cell(model, task, proto, record_key(task, desc, proto), label))
+    with RateProgress(progress, "planning", "the grid", len(spec.models), "models") as bar:
+        for model in spec.models:
+            encoder = load_model(model, **{k: v for k, v in spec.model_options.items() if v is not None})
+            desc = encoder.describe()
+            pinned[model] = {**{k: v for k, v in spec.model_options.items() if v is not None},
+                             **{k: desc.get(k) for k in PINNED}}
+            for label, proto in protocols:
+                for task in tasks:
+                    cells.append(Cell(model, task, proto, record_key(task, desc, proto), label))
+            bar.advance()
     return cells, pinned
 
 
-def plan(spec: GridSpec, results: Path | str) -> Plan:
+def plan(spec: GridSpec, results: Path | str, progress: bool = False) -> Plan:
     """The grid's cells, their states, and one job per model for those neither done nor running."""
     results = Path(results)
     state = GridState(results)
     state.init()
     spec.data = str(DataRoot.resolve(spec.data).path)  # jobs on other machines read the same root
     spec.cache_dir = str(Path(spec.cache_dir or default_cache_dir()).expanduser().resolve())
-    cells, pinned = make_cells(spec)
+    cells, pinned = make_cells(spec, progress)
     name = stable_hash({"spec": spec.to_dict(), "cells": [c.id for c in cells]}, 12)
     state.save_plan(name, {"spec": spec.to_dict(), "cells": [c.to_dict() for c in cells]})
     states = cell_states(cells, ResultStore(results), state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..core.errors import EmbenchError
 from ..evaluation.results import ResultStore
@@ -17,19 +17,20 @@ EXECUTORS = ("local", "slurm")
 
 
 def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", workers: int = 1,
-             slurm: Any = None, dry_run: bool = False, cluster: str | None = None) -> Plan:
+             slurm: Any = None, dry_run: bool = False, cluster: str | None = None, echo: IO[str] | None = None) -> Plan:
     """Plan the grid, write its job files, and run (local) or submit (slurm) them.
 
     ``cluster`` picks submitit's ``local`` or ``debug`` executor in place of Slurm (no cluster
     needed); ``dry_run`` writes the job files (and, for slurm, the sbatch file) and runs nothing.
-    Returns the plan with every cell's state after the run (for slurm: at submission).
+    Returns the plan with every cell's state after the run (for slurm: at submission). ``echo`` (the CLI's
+    stderr) gets the planning's progress and, from the local executor, every worker's lines as they come.
     """
     if executor not in EXECUTORS:
         raise EmbenchError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     if workers < 1:
         raise EmbenchError(f"--workers must be at least 1, got {workers}")
     results = Path(results)
-    p = plan(spec, results)
+    p = plan(spec, results, progress=echo is not None)
     job_files = write_jobs(p, spec, results)
     if dry_run or not job_files:
         if dry_run and executor == "slurm" and job_files:
@@ -41,7 +42,7 @@ def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", wo
     if executor == "local":
         from .local import run_local
 
-        run_local(job_files, results, workers)
+        run_local(job_files, results, workers, echo=echo)
     else:
         from .slurm import SlurmSettings, submit
 

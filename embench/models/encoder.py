@@ -260,7 +260,11 @@ class HFEncoder(SentenceEncode):
         return pooled
 
     def cache_key(self) -> str:
-        return stable_hash({"fingerprint": self.fingerprint, "layer": self.layer, **self.settings.to_dict(), "pooling": self.pooling}, 24)
+        """One key per set of vectors: the layer is keyed as resolved, and the last layer (however it was asked
+        for: by default, by number as a grid job pins it, or as -1) as None, the default's key. Keying the
+        setting as given once made `embench grid` re-encode what `embench run` had cached for the same weights."""
+        layer = None if self.layer == self.num_layers else self.layer
+        return stable_hash({"fingerprint": self.fingerprint, **self.settings.to_dict(), "layer": layer, "pooling": self.pooling}, 24)
 
     def describe(self) -> dict[str, Any]:
         d = {

@@ -6,6 +6,8 @@ Order of resolution, each failure recorded for the error message:
 2. a local folder: a sentence-transformers folder (``modules.json``: its transformer sub-folder,
    pooling, normalisation, maximum length and lower-casing are honoured) or a plain
    ``transformers`` folder;
+   then embench's model folder, ``$EMBENCH_MODELS/NAME`` (default ``~/.cache/embench/models/NAME``, where
+   ``get-mpnet.sh`` puts all-mpnet-base-v2), so a model fetched once loads by name offline;
 3. a hub id, through the local Hugging Face cache or the network where it is allowed.
 """
 
@@ -32,6 +34,7 @@ from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
 from .gguf_cache import cached_gguf_folder, load_gguf_cached
+from .local_models import find_local_model
 from .lora_adapter import AdapterInfo, read_adapter
 from .pooling import POOLERS
 from .precision import warn_if_emulated
@@ -78,14 +81,16 @@ def check_max_length(max_length: int | None, config: Any) -> None:
 
 
 def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
-    """(local folder or None, what was tried, hub id to try)."""
+    """(local folder or None, what was tried, hub id to try): an alias, a path, then embench's model folder
+    (``$EMBENCH_MODELS``, default ``~/.cache/embench/models``: :mod:`embench.models.local_models`)."""
     tried: list[str] = []
     if name in ALIASES:
         try:
             return ALIASES.get(name)(), tried, name
         except FileNotFoundError as e:
             tried.append(f"alias {name!r}: {e}")
-        return None, tried, HUB_IDS.get(ALIASES.canonical(name), name)
+        fetched = find_local_model(ALIASES.canonical(name), tried)
+        return fetched, tried, HUB_IDS.get(ALIASES.canonical(name), name)
     tried.append(f"alias: {name!r} is not one of {', '.join(ALIASES.names())}")
     p = Path(name).expanduser()
     if p.is_dir():
@@ -93,7 +98,7 @@ def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
     if p.is_file() and p.suffix == ".gguf":
         return p.resolve().parent, tried, name
     tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder or a .gguf file" if p.exists() else "does not exist"))
-    return None, tried, name
+    return find_local_model(name, tried), tried, name
 
 
 def alias_name(name: str) -> str:

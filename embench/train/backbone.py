@@ -17,6 +17,7 @@ from ..models.families import FAMILIES, Family, detect
 from ..models.loader import dequantised_gguf, gguf_file_of, resolve_model_path
 from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
+from .recipes import default_model_note
 
 DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
@@ -48,7 +49,9 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
         tokenizer = AutoTokenizer.from_pretrained(tok_from, **extra)
         config = AutoConfig.from_pretrained(hf, **extra, **cfg.model_config)
     except Exception as e:
-        raise EmbenchError(f"--model {cfg.model}: cannot load it ({type(e).__name__}: {e}); tried {tried}") from None
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise EmbenchError(f"--model {cfg.model}: cannot load it ({type(e).__name__}: {first}); tried {tried}"
+                           + default_model_note(cfg.recipe, cfg.model)) from None
     family = FAMILIES.get(cfg.family) if cfg.family else detect(config, folder, gguf, st_folder=bool(st))
     if cfg.dropout is not None:
         for attr in DROPOUT_ATTRS:

@@ -4,6 +4,11 @@ Each recipe is a layer of training options between the method's defaults and the
 command line, and cites the table and script it follows. Batch sizes are GLOBAL: over every
 process and every accumulation step (``--grad-accumulation`` fits them on smaller GPUs without
 changing the in-batch negatives).
+
+A recipe made for one model carries it as the default of ``--model`` (SimCSE's bert-base-uncased, ...),
+so a run without ``--model`` trains what the paper trained, or says that model cannot be had here; a
+recipe with no single model (crop fine-tunes any pretrained encoder; JTCSE's towers are the authors'
+own checkpoints) needs ``--model``. Neither falls back to embench's default model in silence.
 """
 
 from __future__ import annotations
@@ -22,10 +27,26 @@ class Recipe:
     values: dict[str, Any] = field(default_factory=dict)
     requires: dict[str, str] = field(default_factory=dict)  # option -> why the recipe cannot run without it
 
+    @property
+    def model(self) -> str | None:
+        """The model the paper trains (the default of --model under this recipe), or None when it needs --model."""
+        return self.values.get("model")
+
 
 RECIPES: Registry[Recipe] = Registry("training recipe")
 
-_SIMCSE_COMMON = {"max_length": 32, "warmup_ratio": 0.0, "eval_steps": 250, "eval_tasks": ["STSBenchmark-dev"],
+
+def default_model_note(recipe: str | None, model: str | None) -> str:
+    """Where ``model`` came from when it is ``recipe``'s own (empty otherwise): said with a load error, so that
+    a run without --model that cannot find the paper's model says which option chooses another."""
+    if not recipe or model is None or RECIPES.get(recipe).model != model:
+        return ""
+    return (f"; {model} is the model --recipe {recipe} trains by default (the paper's), and it is not available here: "
+            "give --model NAME (a folder, e.g. all-MiniLM-L6-v2 offline) or make it reachable (the hub, or a copy "
+            "in $EMBENCH_MODELS)")
+
+# SimCSE Table A.1's "BERT-base" rows start from bert-base-uncased (run_unsup_example.sh, run_sup_example.sh)
+_SIMCSE_COMMON = {"model": "bert-base-uncased", "max_length": 32, "warmup_ratio": 0.0, "eval_steps": 250, "eval_tasks": ["STSBenchmark-dev"],
                   "temperature": 0.05}
 RECIPES.add("simcse-unsup", Recipe(
     "simcse-unsup", "unsupervised SimCSE, BERT-base: 1 epoch of 10^6 Wikipedia sentences",
@@ -40,7 +61,7 @@ RECIPES.add("simcse-sup", Recipe(
     "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
     {"method": "sup-simcse", "data": ["snli"], "batch_size": 512, "lr": 5e-5, "epochs": 3, "pooling": "cls",
      "mlp": "keep", "hard_negative_weight": 1.0, **_SIMCSE_COMMON}))
-_CROP = {"method": "crop", "data": ["20newsgroups"], "optimizer": "adam", "lr": 2e-5, "batch_size": 64,
+_CROP = {"method": "crop", "model": None, "data": ["20newsgroups"], "optimizer": "adam", "lr": 2e-5, "batch_size": 64,
          "warmup_ratio": 0.1, "warmup_of": "epoch", "max_length": 512, "pooling": "mean", "temperature": 0.05,
          "crop_sentences": 2, "crop_min_chars": 100, "crop_max_chars": 250, "eval_steps": 0,
          "grad_clip": 0.0}  # its training loop clips no gradient
@@ -49,12 +70,13 @@ RECIPES.add("crop", Recipe(
     "cropping paper §2.3 and A.1 (Adam, lr 2e-5, batch 64, linear warm-up then decay, t = 2 sentences of "
     "100-250 characters, tau 0.05, mean pooling, 1 epoch, the last model kept); its code (text-embed-augm: warm-up "
     "over 10% of ONE epoch's steps, max_length 512, no gradient clipping)",
-    {**_CROP, "epochs": 1}))
+    {**_CROP, "epochs": 1}, {"model": "the recipe fine-tunes a pretrained encoder you choose, e.g. all-MiniLM-L6-v2 "
+                                     "(offline) or all-mpnet-base-v2 (get-mpnet.sh)"}))
 RECIPES.add("crop-scratch", Recipe(
     "crop-scratch", "crop augmentation from random initialisation of the model's config, 10 epochs",
     "cropping paper §3.4 (BERT from scratch: performance had not saturated after one epoch, 10 epochs; Table S6 "
     "col. 10), otherwise as 'crop'",
-    {**_CROP, "epochs": 10, "from_scratch": True}))
+    {**_CROP, "epochs": 10, "from_scratch": True, "model": "bert-base-uncased"}))  # BERT's config, §3.4
 RECIPES.add("bellm", Recipe(
     "bellm", "BeLLM on a decoder LLM: LoRA, last layer bidirectional, NLI triplets with hard negatives, one epoch",
     "from the paper: the last layer bidirectional (§3.1, Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA "
@@ -64,7 +86,7 @@ RECIPES.add("bellm", Recipe(
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
     "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4). From its train.py: 100 warm-up steps and the "
     "prompt 'The representative word for sentence {text} is:\"' (--prompt bellm-code; the paper's is --prompt bellm)",
-    {"method": "bellm", "data": ["snli"], "prompt": "bellm-code", "bidirectional_last": 1, "lora_r": 32, "lora_alpha": 32.0,
+    {"method": "bellm", "model": "meta-llama/Llama-2-7b-hf", "data": ["snli"], "prompt": "bellm-code", "bidirectional_last": 1, "lora_r": 32, "lora_alpha": 32.0,
      "lora_dropout": 0.1, "lr": 5e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
      "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_steps": 100,
      "eval_steps": 0}))
@@ -72,11 +94,13 @@ RECIPES.add("bellm", Recipe(
 # (unsup_infonce_loss and icnce on the 2B x 2B interleaved views, LTN_loss with its 1e-4 floor and ratio / 2),
 # torch.optim.AdamW(model.parameters(), lr) (so PyTorch's weight decay 0.01), no scheduler (a constant rate), no
 # gradient clipping. The paper's forms stay the method's defaults (--set nce_form=paper ...).
-_JTCSE = {"method": "jtcse", "data": ["corpora"], "optimizer": "adamw", "epochs": 1, "max_length": 64,
+_JTCSE = {"method": "jtcse", "model": None, "data": ["corpora"], "optimizer": "adamw", "epochs": 1, "max_length": 64,
           "pooling": "cls_before_pooler", "warmup_ratio": 0.0, "eval_steps": 100, "eval_tasks": ["STSBenchmark-dev"],
           "temperature": 0.05, "cross_layers": 6, "nce_form": "code", "icnce_form": "code", "tmc_form": "code",
           "lr_schedule": "constant", "weight_decay": 0.01, "grad_clip": 0.0}
-_TOWER2 = {"tower2": "the paper's two towers are different pre-trained encoders (the authors start from two SimCSE "
+_TOWER2 = {"model": "the first tower: the authors start from their own SimCSE checkpoints (JTCSE_*_pretrained_encoder_1), "
+                    "not published; give one with --model",
+           "tower2": "the paper's two towers are different pre-trained encoders (the authors start from two SimCSE "
                      "checkpoints, JTCSE_bert_pretrained_encoder_1 and _2); give the second with --tower2 DIR"}
 RECIPES.add("jtcse-bert", Recipe(
     "jtcse-bert", "JTCSE on two BERT-base towers (each first trained with unsupervised SimCSE): one epoch",
@@ -90,7 +114,7 @@ RECIPES.add("jtcse-roberta", Recipe(
     "the authors' train_jtcse_roberta.py (AdamW, lr 1e-6 constant, batch 256, 1 epoch, max_len 64, 6 CAELs, STS-B "
     "dev every 100 steps); otherwise as jtcse-bert",
     {**_JTCSE, "lr": 1e-6, "batch_size": 256}, _TOWER2))
-_MULTICSR = {"method": "sup-simcse", "batch_size": 256, "temperature": 0.05, "sigma": 0.9,
+_MULTICSR = {"method": "sup-simcse", "model": "bert-base-uncased", "batch_size": 256, "temperature": 0.05, "sigma": 0.9,
              "false_negative_filter": "all-MiniLM-L6-v2", "pooling": "cls_before_pooler", "mlp": "train",
              "hard_negative_weight": 1.0, "lr": 5e-5, "epochs": 3, "max_length": 32, "warmup_ratio": 0.0,
              "eval_steps": 250, "eval_tasks": ["STSBenchmark-dev"]}

@@ -16,9 +16,15 @@ from pathlib import Path
 from ..evaluation.seed_groups import SEED_GROUP_FILE, read_seed_group, write_seed_group
 from . import checkpoints
 from .config import TrainConfig
+from .footprint import drop_resume_state, folder_parts
 from .trainer import Trainer, TrainResult
 
 log = logging.getLogger(__name__)
+
+
+def seed_folders(out: str | Path, seeds: Sequence[int]) -> dict[int, Path]:
+    """Where each seed's run goes: ``OUT/seed-<s>`` (what ``--show`` lists and :func:`train_seeds` writes)."""
+    return {s: Path(out) / f"seed-{s}" for s in seeds}
 
 
 def train_seeds(cfg: TrainConfig, seeds: Sequence[int],
@@ -29,17 +35,21 @@ def train_seeds(cfg: TrainConfig, seeds: Sequence[int],
     group = read_seed_group(out) if (out / SEED_GROUP_FILE).is_file() else None
     members = dict(group.members) if group else {}
     shared = {k: v for k, v in cfg.to_dict().items() if k not in ("seed", "out")}
-    for seed in seeds:
+    for seed, member in seed_folders(out, seeds).items():
         if seed in members:
             log.info("seed %d is already trained (%s); kept", seed, members[seed])
             if on_seed:
                 on_seed(seed, None, members[seed])
             continue
-        member = out / f"seed-{seed}"
         # --resume continues the seed that was interrupted; seeds never started begin afresh
         resume = bool(cfg.resume) and (member / checkpoints.RESUME_DIR / "state.pt").is_file()
         result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume)).fit()
         members[seed] = result.best_dir
+        if result.footprint is not None:  # the main process (the others measure nothing)
+            # a finished seed is never resumed (it is skipped above): its resume state, the weights and the
+            # optimiser's moments (3x the model), would only double or treble every seed folder
+            freed = drop_resume_state(member)
+            result.footprint = dataclasses.replace(result.footprint, parts=folder_parts(member), dropped_resume=freed)
         write_seed_group(out, members, shared)  # after every seed: an interrupted series keeps what finished
         if on_seed:
             on_seed(seed, result, result.best_dir)

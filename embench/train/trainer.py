@@ -29,12 +29,14 @@ from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..models.loader import pick_device
 from ..models.precision import warn_if_emulated
-from ..report.progress import RateProgress
+from ..report.progress import RateProgress, announce
 from . import checkpoints, distributed
 from .accumulation import cached_step
 from .callbacks import Evaluator
 from .config import TrainConfig
 from .configure import missing_requirements
+from .footprint import Footprint, measure
+from .memory_estimate import say_step_memory
 from .methods import METHODS
 from .resolution import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps
@@ -58,6 +60,7 @@ class TrainResult:
     metrics: Path
     history: list[dict[str, Any]] = field(default_factory=list)
     series: list[Path] = field(default_factory=list)
+    footprint: Footprint | None = None  # peak memory and the output folder's size (main process)
 
 
 def batch_indices(n: int, global_batch: int, step: int, seed: int, dist: distributed.DistInfo) -> list[int]:
@@ -137,6 +140,8 @@ class Trainer:
             raise EmbenchError("every parameter is frozen: nothing to train")
         self.optimizer = make_optimizer(self.params, cfg)
         self.scheduler = make_scheduler(self.optimizer, self.total, self.warmup, cfg.lr_schedule)
+        if dist.is_main:  # before the first step: a step that cannot fit is said now, not found out after minutes
+            say_step_memory(self, lambda line: announce(cfg.progress, line), batch_indices)
         self.runner: torch.nn.Module = self.model
         if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
             self.runner = torch.nn.parallel.DistributedDataParallel(
@@ -314,8 +319,11 @@ class Trainer:
             self.export(best, self.total, {"selected": "last step (no evaluation)"})
         distributed.barrier()
         series = sorted(series_dir.glob("step-*")) if series_dir.is_dir() else []
+        footprint = measure(self.out, self.device) if dist.is_main else None
+        if footprint is not None:
+            log.info("%s", footprint.describe())
         return TrainResult(self.out, best, self.best_step, self.best_score, self.initial, self.total, last_loss,
-                           self.metrics_path, self.history, series)
+                           self.metrics_path, self.history, series, footprint)
 
     def _loop(self, save_resume_every: int, series_dir: Path) -> float | None:
         cfg, dist = self.cfg, self.dist

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -97,7 +98,8 @@ def grid(
                           array_parallelism=array_parallelism, timeout_min=timeout_min, extra=extra)
     err.print(f"grid: {len(spec.models)} model(s) x {len(spec.protocols)} protocol(s); planning ...", highlight=False)
     try:
-        p = run_grid(spec, results, executor=executor, workers=workers, slurm=slurm, dry_run=dry_run)
+        # every worker's lines reach stderr as they are written: a piped grid is never silent while it runs
+        p = run_grid(spec, results, executor=executor, workers=workers, slurm=slurm, dry_run=dry_run, echo=sys.stderr)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]: finished cells are stored; run the same command again to do the rest.")
         raise typer.Exit(130) from None

@@ -96,7 +96,7 @@ def train(
         overrides["progress"] = False
     cfg = make_config(config, **overrides)
     if show:
-        _show(resolve(cfg))
+        _show(resolve(cfg), seeds, seed)
         return
     err = message_console()
     if seeds is not None:
@@ -115,6 +115,8 @@ def train(
     before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
     message_console(stderr=False).print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
+    if result.footprint is not None:
+        err.print(result.footprint.describe(), highlight=False, markup=False)
 
 
 def _check_names(method: str | None, recipe: str | None, pooling: str | None) -> None:
@@ -155,6 +157,8 @@ def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
         else:
             score = f"{100 * result.best_score:.2f}" if result.best_score is not None else "-"
             err.print(f"seed {s}: kept {kept} ({score} at step {result.best_step})", highlight=False)
+            if result.footprint is not None:
+                err.print(f"seed {s}: {result.footprint.describe()}", highlight=False, markup=False)
 
     try:
         members = train_seeds(cfg, seeds, on_seed=report)
@@ -165,8 +169,25 @@ def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
                     f"evaluate it with `embench run --model {cfg.out}`", highlight=False)
 
 
-def _show(cfg) -> None:
-    """The resolved configuration as YAML (a valid --config file), headed by the recipe's citation."""
+def _seed_lines(cfg, spec: str, seed: int | None) -> list[str]:
+    """What ``--seeds`` adds to the configuration: each seed's run and folder, and the group they make."""
+    from ...core.errors import EmbenchError
+    from ...evaluation.seed_groups import parse_seeds
+    from ...train.seeds import seed_folders
+
+    if seed is not None:
+        raise EmbenchError("give either --seed (one run) or --seeds (one run per seed), not both")
+    folders = seed_folders(cfg.out, parse_seeds(spec))
+    return [f"seeds: {', '.join(map(str, folders))} (--seeds {spec}): one run each, its seed and folder in place of "
+            "seed and out below",
+            *(f"  seed {s}: {folder}" for s, folder in folders.items()),
+            f"{cfg.out}: the seed group (seeds.json), one model for `embench run -m {cfg.out}` and `embench compare` "
+            "(mean and spread over the seeds)"]
+
+
+def _show(cfg, seeds: str | None = None, seed: int | None = None) -> None:
+    """The resolved configuration as YAML (a valid --config file), headed by the recipe's citation, where the
+    model comes from, and with --seeds the runs it makes (their seed and folder replace ``seed`` and ``out``)."""
     import sys
 
     import yaml
@@ -180,5 +201,10 @@ def _show(cfg) -> None:
 
         for option, why in missing_requirements(cfg).items():
             sys.stdout.write(f"# needs --{option.replace('_', '-')} to run: {why}\n")
+        if r.model is not None and cfg.model == r.model:
+            sys.stdout.write(f"# model: {r.model}, the paper's (this recipe's default); --model trains another\n")
+    if seeds is not None:
+        for line in _seed_lines(cfg, seeds, seed):
+            sys.stdout.write(f"# {line}\n")
     sys.stdout.write("# batch_size is the GLOBAL batch (all processes x accumulation steps)\n")
     sys.stdout.write(yaml.safe_dump(cfg.to_dict(), sort_keys=False, width=120))

@@ -1,0 +1,84 @@
+"""Issue 36, item 10: training says what it costs. Before the first step, the memory a step will take (with a
+warning and a remedy when it will not fit); at the end, the peak memory and the size of each output folder;
+and a finished seed keeps only what a user needs (its resume state, 3x the model, is removed)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from typer.testing import CliRunner
+
+from embench.cli.app import app
+from embench.train import Trainer, make_config
+from embench.train import memory_estimate as me
+from embench.train.footprint import folder_bytes
+from embench.train.trainer import batch_indices
+
+
+def test_the_estimate_reproduces_the_measured_crop_step_on_a_cpu(minilm_path):
+    """Measured (torch 2.x, CPU, fp32, attention dropout 0.1): all-MiniLM-L6-v2, forward + backward of 32 and 128
+    texts of 311 tokens, the crop recipe's longest first batches: 5.0 and 17.3 GB above the loaded model."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(minilm_path)
+    for texts, measured in ((32, 5.0e9), (128, 17.3e9)):
+        est = me.layer_activation_bytes(config, texts, 311, attention_matrices=True, checkpointing=False)
+        assert est == pytest.approx(measured, rel=0.2), texts
+    fused = me.layer_activation_bytes(config, 32, 311, attention_matrices=False, checkpointing=False)
+    assert fused == pytest.approx(2.17e9, rel=0.2)  # no attention dropout: the L x L matrices are not kept
+    kept = me.layer_activation_bytes(config, 128, 311, attention_matrices=True, checkpointing=True)
+    assert kept < 0.25 * me.layer_activation_bytes(config, 128, 311, attention_matrices=True, checkpointing=False)
+
+
+def _crop(tiny_bert_dir, data_root, out, **kw):
+    return make_config(method="crop", model=str(tiny_bert_dir), data=["20newsgroups"], data_root=str(data_root),
+                       out=str(out), batch_size=8, max_length=64, max_examples=200, eval_steps=0, progress=False,
+                       device="cpu", **kw)
+
+
+def test_a_step_too_large_for_the_machine_is_said_before_the_first_step_with_the_accumulation_that_fits(
+        tiny_bert_dir, data_root, tmp_path, monkeypatch, caplog):
+    t = Trainer(_crop(tiny_bert_dir, data_root, tmp_path / "run", max_steps=1))
+    t.setup()
+    monkeypatch.setattr(me, "in_use_bytes", lambda device: 100_000_000)  # the process's memory, held still
+    est = me.estimate_step(t, batch_indices)
+    assert est.texts == 16 and 0 < est.length <= 64  # 8 pairs, two crops each
+    # a machine on which the step needs more than half the memory, but a quarter of the activations fit
+    monkeypatch.setattr(me, "available_bytes", lambda device: int(2 * (est.now + est.state + 0.3 * est.activations)))
+    lines: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="embench.train.memory_estimate"):
+        me.say_step_memory(t, lines.append, batch_indices)
+    assert lines and lines[0].startswith("memory: about ") and "for 16 texts a pass" in lines[0]
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "more than half of this machine's" in warned and "--grad-accumulation 4 gives the same update" in warned
+
+
+@pytest.mark.slow
+def test_a_run_says_its_peak_memory_and_what_its_folders_hold(tiny_bert_dir, data_root, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data", "20newsgroups",
+                                   "--data", str(data_root), "--out", str(out), "--max-steps", "2", "--batch-size", "8",
+                                   "--max-length", "32", "--max-examples", "200", "--eval-steps", "0", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert "memory: about " in res.output  # before the first step
+    line = next(x for x in res.output.splitlines() if x.startswith("memory: peak"))
+    assert f"disk: {out} " in line and "best/ " in line
+    assert "checkpoint-last/ is the weights and optimiser state for --resume" in line
+    assert (out / "checkpoint-last" / "state.pt").is_file()  # a single run can still be continued
+
+
+@pytest.mark.slow
+def test_a_finished_seed_keeps_its_model_not_its_resume_state(tiny_bert_dir, data_root, tmp_path):
+    out = tmp_path / "group"
+    res = CliRunner().invoke(app, ["train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data", "20newsgroups",
+                                   "--data", str(data_root), "--out", str(out), "--max-steps", "2", "--batch-size", "8",
+                                   "--max-length", "32", "--max-examples", "200", "--eval-steps", "0", "--device", "cpu",
+                                   "--seeds", "1-2", "-q"])
+    assert res.exit_code == 0, res.output
+    for s in (1, 2):
+        seed = out / f"seed-{s}"
+        assert (seed / "best" / "model.safetensors").is_file() and not (seed / "checkpoint-last").exists()
+        assert folder_bytes(seed) < 1.5 * folder_bytes(seed / "best")  # the model and a few small files
+        assert f"seed {s}: memory: peak" in res.output
+    assert "was removed: a finished seed is never resumed" in res.output
