@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -46,11 +47,107 @@ def test_weights_problem_names_nan_and_exploded_parameters():
     assert weights_problem(lin) == "parameter bias holds NaN or inf"
 
 
-def test_collapse_is_five_flat_steps_with_no_gradient():
+def test_collapse_is_five_steps_in_a_row_without_a_gradient():
     watch = CollapseWatch()
-    uniform = math.log(64)
-    assert not any(watch.update(uniform, 0.0) for _ in range(4))
+    uniform = math.log(8)
+    assert not any(watch.update(uniform, 1e-5) for _ in range(4))
     assert watch.update(uniform, 0.0)  # the fifth
     watch = CollapseWatch()
-    assert not any(watch.update(uniform - 0.01 * i, 0.5) for i in range(20))  # learning: never
-    assert not any(watch.update(uniform, 0.0 if i % 4 else 0.1) for i in range(20))  # a gradient now and then resets it
+    assert not any(watch.update(uniform - 0.01 * i, 4.0) for i in range(20))  # learning: never
+    assert not any(watch.update(uniform, 1e-5 if i % 4 else 0.5) for i in range(20))  # a gradient now and then resets it
+
+
+# --- end to end on a tiny BERT -----------------------------------------------------------------------
+
+def _config(tiny_bert_dir, data_root, out, **kw):
+    from embench.train import make_config
+
+    kw = {"lr": 1e-3, "max_steps": 4, "save_steps": 2, "max_length": 32, "max_examples": 200, **kw}
+    return make_config(method="crop", model=str(tiny_bert_dir), data=["20newsgroups"], data_root=str(data_root),
+                       out=str(out), batch_size=8, log_steps=1, eval_steps=0, progress=False, **kw)
+
+
+@pytest.mark.slow
+def test_two_training_runs_into_one_out_one_refused_the_other_finishes(tiny_bert_dir, data_root, tmp_path):
+    out = tmp_path / "X"
+    args = ["train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data", "20newsgroups", "--data", str(data_root),
+            "--out", str(out), "--batch-size", "8", "--max-length", "32", "--max-examples", "200", "--max-steps", "40",
+            "--eval-steps", "0", "-q"]
+    first = subprocess.Popen([sys.executable, "-m", "embench.cli", *args, "--seed", "1"], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / LOCK_NAME).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run([sys.executable, "-m", "embench.cli", *args, "--seed", "2"], capture_output=True, text=True)
+    assert second.returncode == 2 and f"--out {out} is in use by another training run (process {first.pid}" in second.stderr
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    assert json.loads((out / "best" / "embench_training.json").read_text())["step"] == 40
+    assert json.loads((out / "train_config.json").read_text())["seed"] == 1 and not (out / LOCK_NAME).exists()
+
+
+@pytest.mark.slow
+def test_a_huge_learning_rate_is_stopped_as_a_collapse_and_no_collapsed_state_is_named(tiny_bert_dir, data_root, tmp_path):
+    from embench.train import TrainingDivergedError, train
+
+    with pytest.raises(TrainingDivergedError, match=r"the run collapsed: .* zero gradient norm for 5 steps up to step \d+") as err:
+        train(_config(tiny_bert_dir, data_root, tmp_path / "run", lr=1e4, max_steps=30, save_steps=1))
+    # a checkpoint a step later than the collapse's first step holds collapsed weights: not offered to resume from
+    assert "was written after that began: start again with a lower --lr" in str(err.value)
+
+
+@pytest.mark.slow
+def test_resume_finishes_the_export_of_a_run_killed_after_its_last_checkpoint(tiny_bert_dir, data_root, tmp_path, monkeypatch):
+    from embench.train import train
+    from embench.train.trainer import Trainer
+
+    out = tmp_path / "run"
+    real = Trainer.export
+
+    def killed(self, folder, step, extra=None):
+        raise KeyboardInterrupt  # the last checkpoint is written, then the process dies before the export
+
+    monkeypatch.setattr(Trainer, "export", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(_config(tiny_bert_dir, data_root, out))
+    assert not (out / "best").exists() and json.loads((out / "checkpoint-last" / "step.json").read_text())["step"] == 4
+    monkeypatch.setattr(Trainer, "export", real)
+    done = train(_config(tiny_bert_dir, data_root, out, resume=True))
+    assert done.best_dir.is_dir() and json.loads((out / "best" / "embench_training.json").read_text())["step"] == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("change", "message"), [
+    ({"max_examples": 150}, "the checkpoint was trained with max_examples=200"),
+    ({"max_length": 16}, "the checkpoint was trained with max_length=32"),
+    ({"freeze_layers": 1}, "the checkpoint was trained with freeze_layers="),
+])
+def test_resume_refuses_another_run_naming_the_option(tiny_bert_dir, data_root, tmp_path, change, message):
+    from embench.core.errors import EmbenchError
+    from embench.train import train
+
+    out = tmp_path / "run"
+    train(_config(tiny_bert_dir, data_root, out, max_steps=2))
+    with pytest.raises(EmbenchError, match=message):
+        train(_config(tiny_bert_dir, data_root, out, max_steps=4, resume=True, **change))
+
+
+@pytest.mark.slow
+def test_resume_refuses_an_edited_training_file_and_drops_a_torn_metrics_line(tiny_bert_dir, data_root, tmp_path):
+    from embench.core.errors import EmbenchError
+    from embench.train import make_config, train
+
+    corpus = tmp_path / "wiki.txt"
+    corpus.write_text("".join(f"sentence number {i} of a small corpus.\n" for i in range(64)))
+
+    def cfg(**kw):
+        kw = {"max_steps": 4, **kw}
+        return make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(corpus)], out=str(tmp_path / "run"),
+                           batch_size=8, max_length=16, save_steps=2, eval_steps=0, log_steps=1, progress=False, **kw)
+
+    train(cfg(max_steps=2))
+    with open(tmp_path / "run" / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "lo')  # a run killed while writing its log
+    resumed = train(cfg(resume=True))
+    assert [h["step"] for h in resumed.history if "loss" in h] == [3, 4]
+    corpus.write_text(corpus.read_text().replace("number 5 ", "number five "))
+    with pytest.raises(EmbenchError, match="the training examples differ from the checkpoint's"):
+        train(cfg(max_steps=6, resume=True))

@@ -128,7 +128,7 @@ def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, s
         "rng": rng_state(),
         **extra,
     }
-    tmp = folder / "state.pt.tmp"
+    tmp = folder / f"state.pt.tmp{os.getpid()}"  # one writer's own name, even if a second run slipped past the lock
     torch.save(state, tmp)
     os.replace(tmp, folder / "state.pt")
     write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
@@ -162,12 +162,26 @@ def saved_step(folder: Path) -> int | None:
         return None
 
 
-COMPATIBLE_KEYS = ("method", "model", "batch_size", "pooling", "seed", "from_scratch", "method_options")
+# what makes a resumed run another run: the model and its trained parts, the batches (data, seed, size,
+# maximum length, prompt); each refused with both values
+COMPATIBLE_KEYS = ("method", "model", "batch_size", "pooling", "seed", "from_scratch", "method_options", "data",
+                   "max_examples", "max_length", "freeze_layers", "freeze_embeddings", "lora_r", "lora_alpha",
+                   "lora_targets", "prompt", "model_config", "family")
+# what a resumed run may change, said aloud: the schedule's length (it stretches from the saved step), the
+# precision, and how the global batch is split (the same in-batch negatives)
+ANNOUNCED_KEYS = {"max_steps": "the learning-rate schedule is laid over the new length from the saved step",
+                  "epochs": "the learning-rate schedule is laid over the new length from the saved step",
+                  "precision": "the steps from here run in the new precision",
+                  "grad_accumulation": "the same global batch, split into another number of micro-batches"}
 
 
-def check_compatible(saved: dict[str, Any], cfg: Any) -> None:
-    """A resumed run must be the run that was stopped: same method, model, batch, pooling, seed."""
+def check_compatible(saved: dict[str, Any], cfg: Any) -> list[str]:
+    """A resumed run must be the run that was stopped (same model, parts trained, batches): anything else is
+    refused; the changes it may make are returned, one sentence each, for the caller to say."""
     now = cfg.to_dict()
     for key in COMPATIBLE_KEYS:
         if key in saved and saved[key] != now[key]:
-            raise EmbenchError(f"--resume: the checkpoint was trained with {key}={saved[key]!r}, this run has {now[key]!r}")
+            raise EmbenchError(f"--resume: the checkpoint was trained with {key}={saved[key]!r}, this run has "
+                               f"{now[key]!r}; resume with the same options, or train into another --out")
+    return [f"--resume: {key}={now[key]!r} where the checkpoint had {saved[key]!r}: {why}"
+            for key, why in ANNOUNCED_KEYS.items() if key in saved and saved[key] != now[key]]

@@ -13,6 +13,7 @@ written. A stopped run continues with ``--resume`` and takes the same batches it
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -38,8 +39,10 @@ from .configure import missing_requirements
 from .footprint import Footprint, measure
 from .memory_estimate import say_step_memory
 from .methods import METHODS
+from .out_lock import OutputLock
 from .resolution import resolve
 from .schedule import make_optimizer, make_scheduler, warmup_steps
+from .weights_health import CollapseWatch, weights_problem
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +127,7 @@ class Trainer:
         _seed(cfg.seed + dist.rank)
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
+        self.data_fingerprint = _fingerprint(self.examples)  # another file, --max-examples or an edit: another run
         n = len(self.examples)
         self.per_epoch = n // cfg.batch_size
         if self.per_epoch == 0:
@@ -159,7 +163,12 @@ class Trainer:
 
     def _resume(self) -> None:
         state = checkpoints.load_resume(self.out / checkpoints.RESUME_DIR)
-        checkpoints.check_compatible(state.get("config", {}), self.cfg)
+        for note in checkpoints.check_compatible(state.get("config", {}), self.cfg):
+            log.warning("%s", note)
+        saved_data = state.get("data_fingerprint")
+        if saved_data is not None and saved_data != self.data_fingerprint:
+            raise EmbenchError("--resume: the training examples differ from the checkpoint's (another file, another "
+                               "--max-examples, or the file was edited); resume on the same data, or train into another --out")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -167,11 +176,13 @@ class Trainer:
         checkpoints.set_rng_state(state["rng"])
         self.start, self.best_score = state["step"], state.get("best_score")
         self.best_step, self.initial = state.get("best_step", 0), state.get("initial_score")
-        if self.start >= self.total:
-            raise EmbenchError(f"--resume: the checkpoint is at step {self.start}, and the run has {self.total} steps")
+        if self.start > self.total:
+            raise EmbenchError(f"--resume: the checkpoint is at step {self.start}, beyond this run's {self.total} steps")
         if self.dist.is_main and self.metrics_path.is_file():  # steps after the checkpoint are redone: drop their records
             lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
-            kept = [x for x in lines if x.strip() and json.loads(x)["step"] <= self.start]
+            kept = [x for x in lines if _logged_step(x) is not None and _logged_step(x) <= self.start]
+            if len(kept) < sum(1 for x in lines if x.strip()) and any(_logged_step(x) is None for x in lines if x.strip()):
+                log.warning("--resume: %s had a torn line (a run killed while writing it); it is dropped", self.metrics_path)
             self.metrics_path.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
 
     def _take_new_optimiser_options(self, saved: dict[str, Any]) -> None:
@@ -234,18 +245,23 @@ class Trainer:
         if math.isfinite(value):
             return
         # Nothing is saved now: the weights in memory are the ones that produced the NaN, so the resume
-        # state written before them is the last good one, and it is left as it is.
+        # state written before them is the last good one (only healthy states are written), left as it is.
+        self._diverged(f"the {what} became {value} at step {step + 1}: training stopped before that update")
+
+    def _diverged(self, what: str, since: int | None = None) -> None:
+        """Stop, naming the last checkpoint worth resuming from (written before ``since`` when given)."""
         resume_dir = self.out / checkpoints.RESUME_DIR
         at = checkpoints.saved_step(resume_dir) if (resume_dir / "state.pt").is_file() else None
-        last = (f"The last good checkpoint, left untouched, is {resume_dir} (step {at}): continue from it with "
-                f"--resume and a lower --lr" if at is not None else
-                "No resume checkpoint was written before it (--save-steps): start again with a lower --lr")
+        if at is not None and since is not None and at >= since:
+            at = None  # written after the trouble began: not a place to go on from
+            last = f"The resume checkpoint {resume_dir} was written after that began: start again with a lower --lr"
+        else:
+            last = (f"The last good checkpoint, left untouched, is {resume_dir} (step {at}): continue from it with "
+                    f"--resume and a lower --lr" if at is not None else
+                    "No resume checkpoint was written before it (--save-steps): start again with a lower --lr")
         kept = (f"; the best checkpoint is {self.out / checkpoints.BEST_DIR} ({self.best_score * 100:.2f})"
                 if self.best_score is not None else "")
-        raise TrainingDivergedError(
-            f"the {what} became {value} at step {step + 1}: training stopped before that update. {last}{kept}. "
-            "Or check the data."
-        )
+        raise TrainingDivergedError(f"{what}. {last}{kept}. Or check the data.")
 
     # -- evaluate and save -----------------------------------------------------------------------
     def evaluate(self, step: int) -> None:
@@ -269,14 +285,37 @@ class Trainer:
         distributed.barrier()
 
     def export(self, folder: Path, step: int, extra: dict[str, Any] | None = None) -> Path:
+        self._check_weights(step)
         return self.method.export(self.runner, folder, {**self.meta, "step": step, **(extra or {})})
+
+    def _finish_export(self, best: Path) -> None:
+        """The best checkpoint of a run whose steps are all done but whose export was cut: the last step's
+        weights (in the resume state) when the last step was the best, else the complete copy the cut
+        export had set aside."""
+        old = best.with_name(best.name + ".old")
+        if self.best_step == self.total:
+            self.export(best, self.total, {"selected": "best (finished on --resume)"})
+        elif old.is_dir():
+            old.rename(best)
+        else:
+            raise EmbenchError(f"--resume: every step is done but {best} is missing, and the best step ({self.best_step}) "
+                               "is not the last one, whose weights are the only ones kept; train again into another --out")
+        log.warning("--resume: the run had finished its steps; its best checkpoint %s is now written", best)
+
+    def _check_weights(self, step: int) -> None:
+        """A checkpoint is written only of weights that can be trained on and used (finite, not exploded)."""
+        problem = weights_problem(self.model)
+        if problem is not None:
+            self._diverged(f"the weights at step {step} are not worth keeping ({problem}): nothing was written")
 
     def save_resume(self, step: int) -> None:
         if self.dist.is_main:
+            self._check_weights(step)
             checkpoints.save_resume(self.out / checkpoints.RESUME_DIR, model=self.model, optimizer=self.optimizer,
                                     scheduler=self.scheduler, step=step, extra={
                                         "best_score": self.best_score, "best_step": self.best_step,
-                                        "initial_score": self.initial, "config": self.cfg.to_dict()})
+                                        "initial_score": self.initial, "config": self.cfg.to_dict(),
+                                        "data_fingerprint": self.data_fingerprint})
         distributed.barrier()
 
     def emit(self, rec: dict[str, Any]) -> None:
@@ -292,6 +331,14 @@ class Trainer:
     # -- the loop --------------------------------------------------------------------------------
     def fit(self) -> TrainResult:
         """Train to the last step; see the module docstring."""
+        lock = OutputLock(self.out).acquire() if self.dist.is_main else None  # one run per --out at a time
+        try:
+            return self._fit()
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _fit(self) -> TrainResult:
         self.setup()
         cfg, dist = self.cfg, self.dist
         self._log = open(self.metrics_path, "a", encoding="utf-8") if dist.is_main else None
@@ -309,12 +356,15 @@ class Trainer:
             if self._writer is not None:
                 self._writer.close()
         best = self.out / checkpoints.BEST_DIR
+        finishing = dist.is_main and self.start >= self.total and not best.is_dir()
+        if finishing and cfg.eval_steps:
+            self._finish_export(best)  # a run killed between its last checkpoint and its export: finished now
         if (dist.is_main and self.initial is not None and self.best_score is not None and self.best_score < self.initial
                 and not cfg.select_initial):
             log.warning("every trained evaluation scored below the untrained model (step 0: %.4f); the kept checkpoint "
                         "is the best trained step, %d (%.4f). --set select_initial=true keeps step 0 when it scores best",
                         self.initial, self.best_step, self.best_score)
-        if not cfg.eval_steps and dist.is_main:  # no model selection: keep the last step
+        if not cfg.eval_steps and dist.is_main and (self.start < self.total or finishing):  # keep the last step
             self.best_step = self.total
             self.export(best, self.total, {"selected": "last step (no evaluation)"})
         distributed.barrier()
@@ -334,10 +384,15 @@ class Trainer:
         n_params = sum(p.numel() for p in inner.encoder.parameters())
         progress = RateProgress(cfg.progress and dist.is_main, "training", f"{cfg.method} {Path(cfg.model).name}",
                                 self.total, "steps", completed=self.start, fields=("loss",))
+        collapse = CollapseWatch()
         with progress:
             for step in range(self.start, self.total):
                 loss, gnorm, logs = self.step(step)
                 last_loss, done = loss, step + 1
+                if collapse.update(loss, gnorm):
+                    self._diverged(f"the run collapsed: the loss has stayed {loss:.4f} with a zero gradient norm for "
+                                   f"{collapse.run} steps up to step {done} (every text gets the same vector; a "
+                                   "learning rate far too high does this)", since=done - collapse.run)
                 window_steps += 1
                 progress.advance(loss=f"{loss:.4f}")
                 if done % cfg.log_steps == 0 or done == self.total:
@@ -368,6 +423,24 @@ def train(cfg: TrainConfig) -> TrainResult:
     >>> r.best_dir                                                                                   # doctest: +SKIP
     """
     return Trainer(cfg).fit()
+
+
+def _fingerprint(examples: Any) -> str:
+    """sha256 over the training examples in order (one pass, no copy of the data)."""
+    h = hashlib.sha256()
+    # a list of examples, or an object holding them (the crop corpus: its documents' chunks)
+    for ex in examples if hasattr(examples, "__iter__") else sorted(vars(examples).items()):
+        h.update(repr(ex).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _logged_step(line: str) -> int | None:
+    """The step of a metrics.jsonl line, or None for a blank or torn one."""
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _seed(seed: int) -> None:
