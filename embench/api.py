@@ -234,8 +234,6 @@ def evaluate(
     store, enc_desc = ResultStore(results_dir), encoder.describe()
     reusable = getattr(encoder, "reusable", True)  # False: an object without a fingerprint (models/foreign.py)
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache and reusable else None
-    if save:
-        store.check_writable()  # before any encoding: an unwritable results folder must not cost a run
     progress = True if progress is None else bool(progress)  # off a terminal too: a line every 30 s, never silence
     engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
     if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
@@ -266,6 +264,8 @@ def evaluate(
             done(name, "stored", stored)
         else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
             pending.append((name, task, key, task.prepare(root, protocol)))
+    if save and pending:  # before any encoding: an unwritable folder must not cost a run (all stored: only read)
+        store.check_writable()
     if devices and pending:
         prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
     for record, items in _scored(pending, engine, protocol, root):

@@ -239,3 +239,37 @@ def test_an_mteb_task_without_its_files_reads_its_hub_copy(tmp_path):
     files, meta, _ = load_into(task, DataRoot(tmp_path))
     assert meta["data_source"] == f"local copy {copy}" and copy / "test.jsonl" in files
     assert task.dataset["test"]["text"] == ["where is my card", "refund me"]
+
+
+def test_a_gzip_bomb_from_a_mirror_is_refused_before_it_fills_the_memory(tmp_path, server, monkeypatch):
+    from embench.data import manifest as m
+
+    monkeypatch.setattr(m, "INFLATE_FLOOR", 1 << 20)  # a 1 MiB floor: the bomb stays small enough for a test
+    served, url, _ = server
+    (served / "bomb.txt").write_bytes(gzip.compress(b"\0" * (20 << 20)))  # 20 MiB of zeros in ~20 kB
+    manifest = _manifest(tmp_path, [{"path": "corpora/bomb.txt.gz", "task": "corpora", "url": f"{url}/bomb.txt",
+                                     "sha256": _sha(b"x"), "compress": True}])
+    r = CliRunner().invoke(app, ["data", "download", "--data", str(tmp_path / "data"), "--manifest", str(manifest)])
+    out = " ".join(r.output.split())
+    assert r.exit_code == 1 and "a gzip bomb?" in out and "Traceback" not in out
+    assert not (tmp_path / "data" / "corpora" / "bomb.txt.gz").exists()
+
+
+def test_a_full_data_root_is_one_error_per_file_and_keeps_nothing_half_written(tmp_path, server, monkeypatch):
+    import errno
+
+    served, url, _ = server
+    (served / "a.txt").write_bytes(b"a\n")
+    manifest = _manifest(tmp_path, [{"path": "corpora/a.txt", "task": "corpora", "url": f"{url}/a.txt", "sha256": _sha(b"a\n")}])
+    real = Path.write_bytes
+
+    def full(self, data):  # the disk fills up while the file is written
+        real(self, data[:1])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    root = tmp_path / "data"
+    r = CliRunner().invoke(app, ["data", "download", "--data", str(root), "--manifest", str(manifest)])
+    out = " ".join(r.output.split())
+    assert r.exit_code == 1 and "cannot write" in out and "No space left on device" in out, r.output
+    assert list((root / "corpora").iterdir()) == []  # no .part file left behind

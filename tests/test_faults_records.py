@@ -83,3 +83,19 @@ def test_a_record_made_on_damaged_data_is_computed_again_on_the_repaired_root(tm
         warnings.simplefilter("always")
         repaired = embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], data=root, progress=False)
     assert repaired.status == {"STS12": "computed"} and repaired.records[0].main_score == clean.records[0].main_score
+
+
+@pytest.mark.slow
+def test_a_read_only_results_folder_still_serves_what_it_stores(tmp_path, data_root, tiny_bert_dir, monkeypatch):
+    import embench
+    from embench.core.errors import EmbenchError
+    from embench.evaluation import results
+
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("EMBENCH_CACHE", str(tmp_path / "cache"))
+    first = embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], data=data_root, progress=False)
+    monkeypatch.setattr(results, "unwritable", lambda folder: PermissionError(13, "Permission denied"))
+    again = embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], data=data_root, progress=False)
+    assert again.status == {"STS12": "stored"} and again.records[0].main_score == first.records[0].main_score
+    with pytest.raises(EmbenchError, match="cannot write result records"):
+        embench.evaluate(str(tiny_bert_dir), tasks=["STS12", "STS13"], data=data_root, progress=False)

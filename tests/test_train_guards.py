@@ -151,3 +151,31 @@ def test_resume_refuses_an_edited_training_file_and_drops_a_torn_metrics_line(ti
     corpus.write_text(corpus.read_text().replace("number 5 ", "number five "))
     with pytest.raises(EmbenchError, match="the training examples differ from the checkpoint's"):
         train(cfg(max_steps=6, resume=True))
+
+
+def test_an_out_that_cannot_be_written_is_one_error_before_anything_loads(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(EmbenchError, match=rf"--out {blocker / 'out'}: cannot write there"):
+        OutputLock(blocker / "out").acquire()
+
+
+def test_a_full_disk_while_writing_a_checkpoint_is_one_error_and_keeps_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+
+    from embench.train import checkpoints
+
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    checkpoints.save_resume(tmp_path, model=model, optimizer=opt, scheduler=sched, step=1, extra={})
+    good = (tmp_path / "state.pt").read_bytes()
+
+    def full(obj, f, *a, **k):
+        open(f, "wb").write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(OSError):
+        checkpoints.save_resume(tmp_path, model=model, optimizer=opt, scheduler=sched, step=2, extra={})
+    assert (tmp_path / "state.pt").read_bytes() == good and sorted(p.name for p in tmp_path.iterdir()) == ["state.pt", "step.json"]

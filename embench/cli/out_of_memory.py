@@ -17,7 +17,9 @@ ADVICE["compare"] = ADVICE["audit"] = ADVICE["mteb"] = ADVICE["grid"] = ADVICE["
 
 def is_out_of_memory(e: BaseException) -> bool:
     """torch's OutOfMemoryError (CUDA, MPS) or the host's MemoryError, without importing torch."""
-    return isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower()[:200]
+    text = str(e).lower()[:300]  # CUDA: "out of memory"; the CPU allocator: "not enough memory"
+    return (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
+            or "out of memory" in text or "not enough memory" in text)
 
 
 def out_of_memory_message(e: BaseException, command: str | None) -> str:

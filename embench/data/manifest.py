@@ -6,6 +6,7 @@ a file compressed or decompressed by a user still verifies.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -99,13 +100,34 @@ def _present(dest: Path, sha256: str) -> bool:
     return False
 
 
+INFLATE_RATIO = 100  # text compresses 3-10x: a download that inflates 100x more than it weighs is a bomb
+INFLATE_FLOOR = 256 << 20  # below this any inflation is fine (the cap only matters for large outputs)
+
+
 def _decompressed(payload: bytes, url: str) -> bytes:
+    """A gzip download inflated member by member, refused once it passes ``INFLATE_RATIO`` times its own size
+    (and ``INFLATE_FLOOR``): a hostile mirror's gzip bomb is stopped before it fills the memory."""
     if payload[:2] != b"\x1f\x8b":
         return payload
+    limit = max(INFLATE_FLOOR, INFLATE_RATIO * len(payload))
+    out, data = bytearray(), payload
     try:
-        return gzip.decompress(payload)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        while data:
+            d = zlib.decompressobj(wbits=31)
+            while True:
+                out += d.decompress(data, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise CorruptFileError(Path(url), f"the download inflates to more than {limit:,} bytes from "
+                                                      f"{len(payload):,} (a gzip bomb?); refused, nothing written")
+                data = d.unconsumed_tail
+                if d.eof or not data:
+                    break
+            if not d.eof:
+                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+            data = d.unused_data.lstrip(b"\0")  # the next gzip member, if any (gzip.decompress reads them all)
+    except (EOFError, zlib.error) as e:
         raise CorruptFileError(Path(url), f"cannot decompress the download ({type(e).__name__}: {e})") from None
+    return bytes(out)
 
 
 def _fetch(url: str, path: str, timeout: float) -> bytes:
@@ -192,10 +214,16 @@ def _fetch_entry(e: Entry, dest: Path, base_url: str | None, timeout: float, acc
         if not accept_mismatch:
             raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
         status = "downloaded, checksum differs"
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".part{os.getpid()}")
-    tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
-    os.replace(tmp, dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
+        os.replace(tmp, dest)
+    except OSError as err:  # a read-only or full data root: this file is not kept, the files before it are
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise EmbenchError(f"cannot write {dest} ({err.strerror or err}); nothing of it was kept: make the data root "
+                           "writable or free space, then run `embench data download` again") from None
     return status
 
 

@@ -129,8 +129,12 @@ def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, s
         **extra,
     }
     tmp = folder / f"state.pt.tmp{os.getpid()}"  # one writer's own name, even if a second run slipped past the lock
-    torch.save(state, tmp)
-    os.replace(tmp, folder / "state.pt")
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, folder / "state.pt")
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written state beside the good one
+        raise
     write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
     return folder
 

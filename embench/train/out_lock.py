@@ -46,6 +46,12 @@ class OutputLock:
             return {}
 
     def acquire(self) -> OutputLock:
+        try:
+            return self._acquire()
+        except OSError as e:  # an unwritable --out: said before anything loads
+            raise EmbenchError(f"--out {self.path.parent}: cannot write there ({e.strerror or e}); choose another --out") from None
+
+    def _acquire(self) -> OutputLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started": dt.datetime.now().isoformat(timespec="seconds")}
         for _ in range(2):

@@ -286,7 +286,8 @@ class Trainer:
 
     def export(self, folder: Path, step: int, extra: dict[str, Any] | None = None) -> Path:
         self._check_weights(step)
-        return self.method.export(self.runner, folder, {**self.meta, "step": step, **(extra or {})})
+        with _writing(folder):
+            return self.method.export(self.runner, folder, {**self.meta, "step": step, **(extra or {})})
 
     def _finish_export(self, best: Path) -> None:
         """The best checkpoint of a run whose steps are all done but whose export was cut: the last step's
@@ -311,11 +312,12 @@ class Trainer:
     def save_resume(self, step: int) -> None:
         if self.dist.is_main:
             self._check_weights(step)
-            checkpoints.save_resume(self.out / checkpoints.RESUME_DIR, model=self.model, optimizer=self.optimizer,
-                                    scheduler=self.scheduler, step=step, extra={
-                                        "best_score": self.best_score, "best_step": self.best_step,
-                                        "initial_score": self.initial, "config": self.cfg.to_dict(),
-                                        "data_fingerprint": self.data_fingerprint})
+            with _writing(self.out / checkpoints.RESUME_DIR):
+                checkpoints.save_resume(self.out / checkpoints.RESUME_DIR, model=self.model, optimizer=self.optimizer,
+                                        scheduler=self.scheduler, step=step, extra={
+                                            "best_score": self.best_score, "best_step": self.best_step,
+                                            "initial_score": self.initial, "config": self.cfg.to_dict(),
+                                            "data_fingerprint": self.data_fingerprint})
         distributed.barrier()
 
     def emit(self, rec: dict[str, Any]) -> None:
@@ -423,6 +425,16 @@ def train(cfg: TrainConfig) -> TrainResult:
     >>> r.best_dir                                                                                   # doctest: +SKIP
     """
     return Trainer(cfg).fit()
+
+
+@contextlib.contextmanager
+def _writing(folder: Path):
+    """A checkpoint that cannot be written (a full disk, a read-only --out) is one error; the previous one stays."""
+    try:
+        yield
+    except OSError as e:
+        raise EmbenchError(f"could not write {folder} ({e.strerror or e}); the checkpoint written before it is kept: "
+                           "free space (or choose another --out) and run the same command with --resume") from None
 
 
 def _fingerprint(examples: Any) -> str:
