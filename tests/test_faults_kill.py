@@ -62,3 +62,26 @@ def test_a_temporary_shard_left_by_a_dead_writer_is_swept_and_a_fresh_one_kept(t
     os.utime(old, (past, past))
     EmbeddingCache(tmp_path, "ns").stored(["k"])
     assert not old.exists() and fresh.exists()
+
+
+@pytest.mark.slow
+def test_training_killed_at_each_checkpoint_write_resumes_to_the_uninterrupted_model(tmp_path, data_root, tiny_bert_dir):
+    from safetensors.torch import load_file
+
+    def args(out):
+        return ["train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data", "20newsgroups", "--data", str(data_root),
+                "--out", str(out), "--batch-size", "8", "--max-length", "32", "--max-examples", "200", "--max-steps", "6",
+                "--save-steps", "2", "--eval-steps", "0", "-q"]
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-c", KILLER, *args(tmp_path / "clean")], env={**env, "KILL_AT": "0"}, check=True,
+                   capture_output=True)
+    want = load_file(tmp_path / "clean" / "best" / "model.safetensors")
+    out = tmp_path / "cut"
+    first = subprocess.run([sys.executable, "-c", KILLER, *args(out)], env={**env, "KILL_AT": "2"}, capture_output=True, text=True)
+    assert first.returncode == -9, first.stderr  # killed at its second write: the step-4 resume state
+    again = subprocess.run([sys.executable, "-c", KILLER, *args(out), "--resume"], env={**env, "KILL_AT": "0"},
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr  # the lock of the killed run is taken over, training goes on from step 2
+    got = load_file(out / "best" / "model.safetensors")
+    assert max(float((want[k] - got[k]).abs().max()) for k in want) < 1e-5

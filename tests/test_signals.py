@@ -49,3 +49,20 @@ def test_out_of_memory_is_one_message_with_what_to_set(monkeypatch, capsys, comm
     assert done.value.code == 3 and "Traceback" not in err
     assert err.startswith("error: out of GPU memory (CUDA out of memory. Tried to allocate 2.00 GiB") and advice in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_sigterm_mid_training_keeps_the_last_checkpoint_and_says_to_resume(tmp_path, data_root, tiny_bert_dir):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "embench.cli", "train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data",
+           "20newsgroups", "--data", str(data_root), "--out", str(out), "--batch-size", "8", "--max-length", "32",
+           "--max-examples", "200", "--max-steps", "100000", "--save-steps", "2", "--eval-steps", "0"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "EMBENCH_PROGRESS_EVERY": "0"})
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoint-last" / "state.pt").is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 143, err
+    assert "interrupted" in err and "--resume" in err and "Traceback" not in err
+    assert (out / "checkpoint-last" / "state.pt").is_file() and not (out / ".embench-train.lock").exists()

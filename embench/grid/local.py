@@ -53,8 +53,8 @@ def run_local(job_files: Sequence[Path], results: Path, workers: int = 1,
                 rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
             else:
                 rc = _run_relayed(cmd, env, fh, echo, job_id)
-        if rc < 0:  # killed: the worker wrote nothing; its unfinished cells say so
-            _mark_killed(job_file, state, -rc, log)
+        if rc < 0 or rc in (130, 143):  # killed, or stopped by SIGINT/SIGTERM: its unfinished cells say so
+            _mark_killed(job_file, state, -rc if rc < 0 else rc - 128, log)
         if echo is not None:
             with _ECHO_LOCK:
                 finished.append(job_id)

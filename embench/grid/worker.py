@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import evaluate
+from ..core.signals import terminate_as_interrupt, terminated
 from ..data.root import DataRoot
 from ..evaluation.results import ResultStore, record_key
 from ..models.loader import load_model
@@ -130,7 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     # a log of what was done, not of progress bars: read by transformers when it is first imported (as in cli.app)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    failed = run_job(args.job, args.log)
+    terminate_as_interrupt()  # a cancelled or timed-out job stops as on Ctrl-C: finished cells and encoded texts kept
+    try:
+        failed = run_job(args.job, args.log)
+    except KeyboardInterrupt:
+        print(f"job {args.job.stem}: {'stopped by SIGTERM' if terminated() else 'interrupted'}; finished cells are "
+              "stored and its encoded texts cached: the next run of the grid does the rest", file=sys.stderr, flush=True)
+        return 143 if terminated() else 130
     if failed:
         print(f"{len(failed)} cell(s) failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
