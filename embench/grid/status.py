@@ -8,7 +8,6 @@ wrote why, and the log. missing: anything else, a killed job's cells included.
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,20 +16,12 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import EmbenchError
+from ..core.processes import process_alive
 from ..evaluation.results import ResultStore
 from .state import Cell, GridState
 
 STATES = ("done", "running", "failed", "missing")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
 
 
 def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, Any]:
@@ -39,7 +30,7 @@ def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, An
     marker = state.marker(cell) or {}
     if marker.get("state") == "running":
         here = marker.get("host") == socket.gethostname()
-        if not here or _alive(int(marker.get("pid", 0))):
+        if not here or process_alive(int(marker.get("pid", 0))):
             return {"state": "running", "job": marker.get("job"), "log": marker.get("log"), "host": marker.get("host")}
         return {"state": "missing", "note": f"its job {marker.get('job')} stopped without a word (killed?)",
                 "log": marker.get("log")}

@@ -18,18 +18,10 @@ import warnings
 from pathlib import Path
 
 from ..core.errors import EmbenchError
+from ..core.processes import process_alive
 
 LOCK_NAME = ".embench-train.lock"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
 
 
 class OutputLock:
@@ -37,7 +29,7 @@ class OutputLock:
 
     def __init__(self, out: Path | str):
         self.path = Path(out) / LOCK_NAME
-        self.held = False
+        self.held = self.created = False
 
     def _holder(self) -> dict:
         try:
@@ -52,6 +44,7 @@ class OutputLock:
             raise EmbenchError(f"--out {self.path.parent}: cannot write there ({e.strerror or e}); choose another --out") from None
 
     def _acquire(self) -> OutputLock:
+        self.created = not self.path.parent.exists()  # removed again when the run leaves it empty (an early error)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started": dt.datetime.now().isoformat(timespec="seconds")}
         for _ in range(2):
@@ -60,7 +53,7 @@ class OutputLock:
             except FileExistsError:
                 holder = self._holder()
                 pid, host = holder.get("pid"), holder.get("host")
-                if host == me["host"] and isinstance(pid, int) and pid != me["pid"] and not _alive(pid):
+                if host == me["host"] and isinstance(pid, int) and pid != me["pid"] and not process_alive(pid):
                     warnings.warn(f"{self.path.parent}: taking over the lock of training process {pid} "
                                   f"(started {holder.get('started', '?')}), which is no longer running", stacklevel=3)
                     self.path.unlink(missing_ok=True)
@@ -79,6 +72,9 @@ class OutputLock:
             with contextlib.suppress(OSError):
                 if self._holder().get("pid") == os.getpid():
                     self.path.unlink()
+            with contextlib.suppress(OSError):  # only an empty folder: rmdir refuses any other
+                if self.created:
+                    self.path.parent.rmdir()
             self.held = False
 
     def __enter__(self) -> OutputLock:
