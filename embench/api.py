@@ -35,6 +35,7 @@ from .models.encoder import Encoder
 from .models.foreign import ForeignEncoder
 from .models.loader import load_model
 from .models.st_object import folder_name, source_folder
+from .report.progress import announce
 from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
 from .tasks.names import resolve_tasks
@@ -367,6 +368,9 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
     for (name, task, key, prepared), share, weight in zip(pending, shares, weights, strict=True):
         before = dict(engine.stats)
         start = time.perf_counter()
+        if task.kind == "transfer":  # a classifier search can take minutes (MR's nested 10 x 10 folds): said first
+            announce(engine.progress, f"{task.display}: training SentEval's classifier on the embeddings "
+                                      f"({prepared.meta.get('scheme', 'its')} validation)")
         outcome = prepared.score(engine.embed)
         if not math.isfinite(outcome.main):  # never a NaN record: say why there is no number
             raise EmbenchError(f"{name}: the score is undefined ({outcome.main}) under {protocol.aggregation}/"

@@ -227,3 +227,12 @@ def test_an_unknown_training_option_names_set_and_where_the_options_are_listed()
     with pytest.raises(EmbenchError, match=r"^--set: 'temprature' is neither a training option nor an option of method crop\. "
                                            r"Did you mean 'temperature'\?"):
         make_config(method="crop", temprature=0.1)
+
+
+@pytest.mark.slow
+def test_a_transfer_tasks_classifier_search_is_announced_before_it_runs(env, tiny_bert_dir, capsys):
+    import embench
+
+    embench.evaluate(str(tiny_bert_dir), tasks=["MRPC"], classifier="prototyping", use_cache=False)
+    err = capsys.readouterr().err
+    assert "MRPC: training SentEval's classifier on the embeddings (kfold validation)" in err
