@@ -85,3 +85,32 @@ def test_training_killed_at_each_checkpoint_write_resumes_to_the_uninterrupted_m
     assert again.returncode == 0, again.stderr  # the lock of the killed run is taken over, training goes on from step 2
     got = load_file(out / "best" / "model.safetensors")
     assert max(float((want[k] - got[k]).abs().max()) for k in want) < 1e-5
+
+
+def test_a_download_killed_at_its_write_leaves_no_file_and_the_next_one_completes(tmp_path):
+    import gzip
+    import hashlib
+    import http.server
+    import threading
+    from functools import partial
+
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "a.txt").write_bytes(b"line\n" * 100)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(http.server.SimpleHTTPRequestHandler, directory=str(served)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        manifest = tmp_path / "manifest.json"
+        manifest.write_text(json.dumps({"version": 1, "files": [{
+            "path": "corpora/a.txt.gz", "task": "corpora", "url": f"http://127.0.0.1:{server.server_address[1]}/a.txt",
+            "sha256": hashlib.sha256(b"line\n" * 100).hexdigest(), "compress": True}]}))
+        root = tmp_path / "data"
+        args = ["data", "download", "--data", str(root), "--manifest", str(manifest)]
+        killed = subprocess.run([sys.executable, "-c", KILLER, *args], env={**os.environ, "KILL_AT": "1"}, capture_output=True)
+        assert killed.returncode == -9
+        assert not (root / "corpora" / "a.txt.gz").exists()  # only a .part file, never read as the data
+        done = subprocess.run([sys.executable, "-c", KILLER, *args], env={**os.environ, "KILL_AT": "0"}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert gzip.decompress((root / "corpora" / "a.txt.gz").read_bytes()) == b"line\n" * 100
+    finally:
+        server.shutdown()

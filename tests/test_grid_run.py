@@ -187,3 +187,19 @@ def test_the_slurm_path_runs_through_submitit_without_a_cluster(models, data_roo
     logs = list((tmp_path / "grid" / ".grid" / "slurm").glob("*/*_log.err"))
     assert len(logs) == 2 and all("job " in f.read_text() for f in logs)
     assert len(list((tmp_path / "grid").glob("tiny-*/STSBenchmark-*.json"))) == 2
+
+
+@pytest.mark.slow
+def test_two_grids_started_at_once_on_one_results_folder_give_the_serial_records(models, serial, data_root, tmp_path):
+    protocols = tmp_path / "protocols.yaml"
+    protocols.write_text(PROTOCOLS_YAML)
+    args = [sys.executable, "-m", "embench.cli", "grid", "--models", str(Path(models[0]).parent / "tiny-*"),
+            *(x for t in TASKS for x in ("-t", t)), "--protocols", str(protocols), "--results", str(tmp_path / "grid"),
+            "--workers", "1", "--data", str(data_root), "--cache-dir", str(tmp_path / "cache")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first, second = (subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env) for _ in range(2))
+    errs = [p.communicate(timeout=600)[1] for p in (first, second)]
+    assert all("Traceback" not in e for e in errs), errs
+    again = run_grid(_spec(models, data_root, tmp_path / "cache"), tmp_path / "grid", workers=1)  # whatever either left
+    assert again.count("done") == 12
+    _same_records(tmp_path / "grid", serial)
