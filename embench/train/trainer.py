@@ -13,7 +13,6 @@ written. A stopped run continues with ``--resume`` and takes the same batches it
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
@@ -41,6 +40,7 @@ from .memory_estimate import say_step_memory
 from .methods import METHODS
 from .out_lock import OutputLock
 from .resolution import resolve
+from .run_state import data_fingerprint, logged_step, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
 from .weights_health import CollapseWatch, weights_problem
 
@@ -127,7 +127,7 @@ class Trainer:
         _seed(cfg.seed + dist.rank)
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
-        self.data_fingerprint = _fingerprint(self.examples)  # another file, --max-examples or an edit: another run
+        self.data_fingerprint = data_fingerprint(self.examples)  # another file, --max-examples or an edit: another run
         n = len(self.examples)
         self.per_epoch = n // cfg.batch_size
         if self.per_epoch == 0:
@@ -180,8 +180,8 @@ class Trainer:
             raise EmbenchError(f"--resume: the checkpoint is at step {self.start}, beyond this run's {self.total} steps")
         if self.dist.is_main and self.metrics_path.is_file():  # steps after the checkpoint are redone: drop their records
             lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
-            kept = [x for x in lines if _logged_step(x) is not None and _logged_step(x) <= self.start]
-            if len(kept) < sum(1 for x in lines if x.strip()) and any(_logged_step(x) is None for x in lines if x.strip()):
+            kept = [x for x in lines if logged_step(x) is not None and logged_step(x) <= self.start]
+            if len(kept) < sum(1 for x in lines if x.strip()) and any(logged_step(x) is None for x in lines if x.strip()):
                 log.warning("--resume: %s had a torn line (a run killed while writing it); it is dropped", self.metrics_path)
             self.metrics_path.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
 
@@ -286,7 +286,7 @@ class Trainer:
 
     def export(self, folder: Path, step: int, extra: dict[str, Any] | None = None) -> Path:
         self._check_weights(step)
-        with _writing(folder):
+        with writing(folder):
             return self.method.export(self.runner, folder, {**self.meta, "step": step, **(extra or {})})
 
     def _finish_export(self, best: Path) -> None:
@@ -312,7 +312,7 @@ class Trainer:
     def save_resume(self, step: int) -> None:
         if self.dist.is_main:
             self._check_weights(step)
-            with _writing(self.out / checkpoints.RESUME_DIR):
+            with writing(self.out / checkpoints.RESUME_DIR):
                 checkpoints.save_resume(self.out / checkpoints.RESUME_DIR, model=self.model, optimizer=self.optimizer,
                                         scheduler=self.scheduler, step=step, extra={
                                             "best_score": self.best_score, "best_step": self.best_step,
@@ -425,34 +425,6 @@ def train(cfg: TrainConfig) -> TrainResult:
     >>> r.best_dir                                                                                   # doctest: +SKIP
     """
     return Trainer(cfg).fit()
-
-
-@contextlib.contextmanager
-def _writing(folder: Path):
-    """A checkpoint that cannot be written (a full disk, a read-only --out) is one error; the previous one stays."""
-    try:
-        yield
-    except OSError as e:
-        raise EmbenchError(f"could not write {folder} ({e.strerror or e}); the checkpoint written before it is kept: "
-                           "free space (or choose another --out) and run the same command with --resume") from None
-
-
-def _fingerprint(examples: Any) -> str:
-    """sha256 over the training examples in order (one pass, no copy of the data)."""
-    h = hashlib.sha256()
-    # a list of examples, or an object holding them (the crop corpus: its documents' chunks)
-    for ex in examples if hasattr(examples, "__iter__") else sorted(vars(examples).items()):
-        h.update(repr(ex).encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def _logged_step(line: str) -> int | None:
-    """The step of a metrics.jsonl line, or None for a blank or torn one."""
-    try:
-        return int(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def _seed(seed: int) -> None:
