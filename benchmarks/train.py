@@ -55,7 +55,7 @@ def sentence_transformers_trainer(model: str, texts: list[str], args, tmp: Path)
     from sentence_transformers.losses import MultipleNegativesRankingLoss
     from transformers import TrainerCallback
 
-    from embench.models.loader import resolve_model_path
+    from embench.models.model_names import resolve_model_path
 
     folder = resolve_model_path(model)[0] or model
     st = SentenceTransformer(str(folder), device=args.device)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import math
 import os
@@ -10,20 +9,18 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from .core.errors import EmbenchError
 from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
 from .encoding.engine import Engine
 from .evaluation.comparison import Comparison, Side, compare_sides
+from .evaluation.evaluation_view import Evaluation
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
-from .evaluation.provenance import data_checksums, software
+from .evaluation.provenance import record_provenance
 from .evaluation.record_checks import data_problem
 from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
@@ -36,143 +33,12 @@ from .models.foreign import ForeignEncoder
 from .models.loader import load_model
 from .models.st_object import folder_name, source_folder
 from .report.progress import announce
-from .report.tables import breakdown_frame, render, summary_frame
 from .tasks import TASKS
 from .tasks.names import resolve_tasks
 
 log = logging.getLogger(__name__)
-AGGREGATIONS = ("all", "mean", "wmean")  # the rows breakdown_frame adds after a task's subsets
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
                  "adapter", "batch_tokens", "compile")
-
-
-@dataclass
-class Evaluation:
-    """What :func:`evaluate` returns: the records, how each was obtained, and tables of them."""
-
-    records: list[Record]
-    status: dict[str, str] = field(default_factory=dict)  # task -> "computed" | "stored"
-    view: str = "summary"
-    encode_stats: dict[str, Any] = field(default_factory=dict)
-    unsaved: dict[str, str] = field(default_factory=dict)  # task -> why its record could not be saved
-    items: dict[tuple[str, str], Items] = field(default_factory=dict)  # (model, task) -> per-item outcomes
-    intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (model, column) -> (low, high)
-    interval_settings: IntervalSettings | None = None
-    seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
-    per_seed: bool = False  # show each seed's row under its group's mean
-    labels: dict[str, str] = field(default_factory=dict)  # model name -> display name of its row (run --label)
-
-    @classmethod
-    def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:
-        """Several models' evaluations as one table."""
-        out = cls(records=[], view=view)
-        for ev in evaluations:
-            out.records += ev.records
-            out.items.update(ev.items)
-            out.intervals.update(ev.intervals)
-            out.interval_settings = out.interval_settings or ev.interval_settings
-            out.seed_groups.update(ev.seed_groups)
-            out.per_seed = out.per_seed or ev.per_seed
-            out.labels.update(ev.labels)
-            out.unsaved.update(ev.unsaved)
-        return out
-
-    def seed_scores(self, group: str) -> dict[str, list[float]]:
-        """Column -> every seed's score (``Avg.`` too) of a seed group, or of a single model (one score each)."""
-        frame = summary_frame(self.records)
-        rows = frame.loc[self.seed_groups.get(group, [group])]
-        return {c: rows[c].tolist() for c in frame.columns}
-
-    @property
-    def frame(self) -> pd.DataFrame:
-        """One row per model, tasks as columns, then Avg. (fractions, not x100); a seed group is one row,
-        the mean over its seeds (their rows kept above it with ``per_seed``)."""
-        frame = summary_frame(self.records)
-        for name, members in self.seed_groups.items():
-            mean = frame.loc[members].mean(axis=0)
-            if not self.per_seed:
-                frame = frame.drop(index=members)
-            frame.loc[self.group_label(name)] = mean
-        return frame.rename(index=self.labels)
-
-    def group_label(self, name: str) -> str:
-        return f"{name} (mean of {len(self.seed_groups[name])} seeds)"
-
-    @property
-    def spreads(self) -> dict[tuple[str, str], float]:
-        """(group row, column) -> the standard deviation over the group's seeds."""
-        frame = summary_frame(self.records)
-        return {(self.group_label(name), c): float(v) for name, members in self.seed_groups.items()
-                for c, v in frame.loc[members].std(axis=0, ddof=1).items()}
-
-    @property
-    def breakdown(self) -> pd.DataFrame:
-        """Every subset with its all/mean/wmean rows; a task of one subset (STS-B, SICK-R) shows that row
-        alone, since its three aggregates repeat it."""
-        frame = breakdown_frame(self.records)
-        if frame.empty or "subset" not in frame.columns:
-            return frame
-        aggregate = frame["subset"].isin(AGGREGATIONS)
-        parts = (~aggregate).groupby([frame["model"], frame["task"]]).transform("sum")
-        return frame[~(aggregate & (parts == 1))].reset_index(drop=True)
-
-    def render(self, fmt: str = "table") -> str:
-        if fmt == "json":
-            return self.to_json()
-        if self.view == "breakdown":
-            return render(self.breakdown, fmt, scaled=["pearson", "spearman"])
-        note = self.interval_note()
-        if self.seed_groups:
-            note = "; ".join(filter(None, [note, "seed groups: mean +- sample standard deviation over seeds"]))
-        # several models: best bold, second underlined
-        intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
-        return render(self.frame, fmt, highlight=True, intervals=intervals or None, note=note,
-                      spreads=self.spreads or None)
-
-    def to_json(self) -> str:
-        """The table as JSON that says what it holds: the scale of the scores, each column's metric, and the
-        protocol (once when every record shares it, else per model and task), then the rows."""
-        import json
-
-        if self.view == "breakdown":
-            rows = json.loads(render(self.breakdown, "json"))
-        else:
-            intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
-            rows = json.loads(render(self.frame, "json", intervals=intervals or None, spreads=self.spreads or None))
-        protocols = {(r.model, r.display): r.protocol for r in self.records}
-        distinct = {json.dumps(p, sort_keys=True) for p in protocols.values()}
-        out: dict[str, Any] = {
-            "scale": "fractions: 0.8203 is printed 82.03 in the tables (x100)",
-            "metrics": {r.display: metric_of(r) for r in self.records},
-        }
-        if len(distinct) <= 1:
-            out["protocol"] = next(iter(protocols.values()), {})
-        else:
-            out["protocols"] = {f"{m} / {t}": p for (m, t), p in protocols.items()}
-        if self.interval_settings is not None:
-            out["intervals"] = self.interval_note()
-        out["rows"] = rows
-        return json.dumps(out, indent=2)
-
-    def interval_note(self) -> str | None:
-        """The footnote of a table with intervals: how they were drawn, and which scores have none."""
-        if self.interval_settings is None:
-            return None
-        missing = sorted({r.display for r in self.records if (r.model, r.display) not in self.intervals})
-        note = self.interval_settings.describe()
-        if missing:
-            note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
-        return note
-
-
-def metric_of(record: Record) -> str:
-    """What a record's main score measures, in words."""
-    p = record.protocol
-    if record.kind == "sts":
-        return f"{p.get('correlation')} correlation of {p.get('similarity')} similarities with the gold scores"
-    if record.kind == "transfer":
-        return "test accuracy of a classifier on frozen embeddings"
-    return f"mteb's main score ({(record.scores or {}).get('main_score_name', 'main_score')})"
 
 
 def evaluate(
@@ -383,34 +249,9 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
         yield Record(
             task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
             scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
-            provenance=_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts),
+            provenance=record_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts),
             key=key,
         ), outcome.items
-
-
-def _provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: EvalProtocol,
-                engine: Engine, seconds: tuple[float, float], counts: dict[str, int]) -> dict[str, Any]:
-    """Where a record came from: software, model, data files and their checksums, settings, time."""
-    return {
-        **software(),
-        "model_source": enc_desc.get("source"),
-        "model_revision": enc_desc.get("revision"),
-        "model_fingerprint": enc_desc.get("fingerprint"),
-        "data_root": str(root.path),
-        "data_files": data_checksums(root, prepared.files),
-        "task_meta": {**prepared.meta, **outcome.meta},
-        "batch_size": engine.batch_size,  # texts per batch at most (None: the token budget alone)
-        "batch_tokens": engine.batch_tokens,  # padded tokens per batch at most (None: no budget)
-        "dtype": enc_desc.get("dtype"),
-        "device": enc_desc.get("device"),
-        "seed": protocol.seed,
-        "wall_seconds": round(sum(seconds), 3),
-        "encode_seconds": round(seconds[0], 3),  # this task's share of the one encoding pass (by texts it brought)
-        "score_seconds": round(seconds[1], 3),
-        "texts_encoded": counts["encoded"],
-        "texts_from_cache": counts["from_cache"],
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    }
 
 
 def _as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None) -> Encoder:

@@ -133,14 +133,14 @@ def test_training_on_a_gguf_file_reads_its_dequantised_weights_from_the_cache(tm
     overrides applied on top."""
     import shutil
 
-    from embench.models.loader import _fingerprint_files, _stat
+    from embench.models.fingerprints import fingerprint_files, stat_files
     from embench.train import make_config, resolve
     from embench.train.backbone import load_backbone
 
     monkeypatch.setenv("EMBENCH_GGUF_CACHE", str(tmp_path / "cache"))
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF stands here for a file dequantised before")
-    shutil.copytree(tiny_llama_dir, tmp_path / "cache" / _fingerprint_files(_stat(gguf)))  # what the first load left
+    shutil.copytree(tiny_llama_dir, tmp_path / "cache" / fingerprint_files(stat_files(gguf)))  # what the first load left
     cfg = resolve(make_config(method="bellm", model=str(gguf), dropout=0.25))
     backbone = load_backbone(cfg, "cpu")
     from transformers import AutoModel

@@ -114,7 +114,7 @@ def test_a_data_root_that_does_not_exist_is_an_error_even_when_every_record_is_s
 
 
 def test_an_alias_in_another_case_is_stored_under_its_registered_name_with_a_warning():
-    from embench.models.loader import alias_name
+    from embench.models.aliases import alias_name
 
     with pytest.warns(UserWarning, match="'all-minilm-L6-v2' is read as 'all-MiniLM-L6-v2'"):
         assert alias_name("all-minilm-L6-v2") == "all-MiniLM-L6-v2"
@@ -206,7 +206,7 @@ def test_embench_warnings_are_one_warning_line_without_source_code(capsys):
     import warnings
 
     from embench.cli.output import show_warning
-    from embench.models.loader import alias_name
+    from embench.models.aliases import alias_name
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

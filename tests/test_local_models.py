@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from embench.core.errors import ModelLoadError
-from embench.models.loader import load_model, resolve_model_path
+from embench.models.loader import load_model
 from embench.models.local_models import candidates, models_folder
+from embench.models.model_names import resolve_model_path
 
 
 @pytest.fixture()

@@ -13,7 +13,6 @@ from embench.cli.app import app
 from embench.train import Trainer, make_config
 from embench.train import memory_estimate as me
 from embench.train.footprint import folder_bytes
-from embench.train.trainer import batch_indices
 
 
 def test_the_estimate_reproduces_the_measured_crop_step_on_a_cpu(minilm_path):
@@ -42,13 +41,13 @@ def test_a_step_too_large_for_the_machine_is_said_before_the_first_step_with_the
     t = Trainer(_crop(tiny_bert_dir, data_root, tmp_path / "run", max_steps=1))
     t.setup()
     monkeypatch.setattr(me, "in_use_bytes", lambda device: 100_000_000)  # the process's memory, held still
-    est = me.estimate_step(t, batch_indices)
+    est = me.estimate_step(t)
     assert est.texts == 16 and 0 < est.length <= 64  # 8 pairs, two crops each
     # a machine on which the step needs more than half the memory, but a quarter of the activations fit
     monkeypatch.setattr(me, "available_bytes", lambda device: int(2 * (est.now + est.state + 0.3 * est.activations)))
     lines: list[str] = []
     with caplog.at_level(logging.WARNING, logger="embench.train.memory_estimate"):
-        me.say_step_memory(t, lines.append, batch_indices)
+        me.say_step_memory(t, lines.append)
     assert lines and lines[0].startswith("memory: about ") and "for 16 texts a pass" in lines[0]
     warned = " ".join(r.getMessage() for r in caplog.records)
     assert "more than half of this machine's" in warned and "--grad-accumulation 4 gives the same update" in warned

@@ -28,7 +28,7 @@ def main() -> None:
     import torch
     from transformers import AutoConfig, AutoTokenizer, BertConfig, BertModel
 
-    from embench.models.loader import resolve_model_path
+    from embench.models.model_names import resolve_model_path
     from embench.models.st_folder import sentence_transformers_config
 
     folder, tried, _ = resolve_model_path("all-MiniLM-L6-v2")

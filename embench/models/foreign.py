@@ -40,7 +40,7 @@ def object_fingerprint(obj: Any) -> str | None:
     import torch
 
     if isinstance(obj, torch.nn.Module):
-        from .loader import module_fingerprint
+        from .fingerprints import module_fingerprint
 
         h = hashlib.sha256(module_fingerprint(obj).encode())
         h.update(repr(obj).encode())

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from .fingerprints import fingerprint_files, stat_files
+
 log = logging.getLogger(__name__)
 
 
@@ -70,3 +72,28 @@ def _save(model: torch.nn.Module, folder: Path, tokenizer: Any = None) -> None:
         tmp.rename(folder)  # atomic: a concurrent reader sees the whole folder or none
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already when the rename succeeded
+
+
+def gguf_file_of(name: str) -> str | None:
+    """The file name when ``name`` is a ``.gguf`` file (its folder is the checkpoint folder)."""
+    p = Path(str(name)).expanduser()
+    return p.name if p.suffix == ".gguf" and p.is_file() else None
+
+
+def dequantised_gguf(path: Path) -> Path | None:
+    """The cache folder holding a GGUF file's dequantised fp32 weights, config and tokenizer, made on first
+    use so that every later load (the trainer's too) reads safetensors instead of dequantising again.
+    None when the file cannot be read or cached: the caller then reads the file itself, and says why."""
+    fingerprint = fingerprint_files(stat_files(path))
+    cached = cached_gguf_folder(fingerprint)
+    if cached is not None:
+        return cached
+    from transformers import AutoModel, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        load_gguf_cached(fingerprint, lambda: AutoModel.from_pretrained(path.parent, gguf_file=path.name, torch_dtype=torch.float32),
+                         {}, tokenizer)
+    except Exception:  # noqa: BLE001  (the caller's own load of the file reports what is wrong with it)
+        return None
+    return cached_gguf_folder(fingerprint)

@@ -9,8 +9,9 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
+from .device_choice import pick_device
 from .families import DECODER_TYPES, FAMILIES, Family
-from .loader import _checkpoint_source, pick_device
+from .loader import _checkpoint_source
 
 
 @dataclass

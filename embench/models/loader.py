@@ -15,179 +15,36 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..core.errors import EmbenchError, ModelLoadError
-from .aliases import ALIASES, HUB_IDS
+from .aliases import alias_name
 from .bidirectional import check_bidirectional, make_bidirectional
+from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
-from .gguf_cache import cached_gguf_folder, load_gguf_cached
-from .local_models import find_local_model
+from .fingerprints import fingerprint_files, module_fingerprint, stat_files, weights_fingerprint
+from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
 from .lora_adapter import AdapterInfo, read_adapter
+from .max_length import check_max_length, model_max_length
+from .model_names import from_hub, resolve_model_path
 from .pooling import POOLERS
 from .precision import warn_if_emulated
 from .st_folder import load_dense, read_json, sentence_transformers_config
 
 log = logging.getLogger(__name__)
 
-# alias -> function returning a local folder (raising with a reason when it cannot)
-def pick_device(device: str | None = None) -> str:
-    """``device`` if given (checked: a device torch knows and this machine has), else CUDA when present, else CPU."""
-    if not device:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if "," in device or device.strip().lower() == "all":
-        raise EmbenchError(f"--device {device!r}: several devices (one process each) split the encoding passes of "
-                           "`embench run`, `compare`, `mteb`, `analyze` and `audit`; load_model() and the steps that "
-                           "train or generate take one device, e.g. --device cuda:0")
-    try:
-        kind = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise EmbenchError(f"--device {device!r} is not a device; use cpu, cuda, cuda:N or mps") from None
-    if kind.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0 or (kind.index or 0) >= count:
-            raise EmbenchError(f"--device {device!r}: this machine has {count} CUDA device(s)")
-    elif kind.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise EmbenchError(f"--device {device!r}: MPS is not available on this machine")
-    elif kind.type != "cpu":
-        raise EmbenchError(f"--device {device!r}: embench runs on cpu, cuda, cuda:N or mps")
-    return device
-
-
-def check_max_length(max_length: int | None, config: Any) -> None:
-    """--max-length must be positive and within the model's position embeddings (beyond, they do not exist)."""
-    if max_length is None:
-        return
-    if max_length < 1:
-        raise EmbenchError(f"--max-length must be at least 1, got {max_length}")
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        positions -= 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0
-        if max_length > positions:
-            raise EmbenchError(f"--max-length {max_length} is more than the model's {positions} positions")
-
-
-def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
-    """(local folder or None, what was tried, hub id to try): an alias, a path, then embench's model folder
-    (``$EMBENCH_MODELS``, default ``~/.cache/embench/models``: :mod:`embench.models.local_models`)."""
-    tried: list[str] = []
-    if name in ALIASES:
-        try:
-            return ALIASES.get(name)(), tried, name
-        except FileNotFoundError as e:
-            tried.append(f"alias {name!r}: {e}")
-        fetched = find_local_model(ALIASES.canonical(name), tried)
-        return fetched, tried, HUB_IDS.get(ALIASES.canonical(name), name)
-    tried.append(f"alias: {name!r} is not one of {', '.join(ALIASES.names())}")
-    p = Path(name).expanduser()
-    if p.is_dir():
-        return p.resolve(), tried, name
-    if p.is_file() and p.suffix == ".gguf":
-        return p.resolve().parent, tried, name
-    tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder or a .gguf file" if p.exists() else "does not exist"))
-    return find_local_model(name, tried), tried, name
-
-
-def alias_name(name: str) -> str:
-    """The name records and tables use: an alias in its registered spelling (``all-minilm-l6-v2`` and
-    ``sentence-transformers/all-MiniLM-L6-v2`` are one model, ``all-MiniLM-L6-v2``), any other name as given."""
-    if name not in ALIASES:
-        return name
-    canonical = ALIASES.canonical(name)
-    if canonical != name and canonical.lower() == name.lower():
-        warnings.warn(f"model {name!r} is read as {canonical!r} (aliases are matched without case); "
-                      f"its records are stored under {canonical!r}", stacklevel=2)
-    return canonical
-
-
-def _from_hub(hub_id: str, tried: list[str]) -> Path | None:
-    if hub_id.count("/") > 1 or hub_id.startswith((".", "/", "~")):
-        return None
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(hub_id))
-    except Exception as e:  # offline, unknown repo, gated, ...
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
-        tried.append(f"hub id {hub_id!r}{offline}: {msg}")
-        return None
-
-
-def weights_fingerprint(folder: Path) -> str:
-    """sha256 over the config and the full weight files of a checkpoint folder."""
-    files = sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".safetensors", ".bin", ".gguf") or p.name == "config.json"))
-    return _fingerprint_files(_stat(*files))
-
-
-def dequantised_gguf(path: Path) -> Path | None:
-    """The cache folder holding a GGUF file's dequantised fp32 weights, config and tokenizer, made on first
-    use so that every later load (the trainer's too) reads safetensors instead of dequantising again.
-    None when the file cannot be read or cached: the caller then reads the file itself, and says why."""
-    fingerprint = _fingerprint_files(_stat(path))
-    cached = cached_gguf_folder(fingerprint)
-    if cached is not None:
-        return cached
-    from transformers import AutoModel, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        load_gguf_cached(fingerprint, lambda: AutoModel.from_pretrained(path.parent, gguf_file=path.name, torch_dtype=torch.float32),
-                         {}, tokenizer)
-    except Exception:  # noqa: BLE001  (the caller's own load of the file reports what is wrong with it)
-        return None
-    return cached_gguf_folder(fingerprint)
-
-
-def _stat(*files: Path) -> tuple[tuple[str, int, int], ...]:
-    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-
-
-@lru_cache(maxsize=64)
-def _fingerprint_files(files: tuple[tuple[str, int, int], ...]) -> str:
-    h = hashlib.sha256()
-    for path, size, _ in files:
-        h.update(Path(path).name.encode() + str(size).encode())
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 22), b""):
-                h.update(chunk)
-    return h.hexdigest()[:16]
-
-
-def module_fingerprint(model: torch.nn.Module) -> str:
-    """sha256 over the parameters and config of an in-memory model."""
-    h = hashlib.sha256()
-    cfg = getattr(model, "config", None)
-    if cfg is not None:
-        h.update(json.dumps(cfg.to_diff_dict(), sort_keys=True, default=str).encode())
-    for name, t in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(t.detach().float().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
-
-
 def default_pooling(cfg: Any) -> str:
     """A checkpoint without its own pooling config: its family's (last token for decoders, else SimCSE's ``cls``)."""
     return detect(cfg).pooling or "cls"
-
-
-def gguf_file_of(name: str) -> str | None:
-    """The file name when ``name`` is a ``.gguf`` file (its folder is the checkpoint folder)."""
-    p = Path(str(name)).expanduser()
-    return p.name if p.suffix == ".gguf" and p.is_file() else None
 
 
 @dataclass
@@ -350,7 +207,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
 
     folder, tried, hub_id = resolve_model_path(raw_name)
     if folder is None:
-        folder = _from_hub(hub_id, tried)
+        folder = from_hub(hub_id, tried)
     if folder is None:
         raise ModelLoadError(raw_name, tried)
     st_cfg = sentence_transformers_config(folder) or {}
@@ -362,7 +219,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     extra = {"gguf_file": gguf} if gguf else {}
     has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
     # a GGUF file loaded before: its config, tokenizer and fp32 weights are read from the cache, not the file
-    cached = cached_gguf_folder(_fingerprint_files(_stat(folder / gguf))) if gguf else None
+    cached = cached_gguf_folder(fingerprint_files(stat_files(folder / gguf))) if gguf else None
     try:
         config = AutoConfig.from_pretrained(cached or hf_folder, trust_remote_code=trust_remote_code, **({} if cached else extra))
         if tokenizer is None:
@@ -376,7 +233,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
                                f"{', '.join(sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {'general', 'tokenizer'}))}") from None
         raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
     fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
-    fingerprint = _fingerprint_files(_stat(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
+    fingerprint = fingerprint_files(stat_files(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
     if st_cfg.get("dense"):  # the Dense modules' weights are part of what gives the vectors
         parts = [fingerprint, *(weights_fingerprint(d) for d in st_cfg["dense"])]
         fingerprint = hashlib.sha256("+".join(parts).encode()).hexdigest()[:16]
@@ -423,15 +280,3 @@ def _trained_prompt(folder: Path | None) -> str:
     if meta is None or not meta.is_file():
         return ""
     return str(read_json(meta).get("prompt") or "")
-
-
-def model_max_length(config: Any, tokenizer: Any) -> int:
-    """The longest input a model takes as it was released: its tokenizer's ``model_max_length``, else its
-    position embeddings (RoBERTa's two reserved positions off), else 512."""
-    tok_max = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tok_max, int) and 0 < tok_max < 100_000:
-        return tok_max
-    pos = getattr(config, "max_position_embeddings", None)
-    if isinstance(pos, int) and pos > 0:
-        return pos - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else pos
-    return 512

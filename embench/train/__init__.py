@@ -16,7 +16,7 @@ from ..core.lazy import lazy_exports
 
 _EXPORTS = {"TrainConfig": ".config", "make_config": ".configure", "METHODS": ".methods", "Batch": ".methods.base",
             "Method": ".methods.base", "Outputs": ".methods.base", "RECIPES": ".recipes", "Recipe": ".recipes",
-            "resolve": ".resolution", "Trainer": ".trainer", "TrainingDivergedError": ".trainer", "TrainResult": ".trainer",
+            "resolve": ".resolution", "Trainer": ".trainer", "TrainingDivergedError": ".divergence", "TrainResult": ".trainer",
             "train": ".trainer"}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)  # listing methods or recipes imports no torch
 __all__ = ["METHODS", "RECIPES", "Batch", "Method", "Outputs", "Recipe", "TrainConfig", "TrainResult", "Trainer",
@@ -25,8 +25,9 @@ __all__ = ["METHODS", "RECIPES", "Batch", "Method", "Outputs", "Recipe", "TrainC
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .config import TrainConfig
     from .configure import make_config
+    from .divergence import TrainingDivergedError
     from .methods import METHODS
     from .methods.base import Batch, Method, Outputs
     from .recipes import RECIPES, Recipe
     from .resolution import resolve
-    from .trainer import Trainer, TrainingDivergedError, TrainResult, train
+    from .trainer import Trainer, TrainResult, train

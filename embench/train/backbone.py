@@ -14,7 +14,8 @@ from torch import nn
 
 from ..core.errors import EmbenchError
 from ..models.families import FAMILIES, Family, detect
-from ..models.loader import dequantised_gguf, gguf_file_of, resolve_model_path
+from ..models.gguf_cache import dequantised_gguf, gguf_file_of
+from ..models.model_names import resolve_model_path
 from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
 from .recipes import default_model_note

@@ -89,7 +89,8 @@ class Evaluator:
         return [s.key for s in self.tasks + self.analyses]
 
     def __call__(self, model: SentenceModel, step: int) -> dict[str, float]:
-        from ..models.loader import load_model, model_max_length
+        from ..models.loader import load_model
+        from ..models.max_length import model_max_length
 
         was_training = model.training
         # untruncated, as the authors evaluate (SimCSE's evaluation.py pads each batch to its longest text):

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..models.families import apply_prompt
+from .batch_order import batch_indices
 from .footprint import human
 
 log = logging.getLogger(__name__)
@@ -98,10 +99,9 @@ def _configs(encoder: Any) -> list[Any]:
     return [t.config for n in ("encoder_1", "encoder_2") if getattr(t := getattr(encoder, n, None), "config", None) is not None]
 
 
-def estimate_step(trainer: Any, batch_indices: Callable[..., list[int]]) -> StepMemory | None:
+def estimate_step(trainer: Any) -> StepMemory | None:
     """The memory one step of ``trainer`` (set up: model, examples, optimiser) will take; None where the
-    model is not one this estimate knows (no transformer config, no tokenizer). ``batch_indices`` is the
-    trainer's (passed in: this module is imported by the trainer)."""
+    model is not one this estimate knows (no transformer config, no tokenizer)."""
     cfg, method, model = trainer.cfg, trainer.method, trainer.model
     inner = method.encoder_for_eval(model)
     configs = _configs(getattr(inner, "encoder", None))
@@ -147,11 +147,10 @@ def grad_accumulation_to_fit(est: StepMemory, cfg: Any, world_size: int) -> int 
     return None
 
 
-def say_step_memory(trainer: Any, announce: Callable[[str], None],
-                    batch_indices: Callable[..., list[int]]) -> StepMemory | None:
+def say_step_memory(trainer: Any, announce: Callable[[str], None]) -> StepMemory | None:
     """Say the estimate before the first step (``announce``), and warn when it exceeds half the device's memory."""
     try:
-        est = estimate_step(trainer, batch_indices)
+        est = estimate_step(trainer)
     except Exception as e:  # noqa: BLE001  (an estimate must never stop a run)
         log.debug("no memory estimate: %s", e)
         return None

@@ -27,28 +27,26 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
-from ..models.loader import pick_device
+from ..models.device_choice import pick_device
 from ..models.precision import warn_if_emulated
 from ..report.progress import RateProgress, announce
 from . import checkpoints, distributed
 from .accumulation import cached_step
+from .batch_order import batch_indices
 from .callbacks import Evaluator
 from .config import TrainConfig
 from .configure import missing_requirements
+from .divergence import diverged
 from .footprint import Footprint, measure
 from .memory_estimate import say_step_memory
 from .methods import METHODS
 from .out_lock import OutputLock
 from .resolution import resolve
-from .run_state import data_fingerprint, logged_step, writing
+from .run_state import data_fingerprint, finish_export, resume_state, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
 from .weights_health import CollapseWatch, weights_problem
 
 log = logging.getLogger(__name__)
-
-
-class TrainingDivergedError(EmbenchError):
-    """The loss or a gradient became NaN/inf; the message names the last good checkpoint."""
 
 
 @dataclass
@@ -64,19 +62,6 @@ class TrainResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     series: list[Path] = field(default_factory=list)
     footprint: Footprint | None = None  # peak memory and the output folder's size (main process)
-
-
-def batch_indices(n: int, global_batch: int, step: int, seed: int, dist: distributed.DistInfo) -> list[int]:
-    """This process's example indices at ``step`` (0-based): a seeded shuffle per epoch, cut into
-    global batches, each split evenly over processes. Deterministic, so a resumed run sees the
-    batches the interrupted one would have."""
-    per_epoch = n // global_batch
-    epoch, pos = divmod(step, per_epoch)
-    order = list(range(n))
-    random.Random(seed * 1_000_003 + epoch).shuffle(order)
-    batch = order[pos * global_batch : (pos + 1) * global_batch]
-    local = global_batch // dist.world_size
-    return batch[dist.rank * local : (dist.rank + 1) * local]
 
 
 class Trainer:
@@ -145,7 +130,7 @@ class Trainer:
         self.optimizer = make_optimizer(self.params, cfg)
         self.scheduler = make_scheduler(self.optimizer, self.total, self.warmup, cfg.lr_schedule)
         if dist.is_main:  # before the first step: a step that cannot fit is said now, not found out after minutes
-            say_step_memory(self, lambda line: announce(cfg.progress, line), batch_indices)
+            say_step_memory(self, lambda line: announce(cfg.progress, line))
         self.runner: torch.nn.Module = self.model
         if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
             self.runner = torch.nn.parallel.DistributedDataParallel(
@@ -153,55 +138,13 @@ class Trainer:
         self.meta = {"method": cfg.method, "recipe": cfg.recipe, "base_model": cfg.model, "from_scratch": cfg.from_scratch}
         self.metrics_path = self.out / "metrics.jsonl"
         if cfg.resume:
-            self._resume()
+            resume_state(self)
         elif dist.is_main:
             self.metrics_path.unlink(missing_ok=True)
             checkpoints.write_json(self.out / "train_config.json", {
                 **cfg.to_dict(), "resolved_total_steps": self.total, "warmup_steps": self.warmup, "examples": n,
                 "world_size": dist.world_size, "device": self.device, "precision": self.precision,
                 "pooling": getattr(self.method.encoder_for_eval(self.model), "pooling", cfg.pooling)})
-
-    def _resume(self) -> None:
-        state = checkpoints.load_resume(self.out / checkpoints.RESUME_DIR)
-        for note in checkpoints.check_compatible(state.get("config", {}), self.cfg):
-            log.warning("%s", note)
-        saved_data = state.get("data_fingerprint")
-        if saved_data is not None and saved_data != self.data_fingerprint:
-            raise EmbenchError("--resume: the training examples differ from the checkpoint's (another file, another "
-                               "--max-examples, or the file was edited); resume on the same data, or train into another --out")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self._take_new_optimiser_options(state.get("config", {}))
-        checkpoints.set_rng_state(state["rng"])
-        self.start, self.best_score = state["step"], state.get("best_score")
-        self.best_step, self.initial = state.get("best_step", 0), state.get("initial_score")
-        if self.start > self.total:
-            raise EmbenchError(f"--resume: the checkpoint is at step {self.start}, beyond this run's {self.total} steps")
-        if self.dist.is_main and self.metrics_path.is_file():  # steps after the checkpoint are redone: drop their records
-            lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
-            kept = [x for x in lines if logged_step(x) is not None and logged_step(x) <= self.start]
-            if len(kept) < sum(1 for x in lines if x.strip()) and any(logged_step(x) is None for x in lines if x.strip()):
-                log.warning("--resume: %s had a torn line (a run killed while writing it); it is dropped", self.metrics_path)
-            self.metrics_path.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
-
-    def _take_new_optimiser_options(self, saved: dict[str, Any]) -> None:
-        """Loading the optimiser brings back the old lr and weight decay; this run's options win, so that
-        "lower --lr and resume" works after a divergence. Each change is said."""
-        cfg, groups = self.cfg, self.optimizer.param_groups
-        for key in ("lr", "weight_decay"):
-            new = getattr(cfg, key)
-            if saved.get(key) is None or saved[key] == new:
-                continue
-            log.warning("--resume: %s %r from this run's options (the checkpoint was trained with %r)", key, new, saved[key])
-            for group, fn in zip(groups, self.scheduler.lr_lambdas, strict=True):
-                if key == "lr":  # the schedule goes on from its step, scaled to the new peak
-                    group["initial_lr"], group["lr"] = new, new * fn(self.scheduler.last_epoch)
-                else:
-                    group[key] = new
-            if key == "lr":
-                self.scheduler.base_lrs = [new] * len(groups)
-                self.scheduler._last_lr = [g["lr"] for g in groups]
 
     # -- one step --------------------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -246,22 +189,7 @@ class Trainer:
             return
         # Nothing is saved now: the weights in memory are the ones that produced the NaN, so the resume
         # state written before them is the last good one (only healthy states are written), left as it is.
-        self._diverged(f"the {what} became {value} at step {step + 1}: training stopped before that update")
-
-    def _diverged(self, what: str, since: int | None = None) -> None:
-        """Stop, naming the last checkpoint worth resuming from (written before ``since`` when given)."""
-        resume_dir = self.out / checkpoints.RESUME_DIR
-        at = checkpoints.saved_step(resume_dir) if (resume_dir / "state.pt").is_file() else None
-        if at is not None and since is not None and at >= since:
-            at = None  # written after the trouble began: not a place to go on from
-            last = f"The resume checkpoint {resume_dir} was written after that began: start again with a lower --lr"
-        else:
-            last = (f"The last good checkpoint, left untouched, is {resume_dir} (step {at}): continue from it with "
-                    f"--resume and a lower --lr" if at is not None else
-                    "No resume checkpoint was written before it (--save-steps): start again with a lower --lr")
-        kept = (f"; the best checkpoint is {self.out / checkpoints.BEST_DIR} ({self.best_score * 100:.2f})"
-                if self.best_score is not None else "")
-        raise TrainingDivergedError(f"{what}. {last}{kept}. Or check the data.")
+        diverged(self.out, self.best_score, f"the {what} became {value} at step {step + 1}: training stopped before that update")
 
     # -- evaluate and save -----------------------------------------------------------------------
     def evaluate(self, step: int) -> None:
@@ -289,25 +217,11 @@ class Trainer:
         with writing(folder):
             return self.method.export(self.runner, folder, {**self.meta, "step": step, **(extra or {})})
 
-    def _finish_export(self, best: Path) -> None:
-        """The best checkpoint of a run whose steps are all done but whose export was cut: the last step's
-        weights (in the resume state) when the last step was the best, else the complete copy the cut
-        export had set aside."""
-        old = best.with_name(best.name + ".old")
-        if self.best_step == self.total:
-            self.export(best, self.total, {"selected": "best (finished on --resume)"})
-        elif old.is_dir():
-            old.rename(best)
-        else:
-            raise EmbenchError(f"--resume: every step is done but {best} is missing, and the best step ({self.best_step}) "
-                               "is not the last one, whose weights are the only ones kept; train again into another --out")
-        log.warning("--resume: the run had finished its steps; its best checkpoint %s is now written", best)
-
     def _check_weights(self, step: int) -> None:
         """A checkpoint is written only of weights that can be trained on and used (finite, not exploded)."""
         problem = weights_problem(self.model)
         if problem is not None:
-            self._diverged(f"the weights at step {step} are not worth keeping ({problem}): nothing was written")
+            diverged(self.out, self.best_score, f"the weights at step {step} are not worth keeping ({problem}): nothing was written")
 
     def save_resume(self, step: int) -> None:
         if self.dist.is_main:
@@ -360,7 +274,7 @@ class Trainer:
         best = self.out / checkpoints.BEST_DIR
         finishing = dist.is_main and self.start >= self.total and not best.is_dir()
         if finishing and cfg.eval_steps:
-            self._finish_export(best)  # a run killed between its last checkpoint and its export: finished now
+            finish_export(self, best)  # a run killed between its last checkpoint and its export: finished now
         if (dist.is_main and self.initial is not None and self.best_score is not None and self.best_score < self.initial
                 and not cfg.select_initial):
             log.warning("every trained evaluation scored below the untrained model (step 0: %.4f); the kept checkpoint "
@@ -392,7 +306,7 @@ class Trainer:
                 loss, gnorm, logs = self.step(step)
                 last_loss, done = loss, step + 1
                 if collapse.update(loss, gnorm):
-                    self._diverged(f"the run collapsed: the loss has stayed {loss:.4f} with a zero gradient norm for "
+                    diverged(self.out, self.best_score, f"the run collapsed: the loss has stayed {loss:.4f} with a zero gradient norm for "
                                    f"{collapse.run} steps up to step {done} (every text gets the same vector; a "
                                    "learning rate far too high does this)", since=done - collapse.run)
                 window_steps += 1

@@ -79,7 +79,7 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain path part (not '.
 
 def mteb_model_name(record_model: str) -> str:
     """The name mteb files a model under: the hub id for a known alias, else ``embench/<name>``."""
-    from ...models.loader import HUB_IDS  # torch: imported when records are exported, not with the bridge
+    from ...models.aliases import HUB_IDS
 
     if record_model in HUB_IDS:
         return HUB_IDS[record_model]

@@ -131,6 +131,6 @@ class Method(ABC):
     def export_max_length(self, encoder: nn.Module, tokenizer: Any) -> int:
         """The maximum length a checkpoint is saved with: ``export_max_length`` if set, else the backbone's own
         (the training length only shortens training batches; the authors' checkpoints encode untruncated)."""
-        from ...models.loader import model_max_length
+        from ...models.max_length import model_max_length
 
         return int(self.config.export_max_length or model_max_length(encoder.config, tokenizer))

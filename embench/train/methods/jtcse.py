@@ -181,7 +181,7 @@ def pooler_saved(name: str) -> bool:
     random, which would make the modulus loss meaningless). Unknown (no safetensors file): True."""
     from safetensors import safe_open
 
-    from ...models.loader import resolve_model_path
+    from ...models.model_names import resolve_model_path
     from ...models.st_folder import sentence_transformers_config
 
     folder, _, _ = resolve_model_path(name)

@@ -1,0 +1,32 @@
+"""A model's length limits: the longest input it takes as released, and a --max-length checked against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import EmbenchError
+
+
+def check_max_length(max_length: int | None, config: Any) -> None:
+    """--max-length must be positive and within the model's position embeddings (beyond, they do not exist)."""
+    if max_length is None:
+        return
+    if max_length < 1:
+        raise EmbenchError(f"--max-length must be at least 1, got {max_length}")
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        positions -= 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0
+        if max_length > positions:
+            raise EmbenchError(f"--max-length {max_length} is more than the model's {positions} positions")
+
+
+def model_max_length(config: Any, tokenizer: Any) -> int:
+    """The longest input a model takes as it was released: its tokenizer's ``model_max_length``, else its
+    position embeddings (RoBERTa's two reserved positions off), else 512."""
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and 0 < tok_max < 100_000:
+        return tok_max
+    pos = getattr(config, "max_position_embeddings", None)
+    if isinstance(pos, int) and pos > 0:
+        return pos - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else pos
+    return 512

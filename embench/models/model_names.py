@@ -1,0 +1,48 @@
+"""Where a model name points: an alias, a local folder or ``.gguf`` file, embench's model folder, or a hub id.
+
+Each place tried is recorded, so that a name that resolves nowhere gives an error listing them all.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .aliases import ALIASES, HUB_IDS
+from .local_models import find_local_model
+
+
+def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
+    """(local folder or None, what was tried, hub id to try): an alias, a path, then embench's model folder
+    (``$EMBENCH_MODELS``, default ``~/.cache/embench/models``: :mod:`embench.models.local_models`)."""
+    tried: list[str] = []
+    if name in ALIASES:
+        try:
+            return ALIASES.get(name)(), tried, name
+        except FileNotFoundError as e:
+            tried.append(f"alias {name!r}: {e}")
+        fetched = find_local_model(ALIASES.canonical(name), tried)
+        return fetched, tried, HUB_IDS.get(ALIASES.canonical(name), name)
+    tried.append(f"alias: {name!r} is not one of {', '.join(ALIASES.names())}")
+    p = Path(name).expanduser()
+    if p.is_dir():
+        return p.resolve(), tried, name
+    if p.is_file() and p.suffix == ".gguf":
+        return p.resolve().parent, tried, name
+    tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder or a .gguf file" if p.exists() else "does not exist"))
+    return find_local_model(name, tried), tried, name
+
+
+def from_hub(hub_id: str, tried: list[str]) -> Path | None:
+    """The hub's (or the local Hugging Face cache's) copy of ``hub_id``, or None with why appended to ``tried``."""
+    if hub_id.count("/") > 1 or hub_id.startswith((".", "/", "~")):
+        return None
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(hub_id))
+    except Exception as e:  # offline, unknown repo, gated, ...
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
+        tried.append(f"hub id {hub_id!r}{offline}: {msg}")
+        return None

@@ -1,0 +1,20 @@
+"""Which examples each step trains on, the same in a resumed run as in the run it continues."""
+
+from __future__ import annotations
+
+import random
+
+from . import distributed
+
+
+def batch_indices(n: int, global_batch: int, step: int, seed: int, dist: distributed.DistInfo) -> list[int]:
+    """This process's example indices at ``step`` (0-based): a seeded shuffle per epoch, cut into
+    global batches, each split evenly over processes. Deterministic, so a resumed run sees the
+    batches the interrupted one would have."""
+    per_epoch = n // global_batch
+    epoch, pos = divmod(step, per_epoch)
+    order = list(range(n))
+    random.Random(seed * 1_000_003 + epoch).shuffle(order)
+    batch = order[pos * global_batch : (pos + 1) * global_batch]
+    local = global_batch // dist.world_size
+    return batch[dist.rank * local : (dist.rank + 1) * local]
