@@ -103,3 +103,34 @@ def test_analyses_load_their_models_with_the_prompt(tiny_bert_dir):
     ref = model_refs([tiny_bert_dir], prompt=PROMPT, device="cpu")[0]
     assert ref.encoder().describe()["prompt"] == PROMPT
     assert ref.encoder(layer=1).describe()["prompt"] == PROMPT
+
+
+def test_model_encoding_and_storage_options_are_declared_once():
+    """run, mteb run, compare, analyze, audit and grid take them from one table: same spelling, help and default."""
+    from pathlib import Path
+
+    from embench.cli import option_groups, options
+
+    def params(*path: str) -> dict[str, object]:
+        command = typer.main.get_command(app)
+        for name in path:
+            command = command.commands[name]
+        return {p.name: p for p in command.params}
+
+    commands = [params(*path) for path in (("run",), ("mteb", "run"), ("compare",), ("analyze",), ("audit",), ("grid",))]
+    uses = 0
+    for name, (annotation, default) in option_groups.SHARED.items():
+        found = [c[name] for c in commands if name in c]
+        uses += len(found)
+        assert found, f"{name} is taken by no command"
+        assert len({(tuple(o.opts), o.help, o.default) for o in found}) == 1, name
+        assert found[0].default == default and found[0].help == typing.get_args(annotation)[1].help
+    assert uses >= 50  # each of the 16 is taken by several of the six commands
+    # and none of the six lists a model or encoding option parameter by parameter again (other commands, and
+    # results or mteb export for the storage ones, take single options through the same declarations)
+    model_side = [option_groups.SHARED[n][0] for n in (*option_groups.MODEL, *option_groups.ENCODING)]
+    alias_names = [k for k, v in vars(options).items() if any(v is a for a in model_side)]
+    assert len(alias_names) == len(model_side)
+    for stem in ("run", "mteb", "compare", "analyze", "audit", "grid"):
+        f = Path(option_groups.__file__).parent / "commands" / f"{stem}.py"
+        assert not [n for n in alias_names if f": {n}" in f.read_text()], f.name

@@ -1,21 +1,18 @@
-"""Options shared by several commands, and the protocol options generated from the one list of choices.
+"""The options several commands share, each declared once: its spelling, type and help.
 
-Every protocol axis of :data:`embench.evaluation.protocols.CHOICES` becomes a ``--axis`` option with
-its values as choices and its help text; :func:`protocol_options` adds them to a command, which
-receives the values given as one ``protocol`` dict. Nothing here holds a list of protocol values.
+Commands take the model, encoding and storage ones through
+:func:`embench.cli.option_groups.shared_options` and the protocol axes through
+:func:`embench.cli.option_groups.protocol_options`.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..evaluation.protocols import CHOICES
 from ..report.formats import FORMATS
 
 # models.encoder.DTYPES holds these names with their torch types; importing it here would import torch
@@ -62,7 +59,7 @@ BatchTokensOpt = Annotated[int | None, typer.Option(
     help="Padded tokens per batch at most (texts x longest text); default: none on a CPU, 65536 on a GPU; "
                 "0: cut batches by --batch-size alone.")]
 NormalizeOpt = Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")]
-PoolingOpt = Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own.")]
+PoolingOpt = Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own (analyze layers: mean).")]
 LayerOpt = Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = embedding output; default last).")]
 MaxLengthOpt = Annotated[int | None, typer.Option(help="Maximum tokens per text (default: the model's).")]
 OverwriteOpt = Annotated[bool, typer.Option(help="Recompute tasks that already have a stored record.")]
@@ -84,36 +81,3 @@ BidirectionalOpt = Annotated[int | None, typer.Option(
 )]
 AdapterOpt = Annotated[Path | None, typer.Option(
     "--adapter", help="A LoRA adapter folder (embench train --method bellm) to put on --model, which must be its base.")]
-
-PROTOCOL_ENUMS = {axis: choice_enum(axis.title().replace("_", ""), choice.values) for axis, choice in CHOICES.items()}
-
-
-def protocol_options(*axes: str):
-    """Add a ``--axis`` option for each protocol axis (default: every axis of ``CHOICES``) to a command.
-
-    The command declares a ``protocol`` parameter, where the options appear in ``--help``; it
-    receives ``{axis: value}`` for the options given (unset ones are left to the suite's or the
-    protocol's default).
-    """
-    names = axes or tuple(CHOICES)
-    generated = [
-        inspect.Parameter(axis, inspect.Parameter.KEYWORD_ONLY, default=None,
-                          annotation=Annotated[PROTOCOL_ENUMS[axis] | None, typer.Option(help=CHOICES[axis].help)])
-        for axis in names
-    ]
-
-    def decorate(command):
-        own = list(inspect.signature(command, eval_str=True).parameters.values())
-        at = next(i for i, p in enumerate(own) if p.name == "protocol")
-        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[:at] + generated + own[at + 1 :]]
-
-        @functools.wraps(command)
-        def with_protocol(**kwargs: Any) -> Any:
-            chosen = {axis: value(kwargs.pop(axis)) for axis in names}
-            return command(protocol={k: v for k, v in chosen.items() if v is not None}, **kwargs)
-
-        with_protocol.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # what typer reads
-        with_protocol.__annotations__ = {p.name: p.annotation for p in params}
-        return with_protocol
-
-    return decorate

@@ -16,19 +16,7 @@ import typer
 
 from ...core.errors import EmbenchError
 from ...core.values import parse_value
-from ..options import (
-    AdapterOpt,
-    BatchSizeOpt,
-    BatchTokensOpt,
-    BidirectionalOpt,
-    CacheDirOpt,
-    CompileOpt,
-    DataOpt,
-    DeviceOpt,
-    MaxLengthOpt,
-    NoCacheOpt,
-    PromptOpt,
-)
+from ..option_groups import ENCODING, Given, shared_options
 from ..output import emit
 
 RENAMES = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
@@ -66,6 +54,7 @@ def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] |
     return opts
 
 
+@shared_options("pooling", "max_length", "prompt", "bidirectional_last", "adapter", *ENCODING, "data", "cache_dir", "no_cache")
 def analyze(
     name: Annotated[str, typer.Argument(help="Analysis name, several joined by commas (run together: per-token analyses share one forward pass), or 'list'.")],
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to overlay several.")] = None,
@@ -84,25 +73,14 @@ def analyze(
     text: Annotated[str | None, typer.Option(help="STS-B text: senteval (tokenised, lower-cased) or raw.")] = None,
     suite: Annotated[str | None, typer.Option(help="layers: also score every layer on a suite (mteb-lite: block average) or comma-separated tasks.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Any other option of the analysis, KEY=VALUE (see 'embench analyze list').")] = None,
-    pooling: Annotated[str | None, typer.Option(help="Pooler for every model (default: each model's own; layers: mean).")] = None,
-    max_length: MaxLengthOpt = None,
-    prompt: PromptOpt = None,
-    bidirectional_last: BidirectionalOpt = None,
-    adapter: AdapterOpt = None,
-    device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = None,
-    batch_tokens: BatchTokensOpt = None,
-    compile_model: CompileOpt = False,
-    data: DataOpt = None,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
+    opts: Given | None = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table or progress output.")] = False,
 ) -> None:
     """Run one analysis (geometry, kNN, layers, attention, t-SNE, token dependency) and draw its figure."""
     from ...tasks.names import check_names
 
     # names first, before the analyses (and torch) load: --suite is a suite or comma-separated tasks
-    check_names(**({"tasks": suite.split(",")} if suite and "," in suite else {"suite": suite}), pooling=pooling)
+    check_names(**({"tasks": suite.split(",")} if suite and "," in suite else {"suite": suite}), pooling=opts["pooling"])
     from ...analysis.registry import get, run_many
 
     if name == "list":
@@ -117,9 +95,7 @@ def analyze(
     flags = {"dataset": dataset, "limit": limit, "seed": seed, "layers": layers, "sentence": sentence, "heads": heads,
              "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
              "suite": suite}
-    common = dict(labels=label or None, data=data, cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-                  progress=not quiet, pooling=pooling, max_length=max_length,
-                  device=device, batch_tokens=batch_tokens, compile=compile_model or None, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter)
+    common = dict(labels=label or None, progress=not quiet, **opts.api())
     if len(names) == 1:
         results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
     else:

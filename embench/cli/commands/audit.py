@@ -10,26 +10,8 @@ import typer
 from rich.markup import escape
 
 from ...audit.knobs import KNOBS
-from ..options import (
-    AdapterOpt,
-    BatchSizeOpt,
-    BatchTokensOpt,
-    BidirectionalOpt,
-    CacheDirOpt,
-    CIOpt,
-    CompileOpt,
-    DataOpt,
-    DeviceOpt,
-    DTypeOpt,
-    Fmt,
-    FmtOpt,
-    PromptOpt,
-    QuietOpt,
-    ResamplesOpt,
-    ResultsOpt,
-    cli_results,
-    value,
-)
+from ..option_groups import ENCODING, Given, shared_options
+from ..options import CIOpt, Fmt, FmtOpt, QuietOpt, ResamplesOpt, value
 from ..output import emit, err
 
 audit_app = typer.Typer(invoke_without_command=True)
@@ -37,6 +19,7 @@ MATCH_COLUMNS = ["aggregation", "correlation", "text", "sick_split", "similarity
 
 
 @audit_app.callback()
+@shared_options("prompt", "bidirectional_last", "adapter", "dtype", *ENCODING, "data", "results_dir", "cache_dir")
 def audit(
     ctx: typer.Context,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to audit several, one after another.")] = None,
@@ -45,17 +28,7 @@ def audit(
     reported: Annotated[str | None, typer.Option(help='Published numbers: "STS12=70.97 STS13=76.53 ..." or seven numbers in sts-all order.')] = None,
     reported_file: Annotated[Path | None, typer.Option(help="CSV of published numbers (rows task,value or a header of tasks and one row).")] = None,
     tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match.")] = 0.01,
-    prompt: PromptOpt = None,
-    dtype: DTypeOpt = None,
-    bidirectional_last: BidirectionalOpt = None,
-    adapter: AdapterOpt = None,
-    device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = None,
-    batch_tokens: BatchTokensOpt = None,
-    compile_model: CompileOpt = False,
-    data: DataOpt = None,
-    results_dir: ResultsOpt = None,
-    cache_dir: CacheDirOpt = None,
+    opts: Given | None = None,
     ci: CIOpt = None,
     resamples: ResamplesOpt = None,
     sample: Annotated[int, typer.Option(min=1, help="Texts (a seeded sample of the suite's) re-encoded for the batch-size knob, and for bf16/fp16 on a CPU without native arithmetic.")] = 2000,
@@ -88,10 +61,7 @@ def audit(
 
     results = []
     for m in model:  # one after another: each model's tables are printed as soon as its audit ends
-        result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, data=data,
-                           results_dir=cli_results(results_dir), cache_dir=cache_dir, device=device, batch_tokens=batch_tokens, compile=compile_model or None, prompt=prompt,
-                           dtype=value(dtype), batch_size=batch_size, bidirectional_last=bidirectional_last,
-                           adapter=adapter, ci=ci, resamples=resamples,
+        result = run_audit(m, knobs=knob_list, tasks=task, reported=rep, tolerance=tolerance, **opts.api(), ci=ci, resamples=resamples,
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
                            full_length_check=full_length_check,
                            progress=not quiet, on_step=None if quiet else step)

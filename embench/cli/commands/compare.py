@@ -8,32 +8,15 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..options import (
-    BatchSizeOpt,
-    BatchTokensOpt,
-    CacheDirOpt,
-    CISeedOpt,
-    CompileOpt,
-    DataOpt,
-    DeviceOpt,
-    DTypeOpt,
-    Fmt,
-    FmtOpt,
-    NoCacheOpt,
-    QuietOpt,
-    ResamplesOpt,
-    ResultsOpt,
-    choice_enum,
-    cli_results,
-    protocol_options,
-    value,
-)
+from ..option_groups import ENCODING, Given, protocol_options, shared_options
+from ..options import CISeedOpt, Fmt, FmtOpt, QuietOpt, ResamplesOpt, choice_enum, value
 from ..output import emit, err
 
 Test = choice_enum("Test", ("bootstrap", "permutation", "steiger"))
 
 
 @protocol_options()
+@shared_options("dtype", *ENCODING, "data", "results_dir", "cache_dir", "no_cache")
 def compare(
     model: Annotated[list[str], typer.Option("--model", "-m", help="The two models: --model A --model B (a seed group folder from `train --seeds` counts as one).")],
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (default sts-all).")] = None,
@@ -44,15 +27,7 @@ def compare(
     ci: Annotated[float, typer.Option("--ci", help="Level of the difference's bootstrap interval, in percent.")] = 95,
     resamples: ResamplesOpt = None,
     ci_seed: CISeedOpt = None,
-    dtype: DTypeOpt = None,
-    device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = None,
-    batch_tokens: BatchTokensOpt = None,
-    compile_model: CompileOpt = False,
-    data: DataOpt = None,
-    results_dir: ResultsOpt = None,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
+    opts: Given | None = None,
     fmt: FmtOpt = Fmt.table,
     quiet: QuietOpt = False,
 ) -> None:
@@ -73,8 +48,7 @@ def compare(
         warnings.simplefilter("ignore", FewSeedsWarning)  # printed below as one plain line, not as a Python warning
         c = compare_models(
             model[0], model[1], suite, tasks=task, test=value(test), alpha=alpha, ci=ci, resamples=resamples, ci_seed=ci_seed,
-            data=data, results_dir=cli_results(results_dir), cache_dir=cache_dir, use_cache=not no_cache, batch_size=batch_size,
-            progress=not quiet, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None, **(protocol or {}),
+            progress=not quiet, **opts.api(), **(protocol or {}),
         )
     for line in c.warnings:  # even with -q: a verdict resting on two seeds must not pass unnoticed
         err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)

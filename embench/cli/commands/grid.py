@@ -9,18 +9,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..options import (
-    BatchSizeOpt,
-    CacheDirOpt,
-    DataOpt,
-    DeviceOpt,
-    DTypeOpt,
-    Fmt,
-    FmtOpt,
-    MaxLengthOpt,
-    PoolingOpt,
-    value,
-)
+from ..option_groups import Given, shared_options
+from ..options import Fmt, FmtOpt, value
 from ..output import emit, err
 
 grid_app = typer.Typer(invoke_without_command=True)
@@ -44,6 +34,7 @@ def _print_status(cells, states, fmt: str) -> int:
 
 
 @grid_app.callback()
+@shared_options("pooling", "max_length", "dtype", "device", "batch_size", "data", "cache_dir")
 def grid(
     ctx: typer.Context,
     models: Annotated[list[str] | None, typer.Option("--model", "--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
@@ -61,13 +52,7 @@ def grid(
     slurm_option: Annotated[list[str] | None, typer.Option(help="Any other sbatch option as key=value (e.g. account=abc); repeatable.")] = None,
     devices: Annotated[str | None, typer.Option(help="Encode on several devices of a node, one process each: cuda:0,cuda:1 (results as on one).")] = None,
     dry_run: Annotated[bool, typer.Option(help="Write the job files (and for slurm the sbatch file of the array); run nothing.")] = False,
-    pooling: PoolingOpt = None,
-    max_length: MaxLengthOpt = None,
-    dtype: DTypeOpt = None,
-    device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = None,
-    data: DataOpt = None,
-    cache_dir: CacheDirOpt = None,
+    opts: Given | None = None,
     fmt: FmtOpt = Fmt.table,
 ) -> None:
     """Evaluate every model on every task under every protocol, one job per model; cells already stored are skipped."""
@@ -90,9 +75,9 @@ def grid(
     spec = GridSpec(
         models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),
         suite=suite if suite or task else "sts-all",
-        model_options={"pooling": pooling, "max_length": max_length, "dtype": value(dtype), "device": device},
-        data=str(data) if data else None, cache_dir=str(cache_dir) if cache_dir else None,
-        batch_size=batch_size, devices=parse_devices(devices),
+        model_options={k: opts[k] for k in ("pooling", "max_length", "dtype", "device")},
+        data=str(opts["data"]) if opts["data"] else None, cache_dir=str(opts["cache_dir"]) if opts["cache_dir"] else None,
+        batch_size=opts["batch_size"], devices=parse_devices(devices),
     )
     slurm = SlurmSettings(partition=slurm_partition, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job,
                           array_parallelism=array_parallelism, timeout_min=timeout_min, extra=extra)

@@ -7,32 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..options import (
-    AdapterOpt,
-    BatchSizeOpt,
-    BatchTokensOpt,
-    BidirectionalOpt,
-    CacheDirOpt,
-    CompileOpt,
-    DataOpt,
-    DeviceOpt,
-    DTypeOpt,
-    Fmt,
-    FmtOpt,
-    LayerOpt,
-    MaxLengthOpt,
-    ModelsOpt,
-    NoCacheOpt,
-    NormalizeOpt,
-    OverwriteOpt,
-    PoolingOpt,
-    PromptOpt,
-    QuietOpt,
-    ResultsOpt,
-    cli_results,
-    protocol_options,
-    value,
-)
+from ..option_groups import ENCODING, MODEL, STORAGE, Given, protocol_options, shared_options
+from ..options import Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, cli_results, value
 from ..output import emit
 
 mteb_app = typer.Typer(no_args_is_help=True)
@@ -59,28 +35,14 @@ def _notes(records) -> str:
 
 @mteb_app.command("run")
 @protocol_options("similarity")
+@shared_options(*MODEL, *ENCODING, *STORAGE)
 def run(
     model: ModelsOpt,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite (default mteb-lite).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="MTEB:<name> task(s), after the suite's when --suite is given too.")] = None,
-    normalize: NormalizeOpt = None,
-    pooling: PoolingOpt = None,
-    layer: LayerOpt = None,
-    max_length: MaxLengthOpt = None,
-    prompt: PromptOpt = None,
-    dtype: DTypeOpt = None,
-    device: DeviceOpt = None,
-    bidirectional_last: BidirectionalOpt = None,
-    adapter: AdapterOpt = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
-    batch_size: BatchSizeOpt = None,
-    batch_tokens: BatchTokensOpt = None,
-    compile_model: CompileOpt = False,
-    data: DataOpt = None,
-    results_dir: ResultsOpt = None,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
+    opts: Given | None = None,
     overwrite: OverwriteOpt = False,
     mteb_output: OutputOpt = None,
     fmt: FmtOpt = Fmt.table,
@@ -89,7 +51,7 @@ def run(
     """Run MTEB tasks with mteb's evaluators on local data; print scores and block averages."""
     from ...tasks.names import check_names
 
-    check_names(suite=suite, pooling=pooling)  # before the model stack loads (mteb's task names need mteb itself)
+    check_names(suite=suite, pooling=opts["pooling"])  # before the model stack loads (mteb's task names need mteb itself)
     from ...api import Evaluation, evaluate
     from ...tasks.mteb.adapter import export_records
 
@@ -102,11 +64,8 @@ def run(
             if not quiet:
                 typer.echo(f"{name} {record.display}: {100 * record.main_score:.2f} ({how})", err=True)
 
-        ev = evaluate(name, suite, tasks=task, data=data, results_dir=cli_results(results_dir), cache_dir=cache_dir,
-                      use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
-                      on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling,
-                      layer=layer, max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None,
-                      bidirectional_last=bidirectional_last, adapter=adapter)
+        ev = evaluate(name, suite, tasks=task, overwrite=overwrite, progress=not quiet, on_task=on_task,
+                      **(protocol or {}), seed=seed, **opts.api())
         records += ev.records
     emit(Evaluation(records=records).render(value(fmt)))
     emit(_blocks_table(records, value(fmt)))

@@ -7,35 +7,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from ..options import (
-    AdapterOpt,
-    BatchSizeOpt,
-    BatchTokensOpt,
-    BidirectionalOpt,
-    CacheDirOpt,
-    CIOpt,
-    CISeedOpt,
-    CompileOpt,
-    DataOpt,
-    DeviceOpt,
-    DTypeOpt,
-    Fmt,
-    FmtOpt,
-    LayerOpt,
-    MaxLengthOpt,
-    ModelsOpt,
-    NoCacheOpt,
-    NormalizeOpt,
-    OverwriteOpt,
-    PoolingOpt,
-    PromptOpt,
-    QuietOpt,
-    ResamplesOpt,
-    ResultsOpt,
-    cli_results,
-    protocol_options,
-    value,
-)
+from ..option_groups import ENCODING, MODEL, STORAGE, Given, protocol_options, shared_options
+from ..options import CIOpt, CISeedOpt, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResamplesOpt, value
 from ..output import emit, err
 
 
@@ -47,6 +20,7 @@ def task_time(prov: dict) -> str:
 
 
 @protocol_options()
+@shared_options(*MODEL, *ENCODING, *STORAGE)
 def run(
     model: ModelsOpt,
     label: Annotated[list[str] | None, typer.Option("--label", help="Display name of each --model's row, in the same order (records keep the model's own name).")] = None,
@@ -54,22 +28,7 @@ def run(
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).")] = None,
-    normalize: NormalizeOpt = None,
-    pooling: PoolingOpt = None,
-    layer: LayerOpt = None,
-    max_length: MaxLengthOpt = None,
-    prompt: PromptOpt = None,
-    bidirectional_last: BidirectionalOpt = None,
-    adapter: AdapterOpt = None,
-    dtype: DTypeOpt = None,
-    device: DeviceOpt = None,
-    batch_size: BatchSizeOpt = None,
-    batch_tokens: BatchTokensOpt = None,
-    compile_model: CompileOpt = False,
-    data: DataOpt = None,
-    results_dir: ResultsOpt = None,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
+    opts: Given | None = None,
     overwrite: OverwriteOpt = False,
     ci: CIOpt = None,
     resamples: ResamplesOpt = None,
@@ -83,7 +42,7 @@ def run(
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)  # names first: an unknown one is reported before the model stack loads
-    check_names(pooling=pooling)
+    check_names(pooling=opts["pooling"])
     from ...api import Evaluation, evaluate
     if label and len(label) != len(model):
         from ...core.errors import EmbenchError
@@ -98,12 +57,8 @@ def run(
 
         try:
             ev = evaluate(
-                name, suite, tasks=task, data=data, results_dir=cli_results(results_dir), cache_dir=cache_dir,
-                use_cache=not no_cache, overwrite=overwrite, batch_size=batch_size, progress=not quiet,
-                on_task=on_task, **(protocol or {}), seed=seed, normalize=normalize, pooling=pooling, layer=layer,
-                max_length=max_length, prompt=prompt, dtype=value(dtype), device=device, batch_tokens=batch_tokens, compile=compile_model or None,
-                bidirectional_last=bidirectional_last, adapter=adapter,
-                ci=ci, resamples=resamples, ci_seed=ci_seed,
+                name, suite, tasks=task, overwrite=overwrite, progress=not quiet, on_task=on_task, **(protocol or {}),
+                seed=seed, **opts.api(), ci=ci, resamples=resamples, ci_seed=ci_seed,
             )
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
