@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -15,7 +16,9 @@ from typing import Any
 from .core.errors import EmbenchError
 from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
+from .encoding.encoder_interface import Encoder
 from .encoding.engine import Engine
+from .encoding.vector_axes import VectorAxis, check_dims, one_axis, vector_axes
 from .evaluation.comparison import Comparison, Side, compare_sides
 from .evaluation.evaluation_view import Evaluation
 from .evaluation.items import Items
@@ -28,17 +31,16 @@ from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
 from .evaluation.suites import SUITES
 from .models.devices import prefill_views, several_devices
-from .models.encoder import Encoder
 from .models.foreign import ForeignEncoder
 from .models.loader import load_model
 from .models.st_object import folder_name, source_folder
 from .report.progress import announce
 from .tasks import TASKS
-from .tasks.names import resolve_tasks
+from .tasks.names import resolve_tasks, with_task_files
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
-                 "adapter", "batch_tokens", "compile")
+                 "adapter", "batch_tokens", "compile", "revision", "prompt_name")
 
 
 def evaluate(
@@ -59,6 +61,7 @@ def evaluate(
     ci: float | None = None,
     resamples: int | None = None,
     ci_seed: int | None = None,
+    task_files: Sequence[str | Path] | None = None,
     **options: Any,
 ) -> Evaluation:
     """Evaluate a model on a suite and/or ``tasks`` (default ``sts-all``) and store one record per task.
@@ -73,18 +76,23 @@ def evaluate(
     as the command line does. ``label`` names the model's row (and, for an object, its records).
     ``options`` are protocol options (``aggregation``, ``correlation``, ``text``, ``sick_split``,
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
-    (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``).
+    (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``, ``prompt_name``,
+    ``revision``: :func:`load_model`'s).
     Finished tasks are kept in ``results_dir`` as they finish; a re-run reuses them unless
     ``overwrite``. ``ci`` (a level: 95 or 0.95) adds a bootstrap interval to every score and to
     ``Avg.`` (``resamples`` of them, seeded by ``ci_seed``, default the protocol's seed), computed
-    from the per-item outcomes stored beside each record, so it costs no encoding.
+    from the per-item outcomes stored beside each record, so it costs no encoding. ``task_files`` are task
+    files (YAML or TOML: a user's own data as a task, ``embench/tasks/task_file``); their tasks run unless
+    ``tasks`` names others.
     """
+    tasks = with_task_files(task_files, tasks)
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
     if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:
         return _evaluate_group(group, suite, tasks=tasks, data=data, results_dir=results_dir, cache_dir=cache_dir,
                                use_cache=use_cache, overwrite=overwrite, save=save, batch_size=batch_size,
                                progress=progress, on_task=on_task, ci=ci, resamples=resamples, ci_seed=ci_seed, **options)
     model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
+    axes = vector_axes(options.pop("truncate_dim", None), options.pop("quantize", None))  # Matryoshka x precision
     if suite is None and not tasks:
         suite = "sts-all"
     task_names, view = resolve_tasks(suite, tasks)
@@ -116,11 +124,13 @@ def evaluate(
     # Read every task first (a missing file stops the run before any encoding), then encode the texts
     # of all of them in one pass sorted by length, then score and store each task in turn.
     pending: list[tuple[str, Any, str, Any]] = []
-    for name in task_names:
+    prepare = functools.cache(lambda name: TASKS.get(name).prepare(root, protocol))  # once, however many axes
+    for name, axis in ((n, a) for n in task_names for a in axes):  # a record per (task, dimension, precision)
         task = TASKS.get(name)
-        key = record_key(name, enc_desc, protocol.to_dict())
-        stored = store.find(encoder.name, name, key) if save and not overwrite and reusable else None
-        if stored is not None and (changed := data_problem(stored, root.path, file_sha256)) is not None:
+        key = record_key(name, axis.describe(enc_desc), protocol.to_dict())
+        stored = store.find(axis.row_name(encoder.name), name, key) if save and not overwrite and reusable else None
+        if stored is not None and (changed := data_problem(stored, root.path, file_sha256) or (
+                task.stored_problem(stored, root) if hasattr(task, "stored_problem") else None)) is not None:
             warnings.warn(f"the stored record of {name} ({store.path(stored)}) is not reused: {changed}; "
                           "it is computed again", stacklevel=2)
             stored = None
@@ -130,7 +140,7 @@ def evaluate(
                 result.items[(stored.model, name)] = stored_items
             done(name, "stored", stored)
         else:  # not stored, or stored without the per-item outcomes an interval needs (an older record)
-            pending.append((name, task, key, task.prepare(root, protocol)))
+            pending.append((name, task, key, axis, prepare(name)))
     if save and pending:  # before any encoding: an unwritable folder must not cost a run (all stored: only read)
         store.check_writable()
     if devices and pending:
@@ -184,6 +194,7 @@ def compare(
     hierarchical bootstrap over its seeds and the items instead (``embench/evaluation/seed_comparison.py``).
     ``options`` are :func:`evaluate`'s.
     """
+    one_axis(options.get("truncate_dim"), options.get("quantize"))  # a paired test: one configuration of each model
     groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
     if any(groups):
         check_group_test(test)  # before any encoding
@@ -222,22 +233,24 @@ def _add_intervals(result: Evaluation, settings: IntervalSettings, store: Result
         result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
 
 
-def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: EvalProtocol,
+def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine, protocol: EvalProtocol,
             root: DataRoot) -> Iterator[tuple[Record, Items | None]]:
     """Encode the texts of every pending task in one pass, then score each; yields each record (and its
     per-item outcomes) as it is done."""
     start = time.perf_counter()
     shares = engine.prefetch([prepared.texts for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
+    check_dims([p[3] for p in pending], engine.dim, engine.encoder.name)  # before any task is scored
     weights = [s["encoded"] for s in shares] if sum(s["encoded"] for s in shares) else [len(p.texts) for *_, p in pending]
     enc_desc = engine.encoder.describe()
-    for (name, task, key, prepared), share, weight in zip(pending, shares, weights, strict=True):
+    for (name, task, key, axis, prepared), share, weight in zip(pending, shares, weights, strict=True):
         before = dict(engine.stats)
         start = time.perf_counter()
         if task.kind == "transfer":  # a classifier search can take minutes (MR's nested 10 x 10 folds): said first
             announce(engine.progress, f"{task.display}: training SentEval's classifier on the embeddings "
                                       f"({prepared.meta.get('scheme', 'its')} validation)")
-        outcome = prepared.score(engine.embed)
+        embed = axis.embedder(engine.embed, prepared.texts)  # the vectors truncated and quantised (encoding/vector_axes.py)
+        outcome = prepared.score(embed)
         if not math.isfinite(outcome.main):  # never a NaN record: say why there is no number
             raise EmbenchError(f"{name}: the score is undefined ({outcome.main}) under {protocol.aggregation}/"
                                f"{protocol.correlation}: the similarities (or the gold scores) of a part are all equal, "
@@ -247,10 +260,10 @@ def _scored(pending: list[tuple[str, Any, str, Any]], engine: Engine, protocol: 
         encoding = prefetch_seconds * weight / max(sum(weights), 1)
         counts = {c: share[c] + engine.stats[c] - before[c] for c in ("encoded", "from_cache")}
         yield Record(
-            task=name, display=task.display, kind=task.kind, model=engine.encoder.name, main_score=float(outcome.main),
-            scores=outcome.scores, protocol=protocol.to_dict(), encoder=enc_desc,
-            provenance=record_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts),
-            key=key,
+            task=name, display=task.display, kind=task.kind, model=axis.row_name(engine.encoder.name), main_score=float(outcome.main),
+            scores=outcome.scores, protocol=protocol.to_dict(), encoder=axis.describe(enc_desc),
+            provenance=record_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts)
+            | embed.provenance(engine.dim), key=key,
         ), outcome.items
 
 

@@ -2,7 +2,7 @@
 
 ``embench data download -t NAME`` and the hint of every missing-file error use these names, so the
 files are found by asking each reader which files it reads (a task's ``data_files``, a labelled
-set's files, the training sets of :mod:`embench.train.data`), never by a second hand-kept list.
+set's files, the training sets of :mod:`embench.data.training_sets`), never by a second hand-kept list.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .data.manifest import check_files, load_manifest, located, manifest_sums
 from .data.root import DataRoot
 from .tasks import TASKS
 
-# training sets of embench.train.data, by the keyword --train-data takes -> the folder they live in
+# training sets of embench.data.training_sets, by the keyword --train-data takes -> the folder they live in
 TRAINING_SETS = {"corpora": "corpora/", "snli": "senteval/downstream/SNLI/"}
 
 

@@ -118,3 +118,6 @@ def report_tools(request) -> dict[str, str]:
     if missing:
         pytest.fail(f"{', '.join(missing)} not found after scripts/install-report-tools", pytrace=False)
     return {t: shutil.which(t) for t in REPORT_TOOLS}
+
+
+from slurm_cluster import slurm, slurm_cluster  # noqa: E402, F401 (a Slurm cluster on this machine, for tests/test_slurm_*.py)

@@ -150,7 +150,7 @@ def test_download_fetches_verifies_and_lays_out(data_root, tmp_path, http_root):
     with pytest.raises(ChecksumError, match="STS.gs.OnWN.txt.*does not match"):
         download(root, ["STS13"], manifest)
     assert not (root.path / "senteval/downstream/STS/STS13-en-test/STS.gs.OnWN.txt").exists()
-    assert not list((root.path / "senteval/downstream/STS/STS13-en-test").glob("*.part*"))
+    assert not list((root.path / "senteval/downstream/STS/STS13-en-test").glob("*.tmp"))  # no temporary file of core.atomic
 
 
 def test_packaged_manifest_checksums_match_the_data(data_root):

@@ -21,9 +21,9 @@ from embench.cli.app import app
 from embench.core.errors import ChecksumError, MissingDataError, UnknownNameError
 from embench.data import DataRoot
 from embench.data.manifest import NOT_DATA, check_manifest_files, download, load_manifest
+from embench.data.training_sets import corpora_files, snli_triplets
 from embench.data_names import manifest_paths
 from embench.tasks import TASKS
-from embench.train.data import corpora_files, snli_triplets
 
 
 @pytest.fixture()
@@ -261,15 +261,26 @@ def test_a_full_data_root_is_one_error_per_file_and_keeps_nothing_half_written(t
     served, url, _ = server
     (served / "a.txt").write_bytes(b"a\n")
     manifest = _manifest(tmp_path, [{"path": "corpora/a.txt", "task": "corpora", "url": f"{url}/a.txt", "sha256": _sha(b"a\n")}])
-    real = Path.write_bytes
+    from embench.core import atomic  # every data file is written through it
 
-    def full(self, data):  # the disk fills up while the file is written
-        real(self, data[:1])
-        raise OSError(errno.ENOSPC, "No space left on device")
+    class Full:  # the disk fills up while the file is written
+        def __init__(self, path, mode):
+            self.f = open(path, mode)
 
-    monkeypatch.setattr(Path, "write_bytes", full)
+        def write(self, data):
+            self.f.write(data[:1])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+            return False
+
+    monkeypatch.setattr(atomic, "open", Full, raising=False)
     root = tmp_path / "data"
     r = CliRunner().invoke(app, ["data", "download", "--data", str(root), "--manifest", str(manifest)])
     out = " ".join(r.output.split())
     assert r.exit_code == 1 and "cannot write" in out and "No space left on device" in out, r.output
-    assert list((root / "corpora").iterdir()) == []  # no .part file left behind
+    assert list((root / "corpora").iterdir()) == []  # no temporary file left behind

@@ -102,13 +102,13 @@ def test_a_cache_folder_that_cannot_be_written_degrades_to_no_cache_with_a_warni
 
 def test_a_read_only_cache_folder_degrades_to_no_cache(tmp_path, monkeypatch):
     # root ignores folder permissions (CI runs as root), so the refusal a read-only folder gives is injected
-    import embench.encoding.cache as cache_module
+    import embench.core.atomic as atomic  # every write of the cache goes through it
 
     def read_only(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
 
     cache = EmbeddingCache(tmp_path / "ro", "ns")
-    monkeypatch.setattr(cache_module, "open", read_only, raising=False)
+    monkeypatch.setattr(atomic, "open", read_only, raising=False)
     with pytest.warns(UserWarning, match="Permission denied"):
         cache.put_many([text_key("a")], _vector("a")[None])
     monkeypatch.undo()

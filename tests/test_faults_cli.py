@@ -21,8 +21,8 @@ def _main(args, capsys, monkeypatch) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("text", ["[/bold]", "[red]x[/blue]", "a[b]c", "[/]", "[bold"])
-def test_an_error_containing_brackets_is_printed_as_it_is(env, capsys, monkeypatch, text):
+@pytest.mark.parametrize("text", ["[/bold]", "[red]x[/blue]", "a[b]c", "[/]", "[bold", "../../x"])
+def test_an_unknown_task_name_with_brackets_or_a_path_is_printed_as_it_is(env, capsys, monkeypatch, text):
     code, _, err = _main(["run", "--model", "m", "--task", text], capsys, monkeypatch)
     assert code == 2 and f"unknown task {text!r}" in err and "Traceback" not in err
 
@@ -49,11 +49,21 @@ def _no_encoding(monkeypatch):
     monkeypatch.setattr(engine, "shared_pass", refuse)
 
 
-def test_a_results_folder_that_is_a_file_stops_the_run_before_any_encoding(env, tiny_bert_dir, capsys, monkeypatch):
-    (env / "results").write_text("a file")
+@pytest.mark.parametrize(("blocker", "results", "reason"), [("results", "results", "File exists"),
+                                                          ("blocker", "blocker/results", "Not a directory")])
+def test_a_results_folder_that_cannot_be_made_stops_the_run_before_any_encoding(env, tiny_bert_dir, capsys, monkeypatch,
+                                                                                blocker, results, reason):
+    (env / blocker).write_text("a file in the way")
     _no_encoding(monkeypatch)
-    code, _, err = _main(["run", "--model", tiny_bert_dir, "--task", "STS13", "-q"], capsys, monkeypatch)
-    assert code == 2 and "results" in err and "cannot write" in err and "Traceback" not in err, err
+    code, _, err = _main(["run", "--model", tiny_bert_dir, "--task", "STS13", "-q", "--results-dir", env / results],
+                         capsys, monkeypatch)
+    err = " ".join(err.split())
+    assert code == 2 and f"cannot write result records to {env / results} ({reason})" in err and "Traceback" not in err, err
+
+
+def test_analyze_refuses_k_0_before_loading_anything(env, capsys, monkeypatch):
+    code, out, err = _main(["analyze", "knn", "-m", "no-such-model", "--k", "0", "-o", env / "out"], capsys, monkeypatch)
+    assert code == 2 and "--k" in out + err and "Traceback" not in out + err and not (env / "out").exists()
 
 
 @pytest.mark.slow

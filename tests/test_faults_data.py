@@ -27,8 +27,8 @@ def test_an_sts_subset_whose_files_are_both_empty_is_an_error(data_root, tmp_pat
         TASKS.get("STS12").prepare(DataRoot(tmp_path), embench.EvalProtocol())
 
 
-@pytest.mark.parametrize(("value", "problem"), [("inf", "not finite"), ("-inf", "not finite"), ("5.5", "outside"),
-                                                 ("-0.1", "outside"), ("1e309", "not finite")])
+@pytest.mark.parametrize(("value", "problem"), [("inf", "not finite"), ("-inf", "not finite"), ("nan", "not finite"),
+                                                 ("5.5", "outside"), ("-0.1", "outside"), ("1e309", "not finite")])
 def test_a_gold_score_that_is_not_finite_or_out_of_range_names_file_and_line(data_root, tmp_path, value, problem):
     dest = _copy(data_root, tmp_path, "STS/STS13-en-test")
     gold = (dest / "STS.gs.FNWN.txt").read_text().splitlines()
@@ -36,6 +36,24 @@ def test_a_gold_score_that_is_not_finite_or_out_of_range_names_file_and_line(dat
     (dest / "STS.gs.FNWN.txt").write_text("\n".join(gold) + "\n")
     with pytest.raises(MalformedDataError, match=rf"STS\.gs\.FNWN\.txt:7: .*{problem}"):
         TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.EvalProtocol())
+
+
+def test_invalid_utf8_in_an_sts_file_names_file_and_line(data_root, tmp_path):
+    dest = _copy(data_root, tmp_path, "STS/STS13-en-test")
+    lines = (dest / "STS.input.FNWN.txt").read_bytes().split(b"\n")
+    lines[1] = b"\xff\xfe" + lines[1]
+    (dest / "STS.input.FNWN.txt").write_bytes(b"\n".join(lines))
+    with pytest.raises(MalformedDataError, match=r"STS\.input\.FNWN\.txt:2: not valid UTF-8"):
+        TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.EvalProtocol())
+
+
+def test_windows_line_endings_give_the_same_pairs_and_scores(data_root, tmp_path):
+    dest = _copy(data_root, tmp_path, "STS/STS13-en-test")
+    for name in ("STS.input.FNWN.txt", "STS.gs.FNWN.txt"):
+        (dest / name).write_bytes((dest / name).read_bytes().replace(b"\n", b"\r\n"))
+    sts13 = TASKS.get("STS13")
+    (crlf, _), (clean, _) = (sts13.read(DataRoot(root), "FNWN", "senteval") for root in (tmp_path, data_root))
+    assert (crlf.left, crlf.right, crlf.gold.tolist()) == (clean.left, clean.right, clean.gold.tolist())
 
 
 def test_a_tab_inside_a_sentence_is_an_error_not_a_shorter_sentence(data_root, tmp_path):

@@ -108,7 +108,7 @@ def test_a_download_killed_at_its_write_leaves_no_file_and_the_next_one_complete
         args = ["data", "download", "--data", str(root), "--manifest", str(manifest)]
         killed = subprocess.run([sys.executable, "-c", KILLER, *args], env={**os.environ, "KILL_AT": "1"}, capture_output=True)
         assert killed.returncode == -9
-        assert not (root / "corpora" / "a.txt.gz").exists()  # only a .part file, never read as the data
+        assert not (root / "corpora" / "a.txt.gz").exists()  # only a hidden temporary file, never read as the data
         done = subprocess.run([sys.executable, "-c", KILLER, *args], env={**os.environ, "KILL_AT": "0"}, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert gzip.decompress((root / "corpora" / "a.txt.gz").read_bytes()) == b"line\n" * 100

@@ -95,6 +95,27 @@ def test_resume_state_is_read_without_running_code(tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize(("damage", "message"), [("missing", r"--resume: no checkpoint at .*state\.pt"),
+                                                 ("truncated", r"--resume: cannot read .*state\.pt")])
+def test_a_missing_or_truncated_resume_state_is_one_error_naming_it(tmp_path, damage, message):
+    folder = tmp_path / "checkpoint-last"
+    folder.mkdir()
+    if damage == "truncated":  # a whole state, then cut as a kill -9 inside a copy would leave it
+        torch.save({"model": {"w": torch.ones(64)}, "optimizer": {}, "scheduler": {}, "step": 1, "rng": {}}, folder / "state.pt")
+        (folder / "state.pt").write_bytes((folder / "state.pt").read_bytes()[:300])
+    with pytest.raises(EmbenchError, match=message):
+        load_resume(folder)
+
+
+def test_resume_with_another_batch_size_is_refused_naming_both_values():
+    from embench.train.checkpoints import check_compatible
+
+    saved = make_config(method="crop", batch_size=8).to_dict()
+    with pytest.raises(EmbenchError, match="trained with batch_size=8, this run has 16"):
+        check_compatible(saved, make_config(method="crop", batch_size=16))
+    assert check_compatible(saved, make_config(method="crop", batch_size=8)) == []
+
+
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("lr", float("nan"), "--lr must be a finite number"),
     ("lr", 0.0, "--lr must be more than 0"),

@@ -150,6 +150,27 @@ def test_report_cosine_density_draws_one_panel_per_model_like_the_analysis(tmp_p
     assert [t.get_text() for t in report[0].get_yticklabels()] == ["0-1", "1-2", "2-3", "3-4", "4-5"]
 
 
+def test_report_and_analysis_draw_a_value_per_layer_with_the_same_panel(tmp_path, drawn):
+    from embench.report.per_layer import Measure, per_layer_figure
+
+    frame = pd.DataFrame({"model": ["b"] * 3 + ["a"] * 3, "layers_kept": [3, 1, 2, 2, 3, 1],
+                          "stsb_spearman": [0.5, 0.1, 0.3, 0.25, 0.4, 0.05]})
+    folder = tmp_path / "a"
+    folder.mkdir()
+    frame.to_csv(folder / "layer_removal.csv", index=False)
+    figures.compose("layer-removal", [folder], tmp_path / "out")
+    report = drawn["layer_removal"]
+    per_layer_figure(frame, [Measure("stsb_spearman", "STS-B")], tmp_path / "an", "layer_removal", x="layers_kept",
+                     scale=100, markersize=3)
+    for fig in (report, drawn["layer_removal"]):  # the analysis' figure replaced the report's under the same stem
+        ax = fig.axes[0]
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        assert list(lines) == ["b", "a"]  # the models in the file's order, each its own colour
+        assert list(lines["b"].get_xdata()) == [1, 2, 3] and list(lines["b"].get_ydata()) == pytest.approx([10, 30, 50])
+        assert lines["a"].get_markersize() == 3 and lines["a"].get_color() != lines["b"].get_color()
+        assert all(float(t).is_integer() for t in ax.get_xticks())  # whole layer numbers
+
+
 # -- error bars -------------------------------------------------------------------------------------
 def _bars(ax) -> dict[str, list[float]]:
     """label -> half-length of each bar's error bar."""

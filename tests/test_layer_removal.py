@@ -43,7 +43,7 @@ def test_removing_layers_equals_a_model_built_with_fewer_layers(tiny_llama_dir, 
 
 
 def test_a_bert_has_no_final_norm_so_its_layer_states_are_the_truncated_model(tiny_bert_dir):
-    from embench.models.decoder_stack import final_norm
+    from embench.models.layer_stack import final_norm
 
     enc = embench.load_model(tiny_bert_dir, pooling="mean")
     assert final_norm(enc.model) is None
@@ -65,3 +65,32 @@ def test_the_cli_draws_the_curve_and_keeps_the_settings(tiny_llama_dir, env):
     assert frame["layers_kept"].tolist() == [1, 2, 3] and frame["layers_removed"].tolist() == [2, 1, 0]
     assert frame["final_norm"].all() and (frame["bidirectional_last"] == 1).all()
     assert frame["stsb_spearman"].between(-1, 1).all() and (env / "out" / "layer_removal.png").is_file()
+
+
+def test_one_layer_finder_serves_encoders_decoders_and_their_wrappers():
+    from transformers import (
+        BertConfig,
+        BertModel,
+        DistilBertConfig,
+        DistilBertModel,
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+    )
+
+    from embench.core.errors import EmbenchError
+    from embench.models.layer_stack import final_norm, transformer_layers
+
+    small = {"vocab_size": 50}
+    bert = BertModel(BertConfig(**small, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8))
+    distil = DistilBertModel(DistilBertConfig(**small, dim=8, n_layers=3, n_heads=2, hidden_dim=8))
+    gpt2 = GPT2LMHeadModel(GPT2Config(**small, n_embd=8, n_layer=4, n_head=2, bos_token_id=0, eos_token_id=0))
+    llama = LlamaForCausalLM(LlamaConfig(**small, hidden_size=8, num_hidden_layers=5, num_attention_heads=2,
+                                         num_key_value_heads=2, intermediate_size=8))
+    assert transformer_layers(bert) is bert.encoder.layer and final_norm(bert) is None
+    assert transformer_layers(distil) is distil.transformer.layer and final_norm(distil) is None
+    assert transformer_layers(gpt2) is gpt2.transformer.h and final_norm(gpt2) is gpt2.transformer.ln_f
+    assert transformer_layers(llama) is llama.model.layers and final_norm(llama) is llama.model.norm
+    with pytest.raises(EmbenchError, match="cannot find the transformer layers of a Linear"):
+        transformer_layers(torch.nn.Linear(2, 2))

@@ -129,6 +129,7 @@ def test_results_show_lists_stored_records(env, tiny_bert_dir):
         (["run", "--model", "MODEL", "--suite", "sts-al"], "unknown suite 'sts-al'. Did you mean 'sts-all'"),
         (["run", "--model", "MODEL", "--task", "STS-BB"], "unknown task 'STS-BB'. Did you mean"),
         (["run", "--model", "no/such/model/here"], "could not load model 'no/such/model/here'. Tried:"),
+        (["run", "--model", "no/[red]such[/blue]"], "could not load model 'no/[red]such[/blue]'. Tried:"),  # not rich markup
         (["run", "--model", "MODEL", "--pooling", "clss"], "Did you mean 'cls'"),
         (["run", "--model", "MODEL", "--layer", "9"], "--layer 9 is out of range"),
         (["run", "--model", "MODEL", "--batch-size", "0"], "--batch-size must be at least 1"),

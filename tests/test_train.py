@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from embench.core.errors import EmbenchError, MalformedDataError
+from embench.data.training_sets import read_sentences, read_triplets_csv, snli_triplets
 from embench.train import METHODS, Batch, Outputs, TrainingDivergedError, make_config, resolve, train
 from embench.train.crops import CropCorpus, chunks, split_sentences
-from embench.train.data import read_sentences, read_triplets_csv, snli_triplets
 from embench.train.distributed import DistInfo
 from embench.train.losses import info_nce, mask_tokens, mlm_loss
 
@@ -324,7 +324,7 @@ def test_crop_sentences_are_measured_as_split_then_stripped():
 
 @pytest.mark.slow
 def test_twenty_newsgroups_documents_kept_for_cropping_as_by_the_authors(data_root):
-    from embench.train.data import read_documents
+    from embench.data.training_sets import read_documents
 
     docs = read_documents(data_root / "tasks" / "twentynewsgroups" / "train.jsonl.gz")
     corpus = CropCorpus.build(docs, t=2)
@@ -416,9 +416,8 @@ def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(t
                           out=str(tmp_path / "sup"), batch_size=8, max_length=24, max_steps=3, max_examples=64,
                           eval_steps=0, progress=False, log_steps=1))
     assert all(math.isfinite(h["loss"]) for h in r.history if "loss" in h)
-    assert not (r.best_dir / "modules.json").exists()  # cls through the pooler head: a plain HF folder
     meta = json.loads((r.best_dir / "embench_training.json").read_text())
-    assert (meta["pooling"], meta["sentence_transformers"]) == ("cls", False)
+    assert (meta["pooling"], meta["sentence_transformers"]) == ("cls", True)  # [CLS] + the head as a Dense(tanh)
     enc = embench.load_model(r.best_dir)
     assert enc.pooling == "cls"
     from transformers import AutoModel, AutoTokenizer
@@ -429,11 +428,8 @@ def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(t
     np.testing.assert_allclose(enc.encode_batch(["A dog runs."]), want, atol=1e-5)
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(str(r.best_dir / "sentence-transformers"), device="cpu")
+    st = SentenceTransformer(str(r.best_dir), device="cpu")  # the same folder (tests/test_st_export.py: every pooler)
     np.testing.assert_allclose(st.encode(["A dog runs."], convert_to_numpy=True), want, atol=1e-5)
-    st_folder = embench.load_model(r.best_dir / "sentence-transformers")  # cls token + its Dense(tanh) module
-    assert st_folder.pooling == "cls_before_pooler" and st_folder.dense_modules == ["2_Dense"]
-    np.testing.assert_allclose(st_folder.encode_batch(["A dog runs."]), want, atol=1e-5)
 
 
 @pytest.mark.slow  # over 1 s: the fast tier stays under a minute
@@ -480,7 +476,9 @@ def test_checkpoints_are_evaluated_and_exported_at_the_models_own_length_unless_
     assert seen and set(seen) == {own}  # every evaluation at the model's own length
     meta = json.loads((r.best_dir / "embench_training.json").read_text())
     assert meta["max_length"] == own
-    assert json.loads((r.best_dir / "sentence_bert_config.json").read_text())["max_seq_length"] == own
+    from sentence_transformers import SentenceTransformer  # it keeps the length where its version does
+
+    assert SentenceTransformer(str(r.best_dir), device="cpu").max_seq_length == own
     seen.clear()
     r = run("asked", eval_max_length=16, export_max_length=24)
     assert set(seen) == {16}

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 
 from embench.data.root import DataRoot
-from embench.train.data import snli_triplets
+from embench.data.training_sets import snli_triplets
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import pandas as pd
 
 import embench
 from embench.data.root import DataRoot
-from embench.train.data import snli_triplets
+from embench.data.training_sets import snli_triplets
 
 
 def markdown(frame: pd.DataFrame) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import EmbenchError
-from ..report import style
+from ..report.per_layer import Measure, per_layer_figure
 from .attention_maps import plot_maps
 from .base import AnalysisResult, analysis
 from .inputs import expand_ensembles, stsb, unique, write_csv, write_json
@@ -123,7 +123,6 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     sums: dict[str, dict[str, dict[int, dict[str, float]]]] = {}  # model -> sentence -> layer -> shares
     requests = []
     targets, _ = expand_ensembles(refs)  # an ensemble's members one by one (each has its own attention)
-    shown_models = [SimpleNamespace(label=label) for label, _ in targets]  # what the plots read of a model: its label
     for label, enc_model in targets:
         tok, special = enc_model.tokenizer, _special_ids(enc_model.tokenizer)
 
@@ -157,8 +156,8 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     ordered_maps = {label: [maps[label][t] for t in texts] for label, _ in targets}
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "attention_sinks"), write_json(ordered_maps, out, "attention_maps")]
-    files += _plot_sinks(frame, shown_models, out)
-    files += plot_maps(ordered_maps, [r.label for r in shown_models], out)
+    files += per_layer_figure(frame, SINK_PANELS, out, "attention_sinks", ylabel="mean attention weight")
+    files += plot_maps(ordered_maps, [label for label, _ in targets], out)
     return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": ordered_maps})
 
 
@@ -171,21 +170,9 @@ def _corpus(ctx, split, text, limit, seed) -> list[str]:
     return corpus
 
 
-def _plot_sinks(frame, refs, out) -> list:
-    targets = [("cls_share", "to [CLS] (first token)"), ("sep_share", "to [SEP] (last token)"), ("punct_share", "to final punctuation")]
-    with style.paper_style():
-        fig, axes = style.figure(ncols=3, sharey=True)
-        for ax, (col, title) in zip(axes[0], targets, strict=True):
-            for c, ref in zip(style.palette(len(refs)), refs, strict=True):
-                g = frame[frame["model"] == ref.label]
-                ax.plot(g["layer"], g[col], "o-", color=c, label=ref.label)
-            ax.set_title(f"attention share {title}")
-            ax.set_xlabel("layer")
-            ax.xaxis.get_major_locator().set_params(integer=True)
-        axes[0, 0].set_ylabel("mean attention weight")
-        axes[0, 0].legend(loc="best")
-        fig.tight_layout()
-        return style.save(fig, out, "attention_sinks")
+SINK_PANELS = (Measure("cls_share", "attention share to [CLS] (first token)"),
+               Measure("sep_share", "attention share to [SEP] (last token)"),
+               Measure("punct_share", "attention share to final punctuation"))
 
 
 # -- CLS energy weight ------------------------------------------------------------------------
@@ -254,17 +241,6 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     frame = pd.DataFrame(rows)
     summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()
     files = [write_csv(frame, out, "cls_energy"), write_csv(summary, out, "cls_energy_summary")]
-    with style.paper_style():
-        fig, axes = style.figure()
-        ax = axes[0, 0]
-        names = list(dict.fromkeys(frame["model"]))
-        for c, name in zip(style.palette(len(names)), names, strict=True):
-            g = frame[frame["model"] == name]
-            avg = summary.set_index("model").loc[name, "mean_over_layers"]
-            ax.plot(g["layer"], g["cls_energy"], "o-", color=c, label=f"{name} (mean {avg:.3f})")
-        ax.set_xlabel("layer")
-        ax.set_ylabel(r"CLS energy weight $E_{\mathrm{CLS}}$")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(loc="best")
-        files += style.save(fig, out, "cls_energy")
+    means = {row.model: f"{row.model} (mean {row.mean_over_layers:.3f})" for row in summary.itertuples()}
+    files += per_layer_figure(frame, [Measure("cls_energy", r"CLS energy weight $E_{\mathrm{CLS}}$")], out, "cls_energy", labels=means)
     return AnalysisResult("cls-energy", {"cls_energy": frame, "cls_energy_summary": summary}, files)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.directions import check_direction
 from ..core.errors import EmbenchError
 from ..models.devices import several_devices
 from .inputs import make_context, model_refs
@@ -30,12 +31,16 @@ class AnalysisResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def analysis(name: str):
+def analysis(name: str, scores: dict[str, str] | None = None):
     """Give ``impl(refs, ctx, out, **options)`` the public signature of analysis ``name``.
 
     An ``impl`` that reads per-token states is a generator (:mod:`embench.analysis.token_pass`): it yields
     its requests, the pass runs, and it returns its result; :func:`run_many` shares one pass between several.
+
+    ``scores``: the columns of its tables (or keys of its summary) that a training run may log and select a
+    checkpoint on, each with the way it improves (``"higher"`` or ``"lower"``); the first is its main score.
     """
+    declared = {column: check_direction(d, f"analysis {name!r}, score {column!r}") for column, d in (scores or {}).items()}
 
     def deco(impl: Callable[..., AnalysisResult]) -> Callable[..., AnalysisResult]:
         params = {n: p.default for n, p in inspect.signature(impl).parameters.items() if n not in ("refs", "ctx", "out")}
@@ -46,17 +51,18 @@ def analysis(name: str):
                    max_length: int | None = None, device: str | None = None, dtype: str = "fp32",
                    normalize: bool | None = None, prompt: str | None = None, bidirectional_last: int | None = None,
                    adapter: str | None = None, batch_tokens: int | None = None, compile: bool | None = None,
-                   **options: Any) -> AnalysisResult:
+                   revision: str | None = None, prompt_name: str | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)
             devices = several_devices(device)  # cuda:0,cuda:1 or all: vectors from one process per device
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length,
                               device=devices[0] if devices else device, dtype=dtype,
                               normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last, adapter=adapter,
-                              batch_tokens=batch_tokens, compile=compile)
+                              batch_tokens=batch_tokens, compile=compile, revision=revision, prompt_name=prompt_name)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress, devices)
             return finish(start(public, refs, ctx, out, options))
 
         public.options = params  # type: ignore[attr-defined]  # option -> default (the CLI coerces by it)
+        public.scores = declared  # type: ignore[attr-defined]  # column -> "higher" | "lower" (train/callbacks.py)
         public.impl = impl  # type: ignore[attr-defined]
         public.analysis_name = name  # type: ignore[attr-defined]
         return public

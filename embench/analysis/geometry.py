@@ -127,7 +127,7 @@ def anisotropy(x: np.ndarray, n_pairs: int | None = None, seed: int = 42) -> flo
 
 
 # -- analyses --------------------------------------------------------------------------------
-@analysis("alignment-uniformity")
+@analysis("alignment-uniformity", scores={"alignment": "lower", "uniformity": "lower"})  # Wang & Isola 2020: both lower is better
 def alignment_uniformity(refs, ctx, out, split: str = "test", text: str = "senteval", threshold: float = 4.0,
                          t: float = 2.0, block_size: int = 2048) -> AnalysisResult:
     """SimCSE Figure 2/3: models as points (checkpoint folders as trajectories) in the (uniform, align) plane."""

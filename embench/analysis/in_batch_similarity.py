@@ -37,7 +37,7 @@ def negative_cosines(anchor: np.ndarray, positive: np.ndarray, hard: np.ndarray)
 def in_batch_similarity(refs, ctx, out, train_data: str = "snli", batch: int = 256, batches: int = 4, sigma: float = 0.9,
                         seed: int = 1111) -> AnalysisResult:
     """MultiCSR Figure 8: the frozen encoder's cosines of in-batch negatives, ``sigma`` marked (Eq. 6)."""
-    from ..train.data import load
+    from ..data.training_sets import load
 
     if batch < 2 or batches < 1:
         raise EmbenchError(f"in-batch-similarity needs batch >= 2 and batches >= 1, got {batch} and {batches}")

@@ -6,7 +6,6 @@ cache with ``embench run``; hidden states and attentions come from the encoder i
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import atomic
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
@@ -23,7 +23,7 @@ from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
 MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter",
-                 "batch_tokens", "compile")
+                 "batch_tokens", "compile", "revision", "prompt_name")
 
 
 @dataclass
@@ -205,10 +205,8 @@ def write_csv(frame, out: Path, stem: str) -> Path:
 
 
 def write_json(obj: Any, out: Path, stem: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{stem}.json"
-    path.write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
-    return path
+    """``out/<stem>.json`` (numpy numbers as numbers), written atomically."""
+    return atomic.write_json(out / f"{stem}.json", obj, default=_jsonable)
 
 
 def _jsonable(x: Any) -> Any:

@@ -149,7 +149,7 @@ def knn_accuracy(
 
 
 # -- the ``knn`` analysis: several models x labelled sets of the data root ---------------------
-@analysis("knn")
+@analysis("knn", scores={"accuracy": "higher"})
 def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emotion", "agnews", "trec"), k: int = 10,
         metric: tuple = ("euclidean",), transform: tuple = ("raw",), test_size: float = 0.1, seed: int = 42,
         stratify: bool = True, limit: int | None = None, splits: tuple | None = None, mode: str = "split") -> AnalysisResult:

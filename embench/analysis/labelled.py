@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import EmbenchError, MalformedDataError, MissingDataError
+from ..core.plugins import instance_of
 from ..core.registry import Registry
 from ..data.readers import iter_jsonl, read_bytes
 from ..data.root import DataRoot
@@ -43,23 +44,26 @@ class LabelledSet:
         return len(self.texts)
 
 
-LABELLED: Registry[LabelledSpec] = Registry("labelled set")
+LABELLED: Registry[LabelledSpec] = Registry("labelled set", plugins="embench.datasets", expects=instance_of(
+    "embench.analysis.labelled:LabelledSpec", "an embench.analysis.labelled.LabelledSpec"))
 
 
 def _declare(spec: LabelledSpec, *aliases: str) -> None:
     LABELLED.add(spec.name, spec, *aliases)
 
 
-_declare(LabelledSpec("twentynewsgroups", "tasks/twentynewsgroups", {"train": "train.jsonl.gz", "test": "test.jsonl.gz"},
+_declare(LabelledSpec(name="twentynewsgroups", folder="tasks/twentynewsgroups",
+                      splits={"train": "train.jsonl.gz", "test": "test.jsonl.gz"},
                       description="20 Newsgroups bydate, message bodies, 20 labels"), "20newsgroups", "20ng")
-_declare(LabelledSpec("banking77", "tasks/banking77", {"train": "train.jsonl.gz", "test": "test.jsonl.gz"},
+_declare(LabelledSpec(name="banking77", folder="tasks/banking77", splits={"train": "train.jsonl.gz", "test": "test.jsonl.gz"},
                       description="Banking77 intents, 77 labels"))
-_declare(LabelledSpec("emotion", "tasks/emotion", {"train": "train.jsonl.gz", "validation": "validation.jsonl.gz", "test": "test.jsonl.gz"},
+_declare(LabelledSpec(name="emotion", folder="tasks/emotion",
+                      splits={"train": "train.jsonl.gz", "validation": "validation.jsonl.gz", "test": "test.jsonl.gz"},
                       description="Emotion (MTEB split), 6 labels"))
-_declare(LabelledSpec("agnews", "tasks/agnews", {"test": "test.jsonl.gz"},
+_declare(LabelledSpec(name="agnews", folder="tasks/agnews", splits={"test": "test.jsonl.gz"},
                       description="AG News test split (title is not used), 4 labels"), "ag_news")
-_declare(LabelledSpec("trec", "senteval/downstream/TREC", {"train": "train_5500.label", "test": "TREC_10.label"}, fmt="trec",
-                      description="SentEval TREC questions, 6 coarse labels"))
+_declare(LabelledSpec(name="trec", folder="senteval/downstream/TREC", splits={"train": "train_5500.label", "test": "TREC_10.label"},
+                      fmt="trec", description="SentEval TREC questions, 6 coarse labels"))
 
 
 def labelled_files(name: str, root: DataRoot | str | Path | None = None, splits: list[str] | None = None) -> list[Path]:

@@ -17,22 +17,19 @@ texts are encoded for every N in the same single pass before the tasks are score
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
-from ..report import style
+from ..report.per_layer import Measure, per_layer_figure
 from .base import AnalysisResult, analysis
-from .cosine_density import cosines
 from .inputs import stsb, unique, write_csv
-from .layers import _suite_average, _suite_spec, parse_layers, suite_texts
+from .layers import _suite_spec, parse_layers, stsb_spearman, suite_texts, with_suite_average
 
 
 @analysis("layer-removal")
 def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "senteval",
                   suite: str | None = None) -> AnalysisResult:
     """STS-B Spearman (and optionally a suite's average) of each model with only its first N layers kept."""
-    from ..models.decoder_stack import final_norm
+    from ..models.layer_stack import final_norm
 
     if isinstance(suite, (list, tuple)):
         suite = ",".join(suite) + ("," if len(suite) == 1 else "")
@@ -50,30 +47,16 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
         has_norm = final_norm(full.model) is not None
         for n, enc in zip(kept, views, strict=True):
             emb = dict(zip(texts, ctx.embed(enc, texts), strict=True))  # this N's array only, from memory
-            cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
             row = {"model": ref.label, "layers_kept": n, "layers_removed": full.num_layers - n, "pooling": enc.pooling,
                    "final_norm": has_norm, "bidirectional_last": full.settings.extra.get("bidirectional_last", 0),
-                   "stsb_spearman": float(spearmanr(cos, pairs.gold)[0]) if np.ptp(cos) > 0 else float("nan")}
-            if suite:
-                row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)
-            rows.append(row)
-            ctx.release(enc)  # done with this N: its vectors leave memory before the next N's tasks run
+                   "stsb_spearman": stsb_spearman(emb, pairs)}
+            rows.append(with_suite_average(row, enc, suite, ctx, out))
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "layer_removal")]
-    measures = [("stsb_spearman", f"STS-B {split} Spearman (x100)")]
+    measures = [Measure("stsb_spearman", f"STS-B {split} Spearman (x100)")]
     if suite:
-        measures.append((_suite_spec(suite)[2], f"{suite.rstrip(',')} average (x100)"))
-    with style.paper_style():
-        fig, axes = style.figure(ncols=len(measures))
-        for ax, (col, title) in zip(axes[0], measures, strict=True):
-            for c, ref in zip(style.palette(len(refs)), refs, strict=True):
-                g = frame[frame["model"] == ref.label]
-                ax.plot(g["layers_kept"], 100 * g[col], "o-", color=c, label=ref.label, ms=3)
-            ax.set_xlabel("layers kept (the rest removed from the top; final norm kept)")
-            ax.set_ylabel(title)
-            ax.xaxis.get_major_locator().set_params(integer=True)
-        axes[0, 0].legend(loc="best")
-        fig.tight_layout()
-        files += style.save(fig, out, "layer_removal")
+        measures.append(Measure(_suite_spec(suite)[2], f"{suite.rstrip(',')} average (x100)"))
+    files += per_layer_figure(frame, measures, out, "layer_removal", x="layers_kept", scale=100, markersize=3,
+                              xlabel="layers kept (the rest removed from the top; final norm kept)")
     return AnalysisResult("layer-removal", {"layer_removal": frame}, files)
 

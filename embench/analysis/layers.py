@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from ..core.errors import EmbenchError
-from ..report import style
+from ..report.per_layer import Measure, per_layer_figure
 from .base import AnalysisResult, analysis
 from .cosine_density import cosines
 from .inputs import stsb, unique, write_csv
@@ -78,40 +78,39 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
         for layer, enc in zip(chosen, encoders, strict=True):
             row = {"model": ref.label, "layer": layer, "pooling": enc.pooling}
             emb = dict(zip(texts, ctx.embed(enc, texts), strict=True))  # this layer's array only, from memory
-            cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
-            row["stsb_spearman"] = float(spearmanr(cos, pairs.gold)[0]) if np.ptp(cos) > 0 else float("nan")
+            row["stsb_spearman"] = stsb_spearman(emb, pairs)
             if labelled is not None:
                 r = knn_accuracy(np.stack([emb[t] for t in labelled.texts]), labelled.labels, k=k, metric=metric,
                                  transform=transform, seed=seed)
                 row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"]})
-            if suite:
-                row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)
-            rows.append(row)
-            ctx.release(enc)  # done with this layer: its vectors leave memory before the next layer's tasks run
+            rows.append(with_suite_average(row, enc, suite, ctx, out))
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "layers")]
-    measures = [("stsb_spearman", f"STS-B {split} Spearman (x100)", None)]
+    measures = [Measure("stsb_spearman", f"STS-B {split} Spearman (x100)")]
     if labelled is not None:
-        measures.append(("knn_accuracy", f"kNN accuracy on {labelled.name} (%)", "knn_stderr"))
+        measures.append(Measure("knn_accuracy", f"kNN accuracy on {labelled.name} (%)", "knn_stderr"))
     if suite:
         _, tasks, column, is_mteb = _suite_spec(suite)
         what = "MTEB tasks" if tasks else suite
-        measures.append((column, f"{what} {'block average' if is_mteb else 'average'} (x100)", None))
-    with style.paper_style():
-        fig, axes = style.figure(ncols=len(measures))
-        for ax, (col, title, err) in zip(axes[0], measures, strict=True):
-            for c, ref in zip(style.palette(len(refs)), refs, strict=True):
-                g = frame[frame["model"] == ref.label]
-                ax.plot(g["layer"], 100 * g[col], "o-", color=c, label=ref.label)
-                if err:
-                    ax.fill_between(g["layer"], 100 * (g[col] - g[err]), 100 * (g[col] + g[err]), color=c, alpha=0.2, lw=0)
-            ax.set_xlabel("layer (0 = embedding output)")
-            ax.set_ylabel(title)
-            ax.xaxis.get_major_locator().set_params(integer=True)
-        axes[0, 0].legend(loc="best")
-        fig.tight_layout()
-        files += style.save(fig, out, "layers")
+        measures.append(Measure(column, f"{what} {'block average' if is_mteb else 'average'} (x100)"))
+    files += per_layer_figure(frame, measures, out, "layers", xlabel="layer (0 = embedding output)", scale=100)
     return AnalysisResult("layers", {"layers": frame}, files)
+
+
+def stsb_spearman(emb: dict[str, np.ndarray], pairs) -> float:
+    """Spearman correlation of the STS-B pairs' cosines (vectors from ``emb``) with their gold scores;
+    NaN when every cosine is the same (a view that maps every text to one vector ranks nothing)."""
+    cos = cosines(np.stack([emb[s] for s in pairs.left]), np.stack([emb[s] for s in pairs.right]))
+    return float(spearmanr(cos, pairs.gold)[0]) if np.ptp(cos) > 0 else float("nan")
+
+
+def with_suite_average(row: dict, enc, suite: str | None, ctx, out) -> dict:
+    """``row`` with the view's suite average (when a ``suite`` is asked for); then the view's vectors leave
+    memory, before the next view's tasks run."""
+    if suite:
+        row[_suite_spec(suite)[2]] = _suite_average(enc, suite, ctx, out)
+    ctx.release(enc)
+    return row
 
 
 def _suite_spec(suite: str) -> tuple[str | None, list[str] | None, str, bool]:

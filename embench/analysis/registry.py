@@ -10,11 +10,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..core.plugins import function_with
 from ..core.registry import Registry
 
 # name -> "module:function" of the analysis, and its one-line description (given here, so that listing the
 # analyses imports none of them)
-ANALYSES: Registry = Registry("analysis")
+ANALYSES: Registry = Registry("analysis", plugins="embench.analyses", expects=function_with(
+    ("impl", "options"), "a function made by @embench.analysis.base.analysis(NAME)"))
 for _name, _path, _what in (
     ("alignment-uniformity", "geometry:alignment_uniformity",
      "SimCSE Figure 2/3: models (checkpoint series as trajectories) in the (uniformity, alignment) plane"),

@@ -26,7 +26,7 @@ def tsne_map(x: np.ndarray, seed: int = 42, n_jobs: int = 1, **params) -> np.nda
     return np.asarray(TSNE(random_state=seed, n_jobs=n_jobs, **params).fit(np.asarray(x, dtype=np.float64)))
 
 
-@analysis("tsne")
+@analysis("tsne", scores={"accuracy": "higher"})  # the kNN accuracy of tsne_knn
 def tsne(refs, ctx, out, datasets: tuple = ("agnews",), limit: int | None = 5000, seed: int = 42, n_jobs: int = 1,
          k: int = 10, metric: str = "euclidean", perplexity: float = 30.0) -> AnalysisResult:
     """One t-SNE map per (dataset, model): datasets as rows, models side by side."""

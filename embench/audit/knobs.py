@@ -25,9 +25,13 @@ MODEL_KNOB_VALUES: dict[str, list[Any]] = {  # None: the model's own setting
     "dtype": ["fp32", "bf16"],
     "batch_size": [BASELINE_BATCH, 1, 64, 512],
     "max_length": [None, 32],
+    # the vectors' length and precision: their values depend on the model's dimension and --truncate-dim /
+    # --quantize, so the audit adds their variants itself (audit/dimensions.py), after the vectors are encoded
+    "truncate_dim": [None],
+    "quantize": [None],
 }
 KNOBS: dict[str, list[Any]] = {**{k: list(CHOICES[k].values) for k in PROTOCOL_KNOBS}, **MODEL_KNOB_VALUES}
-MODEL_KNOBS = ("pooling", "dtype", "max_length")
+MODEL_KNOBS = ("pooling", "dtype", "max_length", "truncate_dim", "quantize")
 MATCH_GRID = ("aggregation", "correlation", "text", "sick_split", "similarity", "scoring")
 
 

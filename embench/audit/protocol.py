@@ -28,6 +28,7 @@ from ..models.devices import several_devices
 from ..models.loader import load_model
 from ..models.precision import native_precision
 from ..tasks import TASKS
+from .dimensions import VECTOR_KNOBS, dimension_grid, sweep, undefined_as_empty, vector_variants
 from .knobs import KNOBS, Variant, variants
 from .passes import (
     DEFAULT_SAMPLE,
@@ -58,6 +59,7 @@ class AuditResult:
     passes: PassLog = field(default_factory=PassLog)  # every forward pass, and why
     sample_note: str | None = None  # how the sampled rows were made
     sample_diffs: dict[str, float] = field(default_factory=dict)  # sampled row -> largest |change| of a coordinate
+    dimensions: pd.DataFrame | None = None  # (precision, dim) -> every task's score and Avg. (audit/dimensions.py)
 
 
 def _task_list(tasks: list[str] | None) -> list[str]:
@@ -70,8 +72,8 @@ def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: di
         common = {k: v for k, v in common.items()
                   if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter", "batch_tokens", "compile")}
     own = v.model_options() if isinstance(model, (str, Path)) else {}
-    ev = evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol())  # a knob's dtype over the baseline's
-    return {r.display: r.main_score for r in ev.records}, ev
+    ev = undefined_as_empty(v, lambda: evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol()))
+    return {r.display: r.main_score for r in ev.records}, ev  # (a knob's dtype over the baseline's)
 
 
 def _encoded(ev: Any, log: PassLog, label: str) -> str:
@@ -101,12 +103,16 @@ def audit(
     cache_dir: str | Path | None = None,
     device: str | None = None,
     prompt: str | None = None,
+    prompt_name: str | None = None,
+    revision: str | None = None,
     dtype: str | None = None,
     batch_size: int | None = None,
     batch_tokens: int | None = None,
     compile: bool | None = None,
     bidirectional_last: int | None = None,
     adapter: str | Path | None = None,
+    truncate_dim: list[int] | None = None,
+    quantize: list[str] | None = None,
     ci: float | None = None,
     resamples: int | None = None,
     sample: int = DEFAULT_SAMPLE,
@@ -119,7 +125,8 @@ def audit(
 ) -> AuditResult:
     """Evaluate ``model`` under every protocol variant; optionally match ``reported`` numbers (x100).
 
-    ``prompt`` (a template with ``{text}``) wraps every text in every variant, as ``load_model`` applies it;
+    ``prompt`` (a template with ``{text}``) or ``prompt_name`` (one of the model's) wraps every text in every variant,
+    as ``load_model`` applies it, as does ``revision`` (a hub revision);
     ``dtype`` and ``batch_size`` are the baseline's (the dtype and batch-size knobs vary them).
     ``ci`` (e.g. 95) draws the baseline's bootstrap intervals and says, per knob, whether its effect
     leaves them (beyond the noise of the test sets) or not. The baseline and every pooling come from
@@ -127,6 +134,9 @@ def audit(
     a seeded ``sample`` of texts unless ``full_batch_check`` / ``full_dtype_check``; a shorter
     ``max_length`` re-encodes only the texts it truncates unless ``full_length_check``
     (:mod:`embench.audit.passes`). ``on_step`` receives a line per step (which variant, which pass).
+    ``truncate_dim`` and ``quantize`` are the values of the truncate-dim and quantize knobs (default: the powers of
+    two below the vectors' length, every quantised precision); with either knob, ``dimensions`` holds the score of
+    every dimension x precision (:mod:`embench.audit.dimensions`, whose ``dimension_figure`` draws it).
     """
     # (Over 60 lines with its signature and docstring; the body is the audit's order of work.)
     say = on_step or (lambda _msg: None)
@@ -134,6 +144,7 @@ def audit(
     task_names = _task_list(tasks)
     devices = several_devices(device)  # cuda:0,cuda:1 or all: every full pass is split over one process per device
     load_opts = {k: v for k, v in (("device", devices[0] if devices else device), ("prompt", prompt), ("dtype", dtype),
+                                   ("prompt_name", prompt_name), ("revision", revision),
                                    ("bidirectional_last", bidirectional_last), ("adapter", adapter),
                                    ("batch_tokens", batch_tokens), ("compile", compile)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts,
@@ -151,6 +162,10 @@ def audit(
     say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
     base_engine = shared_pass(base, poolings, all_texts, cache, batch_size, progress, log, devices)
     say(f"shared pass: done ({_encoded(None, log, 'baseline + pooling views')})")
+    dims, precisions = sweep(base_engine.dim, truncate_dim, quantize)  # the truncate-dim and quantize knobs' values
+    if added := vector_variants(knobs, dims, precisions):
+        vs += added
+        say(f"and {len(added)} variants of the vectors' {base_engine.dim} dimensions: {', '.join(v.label for v in added)}")
     picked = sample_texts(baseline_texts, sample, sample_seed)
     rows, intervals, note, diffs = {}, {}, None, {}
     for i, v in enumerate(vs, 1):
@@ -200,6 +215,8 @@ def audit(
     result = AuditResult(model=model, tasks=task_names, rows=frame, variants=vs, knob_effects=effects,
                          baseline_intervals=intervals, interval_note=note, passes=log,
                          sample_note=sampled_note(diffs, len(picked), sample_seed), sample_diffs=diffs)
+    if set(knobs) & set(VECTOR_KNOBS):  # every dimension x precision, scored from the same vectors
+        result.dimensions = dimension_grid(model, task_names, common, base_engine.dim, dims, precisions, say)
     say(log.summary())
     if reported:
         result.reported = reported
@@ -264,6 +281,7 @@ def audit_to_json(result: AuditResult) -> str:
         "forward_passes": result.passes.rows,
         "reported": result.reported,
         "verdict": result.verdict,
+        "dimensions": None if result.dimensions is None else json.loads(result.dimensions.reset_index().to_json(orient="records")),
         "matches": json.loads(result.matches.head(20).to_json(orient="records")) if result.matches is not None else None,
     }
     return json.dumps(out, indent=2)

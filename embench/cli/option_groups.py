@@ -29,6 +29,8 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "prompt": (o.PromptOpt, None),
     "bidirectional_last": (o.BidirectionalOpt, None),
     "adapter": (o.AdapterOpt, None),
+    "revision": (o.RevisionOpt, None),
+    "prompt_name": (o.PromptNameOpt, None),
     "dtype": (o.DTypeOpt, None),
     "device": (o.DeviceOpt, None),
     "batch_size": (o.BatchSizeOpt, None),
@@ -38,12 +40,17 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "results_dir": (o.ResultsOpt, None),
     "cache_dir": (o.CacheDirOpt, None),
     "no_cache": (o.NoCacheOpt, False),
+    "task_file": (o.TaskFileOpt, None),
+    "truncate_dim": (o.TruncateDimOpt, None),
+    "quantize": (o.QuantizeOpt, None),
 }
 
 # the groups commands take whole
-MODEL = ("normalize", "pooling", "layer", "max_length", "prompt", "bidirectional_last", "adapter", "dtype")
+MODEL = ("normalize", "pooling", "layer", "max_length", "prompt", "bidirectional_last", "adapter", "dtype", "revision",
+         "prompt_name")
 ENCODING = ("device", "batch_size", "batch_tokens", "compile_model")
 STORAGE = ("data", "results_dir", "cache_dir", "no_cache")
+VECTORS = ("truncate_dim", "quantize")  # applied to the vectors after the engine (encoding/vector_axes.py)
 
 
 class Given(dict):
@@ -59,6 +66,8 @@ class Given(dict):
                 out["compile"] = v or None  # None: the model's default, so an unset flag leaves no trace in records
             elif name == "results_dir":
                 out["results_dir"] = o.cli_results(v)
+            elif name == "task_file":
+                out["task_files"] = v or None
             else:
                 out[name] = v
         return out

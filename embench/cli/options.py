@@ -18,6 +18,8 @@ from ..report.formats import FORMATS
 # models.encoder.DTYPES holds these names with their torch types; importing it here would import torch
 # with every command (tests/test_cli_options.py checks that the two agree).
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
+# encoding.quantize.PRECISIONS, sentence-transformers' names (the same test checks that the two agree)
+PRECISION_NAMES = ("float32", "int8", "uint8", "binary", "ubinary")
 
 
 def choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
@@ -26,12 +28,15 @@ def choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
 
 
 def value(x: Any) -> Any:
-    """The plain value of an Enum choice (None and other values pass through)."""
+    """The plain value of an Enum choice, or of each in a list of them (None and other values pass through)."""
+    if isinstance(x, list):
+        return [value(v) for v in x]
     return x.value if isinstance(x, Enum) else x
 
 
 Fmt = choice_enum("Fmt", FORMATS)
 DType = choice_enum("DType", DTYPE_NAMES)
+Precision = choice_enum("Precision", PRECISION_NAMES)
 
 ModelsOpt = Annotated[list[str], typer.Option("--model", "-m", help="Model name, alias or folder; repeat for several.")]
 DataOpt = Annotated[Path | None, typer.Option("--data", help="Data root (default: $EMBENCH_DATA, then ~/.cache/embench/data).")]
@@ -81,3 +86,24 @@ BidirectionalOpt = Annotated[int | None, typer.Option(
 )]
 AdapterOpt = Annotated[Path | None, typer.Option(
     "--adapter", help="A LoRA adapter folder (embench train --method bellm) to put on --model, which must be its base.")]
+RevisionOpt = Annotated[str | None, typer.Option(
+    "--revision", help="Hub revision of --model: a commit, branch or tag (default: the catalogue's pinned commit for a "
+                       "known model, embench list models; else the hub's default branch). In the record and the cache key.")]
+PromptNameOpt = Annotated[str | None, typer.Option(
+    "--prompt-name", help="One of the model's own prompts (config_sentence_transformers.json 'prompts', or its catalogue "
+                          "row), e.g. query, for every text; default: the model's default prompt, and in retrieval "
+                          "tasks its query and document prompts per side. In the record and the cache key.")]
+TaskFileOpt = Annotated[list[Path] | None, typer.Option(
+    "--task-file", help="A task on your own data: a YAML or TOML file naming its kind (pairs, classification, "
+                        "pair-classification), files per split, format and columns; repeatable. Its task runs "
+                        "(after the suite's) unless --task names the tasks to run.")]
+TruncateDimOpt = Annotated[list[int] | None, typer.Option(
+    "--truncate-dim", help="Matryoshka: score the first N dimensions of every vector (sentence-transformers' "
+                           "truncate_dim); repeatable, one row per dimension from one encoding pass (audit: the "
+                           "dimensions its truncate-dim knob and figure sweep). In the record's key; the cache keeps "
+                           "the full vectors.")]
+QuantizeOpt = Annotated[list[Precision] | None, typer.Option(  # type: ignore[valid-type]
+    "--quantize", help="Score the vectors quantised as sentence-transformers' quantize_embeddings does (int8/uint8 "
+                       "calibrated on the task's own texts, both sides of every pair, as its EmbeddingSimilarityEvaluator; "
+                       "binary/ubinary: sign bits); float32: only re-normalised. Repeatable, one row each (audit: the "
+                       "precisions its quantize knob and figure sweep). In the record's key.")]

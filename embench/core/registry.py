@@ -4,7 +4,9 @@ training methods and recipes, analyses, CLI commands.
 An entry is either the object itself or a lazy ``"package.module:attr"`` string imported on first
 use (lm-evaluation-harness's ``lm_eval/api/registry.py`` is the model), so listing names costs no
 import of torch or mteb. Lookups are case-insensitive; a wrong name raises
-:class:`~embench.core.errors.UnknownNameError` with the nearest known names.
+:class:`~embench.core.errors.UnknownNameError` with the nearest known names. A registry given an
+entry-point group (``plugins="embench.methods"``) also holds what installed distributions declare
+there (:mod:`embench.core.plugins`), read on the first name it does not hold or the first listing.
 
 >>> METHODS = Registry("training method")
 >>> METHODS.add("simcse", "embench.train.methods.simcse:SimCSE", "unsup-simcse")  # doctest: +SKIP
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from .errors import UnknownNameError
+from .plugins import Expects, Plugin, discover
 
 T = TypeVar("T")
 
@@ -51,8 +55,12 @@ def is_lazy(item: Any) -> bool:
 class Registry(Generic[T]):
     """A name -> object mapping: case-insensitive, lazy entries, did-you-mean errors."""
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, *, plugins: str | None = None, expects: Expects | None = None):
+        """``plugins``: the entry-point group whose entries join this registry; ``expects``: what each of
+        them must be (checked when it is loaded: a Method subclass, a Task, ...)."""
+        self.kind, self.group, self.expects = kind, plugins, expects
+        self._plugins_read = plugins is None
+        self._plugins: dict[str, Plugin] = {}  # name -> where a plug-in entry comes from
         self._items: dict[str, T | str] = {}
         self._lower: dict[str, str] = {}
         self._descriptions: dict[str, str] = {}
@@ -83,10 +91,43 @@ class Registry(Generic[T]):
         """Consulted for names not registered: returns the canonical name after registering it, or None."""
         self._resolvers.append(resolver)
 
+    def read_plugins(self) -> None:
+        """Register the entries of this registry's entry-point group (once; lazily, as plug-in entries).
+
+        A plug-in whose name is taken (by a built-in name or an earlier plug-in) is left out with a warning:
+        a built-in name always means the built-in object.
+        """
+        if self._plugins_read:
+            return
+        self._plugins_read = True
+        try:
+            found = discover(self.group)  # type: ignore[arg-type]
+        except Exception as e:  # damaged metadata of some installed package: embench's own names still serve
+            warnings.warn(f"the {self.kind} plug-ins ({self.group}) cannot be read ({type(e).__name__}: {e}); "
+                          "only embench's own are known", stacklevel=3)
+            found = []
+        for plugin in found:
+            taken = self._lower.get(plugin.name.lower())
+            if taken is not None:
+                owner = self._plugins[taken].distribution if taken in self._plugins else "embench"
+                warnings.warn(f"{self.kind} plug-in {plugin.name!r} of {plugin.distribution} is ignored: {owner} "
+                              f"already registers {taken!r}", stacklevel=3)
+                continue
+            self._lower[plugin.name.lower()] = plugin.name
+            self._items[plugin.name] = plugin  # type: ignore[assignment]
+            self._plugins[plugin.name] = plugin
+
+    def plugin(self, name: str) -> Plugin | None:
+        """Where entry ``name`` comes from when an installed plug-in declares it (None: embench's own)."""
+        return self._plugins.get(self.canonical(name))
+
     def canonical(self, name: str) -> str:
         try:
             return self._lower[name.lower()]
         except KeyError:
+            if not self._plugins_read:  # a built-in name never costs the entry-point scan
+                self.read_plugins()
+                return self.canonical(name)
             for resolve in self._resolvers:
                 found = resolve(name)
                 if found is not None:
@@ -97,7 +138,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         key = self.canonical(name)
         item = self._items[key]
-        if is_lazy(item):
+        if isinstance(item, Plugin):  # imported and checked once; a PluginError names the distribution
+            item = self._items[key] = item.load(self.kind, self.expects)
+        elif is_lazy(item):
             item = self._items[key] = import_path(item)  # type: ignore[assignment]
         return item  # type: ignore[return-value]
 
@@ -110,22 +153,28 @@ class Registry(Generic[T]):
         key = self.canonical(name)
         if key in self._descriptions:
             return self._descriptions[key]
+        if key in self._plugins:  # said without importing the plug-in: listing stays as quick as without it
+            plugin = self._plugins[key]
+            return f"{plugin.summary} [plug-in: {plugin.distribution}, {plugin.value}]".strip()
         doc = getattr(self.get(key), "description", None) or (getattr(self.get(key), "__doc__", None) or "")
         return str(doc).strip().splitlines()[0] if str(doc).strip() else ""
 
     def __contains__(self, name: str) -> bool:
+        if name.lower() not in self._lower and not self._plugins_read:
+            self.read_plugins()
         return name.lower() in self._lower
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.names())
 
     def names(self) -> list[str]:
+        self.read_plugins()
         return list(self._items)
 
     def items(self) -> Iterator[tuple[str, T]]:
         """(name, object) pairs; lazy entries are imported."""
-        for name in list(self._items):
+        for name in self.names():
             yield name, self.get(name)

@@ -8,11 +8,11 @@ metadata, so the copy is the data mteb itself would evaluate. ``mirror`` is a lo
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
+from ..core.atomic import replace_folder, write_json
 from ..core.errors import EmbenchError
 from ..core.paths import within
 from .root import DataRoot
@@ -49,11 +49,9 @@ def fetch_hub_dataset(root: DataRoot, task: str, repo_id: str, revision: str | N
             except Exception as e:  # offline, unknown repository or revision: one clear message
                 raise EmbenchError(f"could not fetch the dataset {repo_id}@{revision} for {task} from the Hugging Face hub "
                                    f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
-        (staging / SOURCE_FILE).write_text(json.dumps({"repo_id": repo_id, "revision": revision}) + "\n")
-        if dest.exists():
-            shutil.rmtree(dest)
+        write_json(staging / SOURCE_FILE, {"repo_id": repo_id, "revision": revision}, indent=None)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging, dest)
+        replace_folder(staging, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest

@@ -6,11 +6,9 @@ a file compressed or decompressed by a user still verifies.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
-import os
 import urllib.error
 import urllib.request
 import zlib
@@ -20,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_bytes
 from ..core.errors import ChecksumError, CorruptFileError, EmbenchError
 from ..core.paths import within
 from .root import DataRoot
@@ -214,14 +213,9 @@ def _fetch_entry(e: Entry, dest: Path, base_url: str | None, timeout: float, acc
         if not accept_mismatch:
             raise ChecksumError(f"{url}: sha256 {got}{step} does not match the manifest's {e.sha256} for {e.path}; nothing was written")
         status = "downloaded, checksum differs"
-    tmp = dest.with_name(dest.name + f".part{os.getpid()}")
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
-        os.replace(tmp, dest)
+        write_bytes(dest, gzip.compress(payload, mtime=0) if e.path.endswith(".gz") else payload)  # .gz paths are stored gzipped
     except OSError as err:  # a read-only or full data root: this file is not kept, the files before it are
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         raise EmbenchError(f"cannot write {dest} ({err.strerror or err}); nothing of it was kept: make the data root "
                            "writable or free space, then run `embench data download` again") from None
     return status

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.atomic import TMP_SUFFIX, atomic_file
 from ..core.paths import unwritable
 
 SUFFIX = ".npz"
@@ -104,7 +105,7 @@ class EmbeddingCache:
         """Temporary shards a killed writer left (kill -9 inside a flush): a writer renames its shard within
         seconds, so one older than ``STALE_SECONDS`` has no writer left, on this machine or another."""
         now = time.time()
-        for tmp in self.folder.glob(f".*{SUFFIX}.tmp") if self.folder.is_dir() else ():
+        for tmp in self.folder.glob(f".*{SUFFIX}*{TMP_SUFFIX}") if self.folder.is_dir() else ():
             with contextlib.suppress(OSError):
                 if now - tmp.stat().st_mtime > STALE_SECONDS:
                     tmp.unlink()
@@ -183,19 +184,13 @@ class EmbeddingCache:
         if not keys or not self.writable:
             return
         name = f"{time.time_ns():x}-{os.getpid()}-{uuid.uuid4().hex}{SUFFIX}"
-        final, tmp = self.folder / name, self.folder / f".{name}.tmp"
+        final = self.folder / name
         karr = np.array([k.encode("ascii") for k in keys])
         varr = np.ascontiguousarray(vectors, dtype=np.float32)
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
+            with atomic_file(final, fsync=True) as f:  # the bytes are on disk before the name is
                 np.savez(f, keys=karr, vectors=varr, checksum=shard_checksum(karr, varr, self.folder.name))
-                f.flush()
-                os.fsync(f.fileno())  # the bytes are on disk before the name is
-            os.replace(tmp, final)
-        except OSError as e:
-            with contextlib.suppress(OSError):  # a full disk must not keep a half-written temporary file
-                tmp.unlink(missing_ok=True)
+        except OSError as e:  # nothing is left behind (atomic_file removes its temporary file)
             self._disable(e)
             return
         if self._index is not None:

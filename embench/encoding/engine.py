@@ -16,7 +16,6 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,9 +25,8 @@ from .allocator import keep_batch_memory, release_batch_memory
 from .batching import batches as _batches
 from .batching import resolve_batching
 from .cache import EmbeddingCache, text_key
-
-if TYPE_CHECKING:  # the protocol only: models sit above encoding (a model's encode() uses the engine)
-    from ..models.encoder import Encoder
+from .encoder_interface import Encoder
+from .prompted import prompted_engine
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY = 4096  # texts between cache writes
@@ -67,14 +65,18 @@ class Engine:
         self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0,
                       "forward_batches": 0, "oom_splits": 0}
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts``, in order (one row per input text, duplicates included)."""
+    def embed(self, texts: Sequence[str], prompt: dict[str, str | None] | None = None) -> np.ndarray:
+        """Vectors for ``texts``, in order (duplicates included); ``prompt``: a side's or task's (:mod:`.prompted`)."""
+        if prompt:
+            return prompted_engine(self, prompt).embed(texts)
         keyed = [(text_key(t), t) for t in texts]
         self.stats["requested"] += len(keyed)
         self._ensure([keyed])
         if not keyed:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._memory[k] for k, _ in keyed])
+
+    dim = property(lambda self: len(next(iter(self._memory.values()))) if self._memory else None)  # vector length (records keep it)
 
     def prefetch(self, groups: Sequence[Sequence[str]]) -> list[dict[str, int]]:
         """Encode the texts of several tasks in one pass, sorted by length across all of them.

@@ -10,15 +10,13 @@ digests are equal. Stored as ``<record>.items.npz`` beside the record's JSON (ar
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..core.atomic import atomic_file
 from ..stats import Scored
 
 KINDS = ("correlation", "accuracy")
@@ -51,14 +49,8 @@ class Items:
             arrays.update({f"gold{i}": g for i, g in enumerate(self.gold)})
         arrays["groups"] = np.array(self.groups, dtype=str)
         arrays["meta"] = np.array([self.kind, self.digest], dtype=str)
-        tmp = path.with_name(f"{path.name}.tmp{unique_suffix()}")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file
-            raise
+        with atomic_file(path) as fh:
+            np.savez(fh, **arrays)
         return file_sha256(path)
 
     @classmethod
@@ -69,12 +61,6 @@ class Items:
             values = [z[f"values{i}"] for i in range(len(groups))]
             gold = [z[f"gold{i}"] for i in range(len(groups))] if "gold0" in z.files else None
         return cls(kind=kind, groups=groups, values=values, gold=gold, digest=digest)
-
-
-def unique_suffix() -> str:
-    """Host, process and a random part: no two writers of one shared folder, on any machine, pick the
-    same temporary name (a process id alone repeats across the nodes of a cluster)."""
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def file_sha256(path: Path) -> str:

@@ -59,6 +59,7 @@ def record_provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, o
         "model_source": enc_desc.get("source"),
         "model_revision": enc_desc.get("revision"),
         "model_fingerprint": enc_desc.get("fingerprint"),
+        "embedding_dim": engine.dim,  # the vectors' length (an mteb export's embed_dim)
         "data_root": str(root.path),
         "data_files": data_checksums(root, prepared.files),
         "task_meta": {**prepared.meta, **outcome.meta},

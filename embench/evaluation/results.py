@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..core.paths import plain_name, unwritable
-from .items import Items, file_sha256, unique_suffix
+from .items import Items, file_sha256
 from .record_checks import score_problem
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,8 @@ class Record:
 
 IDENTITY_ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")
 # settings only some encoders have: part of the identity when set, so older records keep their keys
-IDENTITY_OPTIONAL_FIELDS = ("bidirectional_last",)
+IDENTITY_OPTIONAL_FIELDS = ("bidirectional_last", "prompt_name", "prompts", "revision",
+                            "truncate_dim", "quantize")  # the last two: the vectors scored (encoding/vector_axes.py)
 
 
 def record_key(task: str, encoder: dict[str, Any], protocol: dict[str, Any]) -> str:
@@ -170,14 +172,7 @@ class ResultStore:
         p.parent.mkdir(parents=True, exist_ok=True)
         if items is not None:
             record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(self.items_path(record))}
-        tmp = p.with_suffix(f".json.tmp{unique_suffix()}")  # unique across the machines of a shared folder
-        try:
-            tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
-            os.replace(tmp, p)
-        except BaseException:
-            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temporary file
-            raise
-        return p
+        return write_json(p, record.to_dict(), default=_json_default)
 
     def load_items(self, record: Record) -> Items | None:
         """The record's per-item outcomes, or None when it has none or the file is missing or damaged."""

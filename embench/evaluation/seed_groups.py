@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 
 SEED_GROUP_FILE = "seeds.json"
@@ -69,7 +70,4 @@ def write_seed_group(folder: Path, members: dict[int, Path], config: dict[str, A
     """Record the finished seeds (paths relative to ``folder``) and the shared configuration, atomically."""
     path = folder / SEED_GROUP_FILE
     body = {"members": {str(s): os.path.relpath(p, folder) for s, p in sorted(members.items())}, "config": config}
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(body, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_json(path, body)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, decode
 from .prompts import SCORING, render, uses_chat
@@ -83,7 +84,7 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     if batch_size < 1 or max_new_tokens < 1:
         raise EmbenchError("--batch-size and --max-new-tokens must be at least 1")
     src = Path(triplets)
-    from ..train.data import read_triplets_csv
+    from ..data.training_sets import read_triplets_csv
 
     # a generation may be empty: it is dropped by the rule, never scored
     rows = read_triplets_csv(src, allow_empty=True)[:limit or None]
@@ -125,7 +126,7 @@ def _check_scoring_settings(scores: Path, settings: dict[str, Any]) -> None:
             raise EmbenchError(f"{scores} holds answers asked with other settings ({', '.join(differ)}): remove it, or "
                                "give another --out")
     scores.parent.mkdir(parents=True, exist_ok=True)
-    meta.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    write_json(meta, settings, default=None)
 
 
 def _score_missing(llm: str, rows: list[tuple[str, str, str]], answers: dict[int, tuple[str, str]], path: Path,
@@ -194,7 +195,7 @@ def _summary(frame, settings: dict[str, Any], dropped: dict[str, int], paths: di
                           "contradiction": {str(k): int(v) for k, v in b.value_counts().sort_index().items()},
                           "mean_entailment": float(a.mean()) if len(a) else None,
                           "mean_contradiction": float(b.mean()) if len(b) else None}}
-    paths["summary"].write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_json(paths["summary"], summary, default=None)
     lines = [f"# Self-curation ({settings['rule']} rule)", "",
              f"{summary['kept']} of {summary['total']} triplets kept"
              + (f" ({summary['swapped']} with roles swapped)" if summary["swapped"] else "") + ".", "",

@@ -47,7 +47,7 @@ def read_premise_file(path: str | Path) -> tuple[list[Premise], list[str]]:
 
 def snli_premises(root: DataRoot) -> list[Premise]:
     """The premises of the data root's SNLI triplets (the ones ``--train-data snli`` trains on), in order."""
-    from ..train.data import snli_triplets
+    from ..data.training_sets import snli_triplets
 
     return [Premise(i, t[0]) for i, t in enumerate(snli_triplets(root), 1)]
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, clean, decode
 from .premises import Premise, read_premises
@@ -177,9 +178,7 @@ def _write_settings(meta: Path, settings: dict[str, Any], written: int, seconds:
     before = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
     totals = before.get("totals", {"rows": 0, "seconds": 0.0, "tokens": 0})
     totals = {"rows": totals["rows"] + written, "seconds": totals["seconds"] + seconds, "tokens": totals["tokens"] + tokens}
-    tmp = meta.with_name(meta.name + ".tmp")
-    tmp.write_text(json.dumps({"settings": settings, "totals": totals}, indent=2), encoding="utf-8")
-    tmp.replace(meta)
+    write_json(meta, {"settings": settings, "totals": totals}, default=None)
 
 
 def _check_numbers(batch_size: int, omega: float, temperature: float, top_p: float, max_new_tokens: int,

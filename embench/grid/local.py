@@ -19,8 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
-from ..evaluation.results import ResultStore
-from .state import Cell, GridState, read_json
+from .state import GridState
 
 _ECHO_LOCK = threading.Lock()  # lines of several workers interleave whole, never mid-line
 
@@ -54,7 +53,7 @@ def run_local(job_files: Sequence[Path], results: Path, workers: int = 1,
             else:
                 rc = _run_relayed(cmd, env, fh, echo, job_id)
         if rc < 0 or rc in (130, 143):  # killed, or stopped by SIGINT/SIGTERM: its unfinished cells say so
-            _mark_killed(job_file, state, -rc if rc < 0 else rc - 128, log)
+            _mark_killed(job_file, -rc if rc < 0 else rc - 128, log)
         if echo is not None:
             with _ECHO_LOCK:
                 finished.append(job_id)
@@ -83,14 +82,11 @@ def _run_relayed(cmd: list[str], env: dict[str, str], log: IO[bytes], echo: IO[s
         return proc.wait()
 
 
-def _mark_killed(job_file: Path, state: GridState, sig: int, log: Path) -> None:
-    job = read_json(job_file) or {}
-    store = ResultStore(state.results)
+def _mark_killed(job_file: Path, sig: int, log: Path) -> None:
+    from .worker import mark_unfinished  # here: the worker module imports the whole evaluation stack
+
     try:
         name = signal.Signals(sig).name
     except ValueError:
         name = f"signal {sig}"
-    for raw in job.get("cells", []):
-        cell = Cell.from_dict(raw)
-        if store.find(cell.model, cell.task, cell.key) is None:
-            state.mark(cell, "failed", job=job.get("id"), log=str(log), error=f"its worker was killed ({name})")
+    mark_unfinished(job_file, f"its worker was killed ({name})", log)

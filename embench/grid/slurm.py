@@ -3,20 +3,26 @@ per task, requeued on preemption or timeout (``GridJob`` is checkpointable; a re
 cells its first run stored). Nothing here knows a particular cluster: partition, GPUs, time and
 parallelism are options, anything else goes through ``--slurm-option key=value``.
 
-submitit's ``local`` executor runs the same jobs as subprocesses without a cluster (the tests use it),
-and ``dry_run`` writes the sbatch file of the array without submitting it.
+In a job, SIGTERM (``scancel``, preemption, the time limit) stops the grid worker as Ctrl-C does while
+submitit's own requeue signal keeps working (``job_signals.py``); each submission is noted with its Slurm
+ids, so ``embench grid status`` shows what Slurm says of each job (``slurm_jobs.py``).
+
+submitit's ``local`` executor runs the same jobs as subprocesses without a cluster, and ``dry_run``
+writes the sbatch file of the array without submitting it.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
+from .job_signals import stop_on_sigterm
 from .state import GridState, atomic_write
-from .worker import run_job
 
 try:
     import submitit
@@ -39,11 +45,12 @@ class SlurmSettings:
     timeout_min: int = 240
     mem_gb: float | None = None
     extra: dict[str, str] = field(default_factory=dict)  # any other sbatch option, e.g. {"account": "x"}
+    name: str = "embench-grid"
 
     def parameters(self) -> dict[str, Any]:
         """submitit's AutoExecutor parameters (its ``slurm_`` ones are dropped by the local executors)."""
         p: dict[str, Any] = {"timeout_min": self.timeout_min, "slurm_array_parallelism": self.array_parallelism,
-                             "name": "embench-grid"}
+                             "name": self.name}
         if self.partition:
             p["slurm_partition"] = self.partition
         if self.gpus_per_job:
@@ -56,28 +63,96 @@ class SlurmSettings:
             p["slurm_additional_parameters"] = dict(self.extra)
         return p
 
+    @classmethod
+    def from_options(cls, items: Sequence[str], **given: Any) -> SlurmSettings:
+        """Settings from ``key=value`` strings (``--slurm-option``): this class's fields by name (``timeout_min=30``,
+        ``partition=gpu``, ``gpus_per_job=1``, dashes allowed), any other key an sbatch option (``account=abc``)."""
+        settings = cls(**given)
+        types = {f.name: f.type for f in fields(cls) if f.name not in ("extra", "name")}
+        for key, value in parse_options(items).items():
+            name = key.replace("-", "_")
+            if name not in types:
+                settings.extra[key] = value
+                continue
+            try:
+                cast = int if "int" in str(types[name]) else float if "float" in str(types[name]) else str
+                setattr(settings, name, cast(value))
+            except ValueError:
+                raise EmbenchError(f"--slurm-option {key}={value}: {name} takes a number") from None
+        return settings
+
+
+def parse_options(items: Sequence[str] | None) -> dict[str, str]:
+    """``["account=abc", "qos=high"]`` -> ``{"account": "abc", "qos": "high"}``; a malformed item is named."""
+    out = {}
+    for item in items or []:
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise EmbenchError(f"--slurm-option {item!r}: expected key=value, e.g. account=abc")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def make_executor(folder: Path, settings: SlurmSettings, cluster: str = "slurm") -> Any:
+    """submitit's executor with these settings, its files (pickles, logs) under ``folder/<job id>``."""
+    executor = _need_submitit().AutoExecutor(folder=Path(folder) / "%j", cluster=cluster)
+    executor.update_parameters(**settings.parameters())
+    return executor
+
+
+def job_environment() -> Any:
+    """submitit's environment of the job running here; None under its debug executor (this very process)."""
+    try:
+        return submitit.JobEnvironment()
+    except KeyError:  # submitit's debug executor runs in this process and sets no job environment
+        return None
+
+
+def use_allotted_cpus() -> None:
+    """torch threads = the CPUs Slurm gave the task, where nothing says otherwise: without cgroups or CPU binding
+    a task sees every core of its node, and N tasks each spinning all of them crawl."""
+    cpus = os.environ.get("SLURM_CPUS_PER_TASK")
+    if cpus and "OMP_NUM_THREADS" not in os.environ:
+        import torch
+
+        torch.set_num_threads(int(cpus))
+
 
 class GridJob(submitit.helpers.Checkpointable if submitit is not None else object):  # type: ignore[misc]
     """A grid job as submitit runs it; on preemption or timeout submitit requeues it with the same job file."""
 
     def __call__(self, job_file: str) -> list[str]:
-        try:
-            log = str(submitit.JobEnvironment().paths.stdout)
-        except KeyError:  # submitit's debug executor runs in this process and sets no job environment
-            log = None
-        failed = run_job(job_file, log)
+        from .worker import mark_unfinished, run_job
+
+        env = job_environment()
+        log = str(env.paths.stderr) if env is not None else None
+        use_allotted_cpus()
+        with stop_on_sigterm(submitit.JobEnvironment.USR_SIG if env is not None else None) as stop:
+            try:
+                failed = run_job(job_file, log)
+            except KeyboardInterrupt:
+                if not stop.terminated:
+                    raise
+                marked = mark_unfinished(job_file, "stopped by SIGTERM (cancelled, preempted or out of time)", log)
+                print(f"job {Path(job_file).stem}: stopped by SIGTERM; {len(marked)} cell(s) left, marked; finished "
+                      "cells are stored and its encoded texts cached: the next run of the grid does the rest",
+                      file=sys.stderr, flush=True)
+                raise SystemExit(143) from None  # as a process killed by SIGTERM; no result for submitit to keep
         if failed:  # the array task shows FAILED in sacct; the cells' markers hold the reasons
             raise EmbenchError(f"{len(failed)} cell(s) of {Path(job_file).stem} failed: {', '.join(failed)}")
         return failed
 
 
 def submit(job_files: Sequence[Path], results: Path, settings: SlurmSettings, cluster: str = "slurm") -> list[Any]:
-    """Submit the jobs as one array (``cluster``: slurm, or submitit's local / debug for a run without one)."""
-    sub = _need_submitit()
-    folder = GridState(results).root / "slurm" / "%j"
-    executor = sub.AutoExecutor(folder=folder, cluster=cluster)
-    executor.update_parameters(**settings.parameters())
-    return executor.map_array(GridJob(), [str(p) for p in job_files])
+    """Submit the jobs as one array (``cluster``: slurm, or submitit's local / debug for a run without one);
+    on Slurm each job's array task is noted for ``embench grid status``."""
+    folder = GridState(results).root / "slurm"
+    jobs = make_executor(folder, settings, cluster).map_array(GridJob(), [str(p) for p in job_files])
+    if cluster == "slurm":
+        from .slurm_jobs import record
+
+        record(results, job_files, jobs, folder / "%j")
+    return jobs
 
 
 def dry_run(job_files: Sequence[Path], results: Path, settings: SlurmSettings) -> Path:
@@ -106,7 +181,7 @@ def dry_run(job_files: Sequence[Path], results: Path, settings: SlurmSettings) -
 def _slurm_parameters(settings: SlurmSettings) -> dict[str, Any]:
     """The same settings under submitit's SlurmExecutor names (AutoExecutor's translation, for the dry run)."""
     p: dict[str, Any] = {"time": settings.timeout_min, "array_parallelism": settings.array_parallelism,
-                         "job_name": "embench-grid"}
+                         "job_name": settings.name}
     if settings.partition:
         p["partition"] = settings.partition
     if settings.gpus_per_job:

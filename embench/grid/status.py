@@ -2,8 +2,9 @@
 
 done: its record is in the results folder (whatever wrote it: a grid job, ``embench run``, an older
 embench whose record still checks out). running: a live job holds it (a marker from this machine
-with a live process, or from another machine, whose processes this one cannot see). failed: its job
-wrote why, and the log. missing: anything else, a killed job's cells included.
+with a live process, or from another machine, whose processes this one cannot see; or a Slurm job that
+is pending or running). failed: its job wrote why, and the log. missing: anything else, a killed job's
+cells included. A cell a Slurm job held also names that job and its state (``slurm_jobs.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from .state import Cell, GridState
 STATES = ("done", "running", "failed", "missing")
 
 
-
 def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, Any]:
     if store.find(cell.model, cell.task, cell.key) is not None:
         return {"state": "done"}
@@ -40,7 +40,10 @@ def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, An
 
 
 def cell_states(cells: Sequence[Cell], store: ResultStore, state: GridState) -> dict[str, dict[str, Any]]:
-    return {c.id: cell_state(c, store, state) for c in cells}
+    """Each cell's state; where a Slurm job holds a cell not done, as that job's state in Slurm says."""
+    from .slurm_jobs import with_job_states
+
+    return with_job_states({c.id: cell_state(c, store, state) for c in cells}, state.results)
 
 
 def grid_cells(results: Path | str) -> list[Cell]:
@@ -58,9 +61,14 @@ def grid_cells(results: Path | str) -> list[Cell]:
 def status_frame(cells: Sequence[Cell], states: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """One row per cell that is not done (model, task, protocol, state, log, why), done cells last as a count."""
     rows = [{"model": c.model, "task": c.task, "protocol": c.label, "state": states[c.id]["state"],
-             "log": states[c.id].get("log") or "", "why": states[c.id].get("error") or states[c.id].get("note") or ""}
+             "log": states[c.id].get("log") or "", "why": _why(states[c.id])}
             for c in cells if states[c.id]["state"] != "done"]
     return pd.DataFrame(rows, columns=["model", "task", "protocol", "state", "log", "why"])
+
+
+def _why(st: dict[str, Any]) -> str:
+    """The error a cell failed with and what its Slurm job did (e.g. "stopped by SIGTERM; Slurm job 12_1 ended CANCELLED")."""
+    return "; ".join(x for x in (st.get("error"), st.get("note")) if x)
 
 
 def summary(states: dict[str, dict[str, Any]]) -> dict[str, int]:

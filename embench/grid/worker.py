@@ -26,7 +26,7 @@ from ..data.root import DataRoot
 from ..evaluation.results import ResultStore, record_key
 from ..models.loader import load_model
 from .sharded import prefill_sharded
-from .state import Cell, GridState
+from .state import Cell, GridState, read_json
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,21 @@ def run_job(job_file: Path | str, log_path: str | None = None) -> list[str]:
                 except Exception as e1:
                     fail([cell], e1)
     return failed
+
+
+def mark_unfinished(job_file: Path | str, error: str, log: str | Path | None = None) -> list[str]:
+    """Mark every cell of a job that has no record failed with ``error`` (a killed or stopped job's cells say
+    why, and a re-run of the grid does them again); returns their ids."""
+    job = read_json(Path(job_file)) or {}
+    results = Path(job.get("results", "."))
+    state, store = GridState(results), ResultStore(results)
+    marked = []
+    for raw in job.get("cells", []):
+        cell = Cell.from_dict(raw)
+        if store.find(cell.model, cell.task, cell.key) is None:
+            state.mark(cell, "failed", job=job.get("id"), log=str(log) if log else None, error=error)
+            marked.append(cell.id)
+    return marked
 
 
 def _by_protocol(cells: Sequence[Cell]) -> list[tuple[dict[str, Any], list[Cell]]]:

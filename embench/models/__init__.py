@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..core.lazy import lazy_exports
 
-_EXPORTS = {"Encoder": ".encoder", "EncoderSettings": ".encoder", "HFEncoder": ".encoder", "ALIASES": ".aliases",
+_EXPORTS = {"Encoder": "..encoding.encoder_interface", "EncoderSettings": ".encoder", "HFEncoder": ".encoder", "ALIASES": ".aliases",
             "load_model": ".loader", "pick_device": ".device_choice", "POOLERS": ".poolers"}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = ["ALIASES", "POOLERS", "Encoder", "EncoderSettings", "HFEncoder", "load_model", "pick_device"]
@@ -18,6 +18,7 @@ __all__ = ["ALIASES", "POOLERS", "Encoder", "EncoderSettings", "HFEncoder", "loa
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .aliases import ALIASES
     from .device_choice import pick_device
-    from .encoder import Encoder, EncoderSettings, HFEncoder
+    from ..encoding.encoder_interface import Encoder
+    from .encoder import EncoderSettings, HFEncoder
     from .loader import load_model
     from .poolers import POOLERS

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
-from .decoder_stack import decoder_stack
+from .layer_stack import transformer_layers
 
 SUPPORTED_ATTENTION = ("eager", "sdpa")
 HOOK_ATTR = "_embench_bidirectional"
@@ -102,7 +102,7 @@ def make_bidirectional(model: torch.nn.Module, last: int) -> torch.nn.Module:
 
     ``last = 0`` leaves the model as it is; ``last = number of layers`` makes every layer bidirectional.
     Applying it again replaces the earlier setting."""
-    _, layers = decoder_stack(model)
+    layers = transformer_layers(model)
     if not 0 <= last <= len(layers):
         raise EmbenchError(f"--bidirectional-last {last}: the model has {len(layers)} layers")
     attention = getattr(model.config, "_attn_implementation", None) or "eager"
@@ -121,5 +121,5 @@ def make_bidirectional(model: torch.nn.Module, last: int) -> torch.nn.Module:
 
 def bidirectional_layers(model: torch.nn.Module) -> list[int]:
     """Indices (from 0) of the decoder layers made bidirectional."""
-    _, layers = decoder_stack(model)
+    layers = transformer_layers(model)
     return [i for i, layer in enumerate(layers) if getattr(layer, HOOK_ATTR, None) is not None]

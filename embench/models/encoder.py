@@ -1,4 +1,5 @@
-"""How texts become vectors: the Encoder interface and its transformers implementation.
+"""How texts become vectors: the transformers implementation of the Encoder interface
+(:class:`embench.encoding.encoder_interface.Encoder`).
 
 An encoder knows nothing about tasks. The engine asks it for the token length of texts (to batch
 them by length) and for the vectors of one batch; everything else (dedup, cache, progress) is the
@@ -11,7 +12,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,23 +24,9 @@ from .families import apply_prompt, num_layers
 from .fast_tokens import pad_rows, token_ids
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .precision import gpu_attention
+from .prompts import exclude_prompt_tokens
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-@runtime_checkable
-class Encoder(Protocol):
-    """What the engine needs from a model."""
-
-    name: str
-
-    def token_lengths(self, texts: list[str]) -> np.ndarray: ...
-
-    def encode_batch(self, texts: list[str]) -> np.ndarray: ...
-
-    def cache_key(self) -> str: ...
-
-    def describe(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -112,6 +99,7 @@ class HFEncoder(SentenceEncode):
         self.batch_tokens: int | None = None  # the engine's token budget for this encoder (None: the device's)
         self.compiled = False  # torch.compile the model's forward when it is loaded (load_model(..., compile=True))
         self.load_spec: tuple[str, dict[str, Any]] | None = None  # (name, load_model options): reloadable elsewhere
+        self.prompt_set: Any = None  # the model's named prompts, for a side or task to pick from (models/prompts.py)
 
     def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
@@ -130,7 +118,7 @@ class HFEncoder(SentenceEncode):
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
         v.batch_tokens = self.batch_tokens
-        v.compiled, v.load_spec = self.compiled, self.load_spec
+        v.compiled, v.load_spec, v.prompt_set = self.compiled, self.load_spec, self.prompt_set
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
         if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
             v.settings.extra["final_norm"] = True
@@ -243,12 +231,14 @@ class HFEncoder(SentenceEncode):
 
     def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         if self.settings.extra.get("final_norm"):
-            from .decoder_stack import final_norm
+            from .layer_stack import final_norm
 
             norm = final_norm(self.model)
             if norm is not None:
                 with self._autocast():
                     hidden = (*hidden[: self.layer], norm(hidden[self.layer]), *hidden[self.layer + 1 :])
+        if n := self.settings.extra.get("prompt_tokens_excluded"):  # Pooling(include_prompt=False): models/prompts.py
+            mask = exclude_prompt_tokens(mask, n)
         with self._autocast():  # no autocast where the weights themselves are bf16/fp16 (weights_cast)
             pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
             if self.weights_cast:  # the sentence-transformers Dense modules stay fp32

@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.atomic import replace_folder, write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode
-from .layernorm import encoder_layers, remove_layernorms
+from .layer_stack import transformer_layers
+from .layernorm import remove_layernorms
 
 PREFIX = "ensemble:"
 MANIFEST = "ensemble.json"
@@ -87,19 +89,12 @@ def write_ensemble(folder: Path, members: list[dict[str, Any]], meta: dict[str, 
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     write_members(tmp)
-    (tmp / MANIFEST).write_text(json.dumps({"members": members, "meta": meta}, indent=2, default=str) + "\n",
-                                encoding="utf-8")
-    old = folder.with_name(folder.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        folder.rename(old)
-    tmp.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-    return folder
+    write_json(tmp / MANIFEST, {"members": members, "meta": meta})
+    return replace_folder(tmp, folder)
 
 
 class EnsembleEncoder(SentenceEncode):
-    """The weighted sum of member encoders' vectors (the :class:`~embench.models.encoder.Encoder` interface)."""
+    """The weighted sum of member encoders' vectors (the :class:`~embench.encoding.encoder_interface.Encoder` interface)."""
 
     def __init__(self, members: list[Any], weights: list[float], name: str, source: str):
         if len(members) != len(weights):
@@ -170,7 +165,7 @@ def _without_layernorms(member: Any, last: int) -> None:
 
     def patched() -> tuple[Any, Any]:
         model, tok = load()
-        remove_layernorms(encoder_layers(model), last)
+        remove_layernorms(transformer_layers(model), last)
         return model, tok
 
     member._load = patched

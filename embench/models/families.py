@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
+from ..core.plugins import instance_of
 from ..core.registry import Registry
 
 DECODER_TYPES = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "phi", "phi3", "gemma", "gemma2", "gemma3_text",
@@ -75,7 +76,8 @@ class Family:
         return model if patched is None else patched
 
 
-FAMILIES: Registry[Family] = Registry("model family")
+FAMILIES: Registry[Family] = Registry("model family", plugins="embench.families",
+                                     expects=instance_of("embench.models.families:Family", "an embench.models.families.Family"))
 FAMILIES.add("encoder", Family("encoder", "BERT-like bidirectional encoders (BERT, RoBERTa, MPNet, MiniLM, ...)", pooling="cls"))
 FAMILIES.add("sentence-transformers", Family("sentence-transformers",
                                              "sentence-transformers folders: their own pooling, Dense, Normalize"))

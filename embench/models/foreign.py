@@ -59,7 +59,7 @@ def object_name(obj: Any) -> str:
 
 
 class ForeignEncoder(SentenceEncode):
-    """An object with ``encode(texts, **kwargs) -> array`` behind the :class:`~embench.models.encoder.Encoder` interface."""
+    """An object with ``encode(texts, **kwargs) -> array`` behind the :class:`~embench.encoding.encoder_interface.Encoder` interface."""
 
     def __init__(self, obj: Any, *, name: str | None = None, fingerprint: str | None = None):
         if not has_encode(obj):

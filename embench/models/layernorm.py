@@ -13,16 +13,6 @@ from torch import nn
 from ..core.errors import EmbenchError
 
 
-def encoder_layers(model: nn.Module) -> nn.ModuleList:
-    for path in ("encoder.layer", "layers", "transformer.layer"):
-        mod = model
-        for part in path.split("."):
-            mod = getattr(mod, part, None)
-        if isinstance(mod, nn.ModuleList):
-            return mod
-    raise EmbenchError(f"cannot find the transformer layers of {type(model).__name__}")
-
-
 def remove_layernorms(layers: nn.ModuleList, last: int) -> None:
     """Replace both LayerNorms (after attention, after the FFN) of each of the ``last`` layers by the identity."""
     if last < 0 or last > len(layers):

@@ -27,6 +27,7 @@ import torch
 from ..core.errors import EmbenchError, ModelLoadError
 from .aliases import alias_name
 from .bidirectional import check_bidirectional, make_bidirectional
+from .catalogue import row_for, row_settings
 from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
@@ -35,9 +36,10 @@ from .fingerprints import fingerprint_files, module_fingerprint, stat_files, wei
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
 from .lora_adapter import AdapterInfo, read_adapter
 from .max_length import check_max_length, model_max_length
-from .model_names import from_hub, resolve_model_path
+from .model_names import from_hub, resolve_model_path, snapshot_revision
 from .pooling import POOLERS
 from .precision import warn_if_emulated
+from .prompts import attach_prompts, read_prompt_set, with_row
 from .st_folder import load_dense, read_json, sentence_transformers_config
 
 log = logging.getLogger(__name__)
@@ -82,6 +84,8 @@ def load_model(
     adapter: str | os.PathLike | None = None,
     batch_tokens: int | None = None,
     compile: bool = False,
+    revision: str | None = None,
+    prompt_name: str | None = None,
 ) -> HFEncoder:
     """Load a checkpoint as an encoder.
 
@@ -104,7 +108,8 @@ def load_model(
     checkpoint's weights in that dtype (an in-memory module keeps its weights and runs under autocast);
     ``batch_tokens`` is the token budget of the engine's batches for this encoder (default: the device's);
     ``compile`` runs the model's forward through ``torch.compile`` (dynamic shapes), which pays on a GPU
-    when the pass is long enough to repay the compilation.
+    when the pass is long enough to repay the compilation. ``revision``: a hub commit, branch or tag (default: a known
+    model's pinned one, :mod:`.catalogue`); ``prompt_name``: one of the model's prompts (default: its own, :mod:`.prompts`).
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
     # what another process needs to load the same encoder on its own device (several devices: models/devices.py)
@@ -112,12 +117,15 @@ def load_model(
         str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(
             pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
             family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last, adapter=adapter,
-            batch_tokens=batch_tokens, compile=compile).items() if v is not None})
+            batch_tokens=batch_tokens, compile=compile, revision=revision, prompt_name=prompt_name).items() if v is not None})
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
+        if revision is not None or prompt_name is not None:
+            raise EmbenchError("--revision and --prompt-name name one checkpoint's; an ensemble's members take their own")
         return load_ensemble(name_or_path, load_model, pooling=pooling, layer=layer, max_length=max_length, dtype=dtype,
                              device=device, normalize=normalize, tokenizer=tokenizer, name=name, prompt=prompt,
                              family=family, fingerprint=fingerprint, trust_remote_code=trust_remote_code)
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
+    row = row_for(str(name_or_path)) if isinstance(name_or_path, (str, os.PathLike)) else None  # a known model's needs
     if prompt is not None:
         prompt = check_prompt(prompt)  # a named template (bellm, bellm-code, prompteol, none) becomes its text
     info: AdapterInfo | None = None
@@ -141,8 +149,9 @@ def load_model(
     if isinstance(name_or_path, torch.nn.Module):
         src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)
     else:
-        src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code)
-    fam, st_cfg, tok = src.family, src.st_cfg, src.tokenizer
+        src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code,
+                                 revision=revision, pinned=row.revision if row else None)
+    fam, st_cfg, tok = src.family, {**src.st_cfg, **row_settings(row, bool(src.st_cfg))}, src.tokenizer
     check_max_length(max_length, src.config)
     if info is not None:
         src = info.attach(src)  # checks the base first: an adapter of another model is refused here
@@ -155,7 +164,8 @@ def load_model(
         tok.pad_token = tok.eos_token or tok.unk_token
     tok.padding_side = fam.padding_side
     settings = EncoderSettings(
-        pooling=pooling or st_cfg.get("pooling") or fam.pooling or "cls",
+        # a checkpoint embench trained with a pooling sentence-transformers lacks keeps it (embench_training.json)
+        pooling=pooling or st_cfg.get("pooling") or _trained_setting(src.trained_folder, "pooling") or fam.pooling or "cls",
         layer=layer,
         max_length=int(max_length if max_length is not None else st_cfg.get("max_length") or model_max_length(src.config, tok)),
         dtype=dtype or fam.default_dtype(device),
@@ -169,6 +179,10 @@ def load_model(
         settings.extra["family"] = fam.name
     if fam.padding_side != "right":
         settings.extra["padding_side"] = fam.padding_side
+    prompts = attach_prompts(settings, with_row(read_prompt_set(Path(src.source)) if src.st_cfg else None, row),
+                             prompt, prompt_name, tok, src.display)
+    if src.revision:  # the hub commit read (a local folder has none): in the cache key and the record's identity
+        settings.extra["revision"] = src.revision
     if bidirectional_last:  # part of the cache key, the record's identity and its provenance
         settings.extra["bidirectional_last"] = bidirectional_last
     if info is not None:
@@ -182,6 +196,7 @@ def load_model(
     encoder.batch_tokens = batch_tokens
     encoder.compiled = bool(compile)
     encoder.load_spec = spec
+    encoder.prompt_set = prompts
     if st_cfg.get("dense"):
         folders = list(st_cfg["dense"])
         encoder.set_dense(lambda: [load_dense(d) for d in folders], [d.name for d in folders])
@@ -200,14 +215,15 @@ def _module_source(module: torch.nn.Module, tokenizer: Any, name: str | None, fi
 
 
 def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: Family | None,
-                       trust_remote_code: bool, head: Callable[[Any], Any] | None = None) -> _Source:
+                       trust_remote_code: bool, head: Callable[[Any], Any] | None = None,
+                       revision: str | None = None, pinned: str | None = None) -> _Source:
     """An alias, folder, ``.gguf`` file or hub id, with its config and tokenizer read; the weights are
     read by ``AutoModel``, or by the auto class ``head(config)`` names (a language-model head, for generation)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    folder, tried, hub_id = resolve_model_path(raw_name)
-    if folder is None:
-        folder = from_hub(hub_id, tried)
+    folder, tried, hub_id = resolve_model_path(raw_name, revision)
+    if folder is None:  # the revision asked for, else a known model's pinned one
+        folder = from_hub(hub_id, tried, revision or pinned)
     if folder is None:
         raise ModelLoadError(raw_name, tried)
     st_cfg = sentence_transformers_config(folder) or {}
@@ -257,7 +273,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
         return fam.apply_patch(model, raw_name), loaded_tokenizer
 
     return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or alias_name(raw_name),
-                   fam, st_cfg, getattr(config, "_commit_hash", None), hf_folder)
+                   fam, st_cfg, snapshot_revision(folder) or getattr(config, "_commit_hash", None), hf_folder)
 
 
 def _with_bidirectional(src: _Source, last: int) -> _Source:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 
 ADAPTER_META = "embench_adapter.json"
@@ -98,4 +99,4 @@ def read_adapter(path: str | os.PathLike, quiet: bool = False) -> AdapterInfo | 
 
 
 def write_adapter_meta(folder: Path, **meta: Any) -> None:
-    (Path(folder) / ADAPTER_META).write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
+    write_json(Path(folder) / ADAPTER_META, meta)

@@ -8,14 +8,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..core.errors import EmbenchError
 from .aliases import ALIASES, HUB_IDS
 from .local_models import find_local_model
 
 
-def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
+def resolve_model_path(name: str, revision: str | None = None) -> tuple[Path | None, list[str], str]:
     """(local folder or None, what was tried, hub id to try): an alias, a path, then embench's model folder
-    (``$EMBENCH_MODELS``, default ``~/.cache/embench/models``: :mod:`embench.models.local_models`)."""
+    (``$EMBENCH_MODELS``, default ``~/.cache/embench/models``: :mod:`embench.models.local_models`). A
+    ``revision`` names a hub commit, branch or tag: an alias or a fetched copy is then read from the hub at it
+    (a local copy's revision is unknown), and a local folder is an error."""
     tried: list[str] = []
+    if revision is not None:
+        if Path(name).expanduser().exists():
+            raise EmbenchError(f"--revision {revision!r} names a hub revision; {name!r} is a local folder or file, "
+                               "which has none (give a hub id, or leave --revision out)")
+        hub_id = HUB_IDS.get(ALIASES.canonical(name), name) if name in ALIASES else name
+        tried.append(f"local copies of {name!r}: not used, --revision {revision!r} asks for the hub's")
+        return None, tried, hub_id
     if name in ALIASES:
         try:
             return ALIASES.get(name)(), tried, name
@@ -33,16 +43,25 @@ def resolve_model_path(name: str) -> tuple[Path | None, list[str], str]:
     return find_local_model(name, tried), tried, name
 
 
-def from_hub(hub_id: str, tried: list[str]) -> Path | None:
-    """The hub's (or the local Hugging Face cache's) copy of ``hub_id``, or None with why appended to ``tried``."""
+def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path | None:
+    """The hub's (or the local Hugging Face cache's) copy of ``hub_id`` at ``revision`` (default: the hub's
+    default branch), or None with why appended to ``tried``."""
     if hub_id.count("/") > 1 or hub_id.startswith((".", "/", "~")):
         return None
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(hub_id))
-    except Exception as e:  # offline, unknown repo, gated, ...
+        return Path(snapshot_download(hub_id, revision=revision))
+    except Exception as e:  # offline, unknown repo or revision, gated, ...
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
-        tried.append(f"hub id {hub_id!r}{offline}: {msg}")
+        at = "" if revision is None else (f" at revision {revision!r}" + (
+            ", which the local Hugging Face cache does not hold (fetch it once online, or give --revision "
+            "main for the copy the cache has)" if offline else ""))
+        tried.append(f"hub id {hub_id!r}{at}{offline}: {msg}")
         return None
+
+
+def snapshot_revision(folder: Path) -> str | None:
+    """The commit a Hugging Face cache snapshot holds (``.../snapshots/<commit>``), else None."""
+    return folder.name if folder.parent.name == "snapshots" and len(folder.name) == 40 else None

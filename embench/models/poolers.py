@@ -1,12 +1,15 @@
 """The poolers by name (``embench list poolers``, ``--pooling``): lazy entries pointing into
 :mod:`embench.models.pooling`, so naming, listing and did-you-mean import no torch. A new pooler is a
-function in ``pooling.py`` and one row here (or ``POOLERS.add(name, function)`` from anywhere)."""
+function in ``pooling.py`` and one row here (or ``POOLERS.add(name, function)`` from anywhere, or an entry point
+of the group ``embench.poolers`` in a package of its own)."""
 
 from __future__ import annotations
 
+from ..core.plugins import function_with
 from ..core.registry import Registry
 
-POOLERS: Registry = Registry("pooler")
+POOLERS: Registry = Registry("pooler", plugins="embench.poolers",
+                            expects=function_with((), "a function of a PoolInput giving one vector per text (embench.models.pooling)"))
 # Poolers that read more than the chosen layer's states need every hidden state from the model.
 NEEDS_ALL_LAYERS = {"first_last_avg", "embed_last_avg"}
 
@@ -18,5 +21,6 @@ for _name, _function, _aliases, _what in (
     ("first_last_avg", "pool_first_last_avg", ("avg_first_last",), "SimCSE's: token mean of (layer 1 + last layer) / 2"),
     ("embed_last_avg", "pool_embed_last_avg", (), "BERT-whitening's: token mean of (embedding output + last layer) / 2"),
     ("last_token", "pool_last_token", ("lasttoken",), "the last real token, under left or right padding (decoder LLMs)"),
+    ("weighted_mean", "pool_weighted_mean", ("weightedmean",), "SGPT's position-weighted mean: the i-th real token weighs i"),
 ):
     POOLERS.add(_name, f"embench.models.pooling:{_function}", *_aliases, description=_what)

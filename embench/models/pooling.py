@@ -12,6 +12,9 @@ Names follow SimCSE's evaluation code where it has them (``docs/PROTOCOLS.md``):
 * ``embed_last_avg``: mean over tokens of (embedding output + last layer) / 2 (BERT-flow and
   BERT-whitening's first-last average, which indexes the embedding output).
 * ``last_token``: the state of the last real token, for left or right padding (decoder LLMs).
+* ``weighted_mean``: the position-weighted mean pooling of SGPT (Muennighoff, 2022, "SGPT: GPT Sentence
+  Embeddings for Semantic Search"), sentence-transformers' ``weightedmean``: the i-th real token weighs i,
+  counted from the first real token (left padding too).
 """
 
 from __future__ import annotations
@@ -80,3 +83,14 @@ def pool_last_token(x: PoolInput) -> torch.Tensor:
     positions = torch.arange(mask.shape[1], device=mask.device)
     last = (mask.long() * positions).argmax(1)
     return states[torch.arange(states.shape[0], device=states.device), last]
+
+
+def pool_weighted_mean(x: PoolInput) -> torch.Tensor:
+    states, mask = x.hidden_states[x.layer], x.attention_mask
+    # weights 1, 2, ... from each row's first real token, so that left padding shifts nothing (as
+    # sentence-transformers' Pooling does); summed in fp32 when the states are bf16 or fp16
+    dtype = torch.float32 if states.dtype in (torch.bfloat16, torch.float16) else states.dtype
+    positions = torch.arange(1, mask.shape[1] + 1, device=mask.device, dtype=dtype)
+    first = mask.long().argmax(1, keepdim=True)
+    weights = ((positions - first) * mask.to(dtype)).unsqueeze(-1)
+    return ((states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).to(states.dtype)

@@ -1,6 +1,8 @@
 """sentence-transformers model folders: ``modules.json`` read into what embench needs (the
 transformer sub-folder, pooling, normalisation, maximum length, lower-casing) and ``Dense`` modules
-loaded as ``activation(linear(x))``.
+loaded as ``activation(linear(x))``. Pooling names are translated by :mod:`embench.models.pooling_names`
+(the table the checkpoint writer uses too); [CLS] pooling followed by a copy of the model's own pooler
+head is read as embench's ``cls``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..core.paths import within
+from .pooling_names import pooler_of
 
 
 def read_json(path: Path) -> Any:
@@ -47,7 +50,7 @@ def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
                         out.setdefault("max_length", cfg.get("max_seq_length"))
                         out.setdefault("lowercase", bool(cfg.get("do_lower_case", False)))
         elif kind == "Pooling":
-            out["pooling"] = _st_pooling(read_json(sub / "config.json"))
+            out["pooling"] = pooler_of(read_json(sub / "config.json"), str(sub / "config.json"))
         elif kind == "Normalize":
             out["normalize"] = True
         elif kind == "Dense":
@@ -56,7 +59,40 @@ def sentence_transformers_config(folder: Path) -> dict[str, Any] | None:
             out["dense"].append(sub)
         else:
             out["unsupported"].append(kind)
+    if out["pooling"] == "cls_before_pooler" and len(out["dense"]) == 1 and is_pooler_head(out["transformer_path"], out["dense"][0]):
+        out["pooling"], out["dense"] = "cls", []  # [CLS] through the model's own head: embench's cls pooling
     return out
+
+
+def is_pooler_head(transformer: Path, dense: Path) -> bool:
+    """Whether a ``Dense`` module is the transformer's pooler head (BERT's dense + tanh over [CLS]) copied:
+    Tanh, square, and weights equal to the ``pooler.dense`` tensors of the transformer's safetensors.
+
+    That is how a checkpoint trained with ``cls`` pooling (supervised SimCSE's kept MLP) is written for
+    sentence-transformers, which has no pooler-head module; read back, it is embench's ``cls`` again (the
+    head of the loaded model, so that ``--layer`` and the cache key mean what they mean for ``cls``)."""
+    cfg = read_json(dense / "config.json") if (dense / "config.json").is_file() else None
+    if not (isinstance(cfg, dict) and cfg.get("activation_function") == _ACTIVATION_PREFIX + "activation.Tanh"
+            and cfg.get("in_features") == cfg.get("out_features") and cfg.get("bias", True) and not cfg.get("use_residual")):
+        return False
+    head, theirs = _safetensors(dense, lambda k: k in ("linear.weight", "linear.bias")), {}
+    for k, v in _safetensors(transformer, lambda k: k.endswith(("pooler.dense.weight", "pooler.dense.bias"))).items():
+        theirs["linear." + k.rsplit(".", 1)[-1]] = v
+    return len(head) == 2 and head.keys() == theirs.keys() and all(
+        head[k].shape == theirs[k].shape and torch.equal(head[k], theirs[k]) for k in head)
+
+
+def _safetensors(folder: Path, wanted: Any) -> dict[str, torch.Tensor]:
+    """The tensors of ``folder``'s safetensors files whose names ``wanted`` accepts (only those are read)."""
+    from safetensors import safe_open
+
+    found: dict[str, torch.Tensor] = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(f), framework="pt") as handle:
+            for key in handle.keys():  # noqa: SIM118 (safe_open is no dict)
+                if wanted(key):
+                    found[key] = handle.get_tensor(key)
+    return found
 
 
 _ACTIVATION_PREFIX = "torch.nn.modules."
@@ -74,6 +110,8 @@ def load_dense(folder: Path) -> torch.nn.Module:
     act_path = cfg.get("activation_function", "torch.nn.modules.activation.Tanh") if isinstance(cfg, dict) else None
     if not isinstance(act_path, str) or not act_path.startswith(_ACTIVATION_PREFIX):
         raise EmbenchError(f"{folder / 'config.json'}: activation_function {act_path!r} is not a torch.nn module")
+    if cfg.get("use_residual"):  # recent sentence-transformers: x + activation(linear(x)), not read here
+        raise EmbenchError(f"{folder / 'config.json'}: a Dense module with use_residual is not supported")
     module_name, _, cls_name = act_path.rpartition(".")
     try:
         act_cls = getattr(importlib.import_module(module_name), cls_name)
@@ -101,15 +139,3 @@ def load_dense(folder: Path) -> torch.nn.Module:
     except RuntimeError as e:
         raise EmbenchError(f"{folder}: Dense weights do not match its config.json ({str(e).splitlines()[0]})") from None
     return torch.nn.Sequential(linear, activation).eval()
-
-
-def _st_pooling(cfg: dict[str, Any]) -> str:
-    mode = cfg.get("pooling_mode")
-    if isinstance(mode, str):
-        names = [mode]
-    else:
-        names = [k.removeprefix("pooling_mode_").removesuffix("_tokens") for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
-    mapping = {"mean": "mean", "cls": "cls_before_pooler", "cls_token": "cls_before_pooler", "max": "max", "lasttoken": "last_token"}
-    if len(names) != 1 or names[0] not in mapping:
-        raise EmbenchError(f"unsupported sentence-transformers pooling {names!r}; embench reads mean, cls, max and lasttoken")
-    return mapping[names[0]]

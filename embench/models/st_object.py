@@ -44,10 +44,10 @@ def _pooling_as_saved(pooling: Any, saved: str | None) -> bool:
     """The object's pooling mode is the one embench reads from the folder (the saved names differ between
     sentence-transformers versions: ``pooling_mode_mean_tokens`` or ``pooling_mode: mean``)."""
     from ..core.errors import EmbenchError
-    from .st_folder import _st_pooling
+    from .pooling_names import pooler_of
 
     try:
-        return hasattr(pooling, "get_config_dict") and _st_pooling(pooling.get_config_dict()) == saved
+        return hasattr(pooling, "get_config_dict") and pooler_of(pooling.get_config_dict()) == saved
     except EmbenchError:
         return False
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..core.errors import EmbenchError
 from .panels import alignment_uniformity, cosine_ridges
+from .per_layer import per_layer
 from .style import figure, palette, paper_style, save
 
 
@@ -68,21 +69,12 @@ def _density(axes, data, colours):
     cosine_ridges(axes, data, list(dict.fromkeys(data["model"])), title_colours=colours)
 
 
-def _per_layer(column: str, label: str):
+def _per_layer(column: str, label: str, *, x: str = "layer", xlabel: str = "layer", **options):
+    """The analysis' per-layer panel (:func:`embench.report.per_layer.per_layer`) with the report's labels."""
     def draw(ax, data, colours):
-        for m, g in data.groupby("model", sort=False):
-            g = g.sort_values("layer")
-            ax.plot(g["layer"], g[column], marker="o", color=colours[m], label=m)
-        ax.set(xlabel="layer", ylabel=label)
+        per_layer(ax, data, colours, column, x=x, **options)
+        ax.set(xlabel=xlabel, ylabel=label)
     return draw
-
-
-def _layer_removal(ax, data, colours):
-    """BeLLM Figure 4: STS-B Spearman against the number of layers kept (removed from the top)."""
-    for m, g in data.groupby("model", sort=False):
-        g = g.sort_values("layers_kept")
-        ax.plot(g["layers_kept"], 100 * g["stsb_spearman"], marker="o", ms=3, color=colours[m], label=m)
-    ax.set(xlabel="layers kept (the rest removed from the top)", ylabel="STS-B Spearman (x100)")
 
 
 def _token_dependency(ax, data, colours):
@@ -158,7 +150,10 @@ COMPOSERS: dict[str, Composer] = {
                            "E_CLS per layer (JTCSE)"),
     "attention-sinks": Composer("attention_sinks.csv", _per_layer("cls_share", "attention to [CLS]"),
                                 "embench analyze attention -m {model} --out {name}", "Share of attention to [CLS] per layer (JTCSE)"),
-    "layer-removal": Composer("layer_removal.csv", _layer_removal, "embench analyze layer-removal -m {model} --out {name}",
+    # BeLLM Figure 4: STS-B Spearman against the number of layers kept (removed from the top)
+    "layer-removal": Composer("layer_removal.csv", _per_layer("stsb_spearman", "STS-B Spearman (x100)", x="layers_kept", scale=100,
+                                                              markersize=3, xlabel="layers kept (the rest removed from the top)"),
+                              "embench analyze layer-removal -m {model} --out {name}",
                               "STS-B Spearman as layers are removed from the top (BeLLM Figure 4)"),
     "token-dependency": Composer("token_dependency.csv", _token_dependency, "embench analyze token-dependency -m {model} --out {name}",
                                  "Pivot-token dependency per sentence (BeLLM Figure 2)"),

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.plugins import instance_of
 from ..core.registry import Registry
 from ..data.root import DataRoot
 from ..evaluation.items import Items
@@ -37,6 +38,7 @@ class Prepared:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+@runtime_checkable  # so that a plug-in task is checked for these members when it is loaded
 class Task(Protocol):
     name: str  # canonical name, used in result files
     display: str  # column header in tables
@@ -49,7 +51,8 @@ class Task(Protocol):
         ...
 
 
-TASKS: Registry[Task] = Registry("task")
+TASKS: Registry[Task] = Registry("task", plugins="embench.tasks", expects=instance_of(
+    "embench.tasks.base:Task", "a task object with name, display, kind, prepare() and data_files() (embench.tasks.base.Task)"))
 
 
 class RowTask:

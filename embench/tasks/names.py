@@ -4,6 +4,7 @@ command can reject an unknown name (with the nearest known ones) in well under a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..evaluation.suites import SUITES
 from . import TASKS
@@ -18,6 +19,17 @@ def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[
     names = list(s.tasks) if s else []
     names += [TASKS.canonical(t) for t in tasks or ()]
     return list(dict.fromkeys(names)), s.view if s else "summary"
+
+
+def with_task_files(task_files: Sequence[str | Path] | None, tasks: Sequence[str] | None) -> list[str] | None:
+    """Register the tasks of ``task_files`` (each file read and checked now); ``tasks`` when given, else those tasks
+    (``--task-file`` alone runs its own tasks, after the suite's when there is one)."""
+    if not task_files:
+        return list(tasks) if tasks else None
+    from .task_file import register_task_files
+
+    named = register_task_files(task_files)
+    return list(tasks) if tasks else named
 
 
 def check_names(suite: str | None = None, tasks: Sequence[str] | None = None, pooling: str | None = None) -> None:

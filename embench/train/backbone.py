@@ -15,7 +15,8 @@ from torch import nn
 from ..core.errors import EmbenchError
 from ..models.families import FAMILIES, Family, detect
 from ..models.gguf_cache import dequantised_gguf, gguf_file_of
-from ..models.model_names import resolve_model_path
+from ..models.layer_stack import transformer_layers
+from ..models.model_names import from_hub, resolve_model_path
 from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
 from .recipes import default_model_note
@@ -35,7 +36,11 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     """The encoder of ``cfg.model`` (``AutoModelForMaskedLM``'s base when ``mlm``), on ``device``."""
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    folder, tried, hub_id = resolve_model_path(cfg.model)
+    folder, tried, hub_id = resolve_model_path(cfg.model, cfg.revision)
+    if folder is None and cfg.revision is not None:  # the hub's copy at that revision, never another one
+        folder = from_hub(hub_id, tried, cfg.revision)
+        if folder is None:
+            raise EmbenchError(f"--model {cfg.model} --revision {cfg.revision}: cannot load it; tried {tried}")
     source = str(folder) if folder is not None else hub_id
     st = sentence_transformers_config(folder) if folder is not None else None
     hf = str(st["transformer_path"]) if st else source
@@ -116,13 +121,3 @@ def freeze(encoder: nn.Module, embeddings: bool, first_layers: int) -> None:
         for layer in layers[:first_layers]:
             for p in layer.parameters():
                 p.requires_grad_(False)
-
-
-def transformer_layers(encoder: nn.Module) -> nn.ModuleList:
-    for path in ("encoder.layer", "layers", "transformer.layer", "h"):
-        mod: Any = encoder
-        for part in path.split("."):
-            mod = getattr(mod, part, None)
-        if isinstance(mod, nn.ModuleList):
-            return mod
-    raise EmbenchError(f"cannot find the transformer layers of {type(encoder).__name__}")

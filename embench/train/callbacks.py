@@ -7,6 +7,12 @@ the analysis' first option (``knn:20newsgroups`` = kNN accuracy on 20 Newsgroups
 ``embench.evaluate`` and analyses through ``embench.analysis.run``: the same code as ``embench run``
 and ``embench analyze``. The first metric selects the best checkpoint unless ``select_on`` names
 another.
+
+Every metric that can select declares which way it improves (:mod:`embench.core.directions`): a task's
+main score (Spearman, accuracy, mteb's main score) is better higher; an analysis declares its scores
+with ``@analysis(NAME, scores={"alignment": "lower", ...})``, logged as ``KEY/column`` (mean over the
+rows), the first also as ``KEY``. An analysis that declares none is logged (its summary numbers, the
+mean of an ``accuracy`` or ``spearman`` column) but cannot select.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.directions import HIGHER
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from .module import SentenceModel
 
 SPLIT_SUFFIXES = {"-dev": "dev", "-train": "train", "-test": "test"}  # STS-B's splits (stsb_split)
-SCORE_COLUMNS = ("accuracy", "spearman", "score", "value")
+SCORE_COLUMNS = ("accuracy", "spearman", "score", "value")  # logged for analyses that declare no scores
+TASK_DIRECTION = HIGHER  # every task's main score: a correlation, an accuracy, mteb's main_score
 
 
 @dataclass
@@ -28,6 +36,7 @@ class EvalSpec:
     key: str  # the metric's name in metrics.jsonl (without the "eval/" prefix)
     target: str  # task/suite or analysis name
     options: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, str] = field(default_factory=dict)  # an analysis' declared column -> direction
 
 
 def task_specs(names: list[str]) -> list[EvalSpec]:
@@ -58,7 +67,8 @@ def analysis_specs(items: list[str]) -> list[EvalSpec]:
     specs = []
     for item in items:
         name, _, rest = item.partition(":")
-        known = get(name).options  # did-you-mean on a typo; option -> default
+        fn = get(name)  # did-you-mean on a typo
+        known = fn.options  # option -> default
         if "=" in rest:
             pairs = [p.partition("=")[::2] for p in rest.split(",")]
         else:  # a bare value sets the first option (knn:20newsgroups -> datasets)
@@ -69,7 +79,7 @@ def analysis_specs(items: list[str]) -> list[EvalSpec]:
             if key not in known:
                 raise EmbenchError(f"--eval-analysis {item!r}: {name} has no option {key!r}; its options are: {', '.join(known)}")
             options[key] = parse_value(raw.strip(), known[key])
-        specs.append(EvalSpec(item, name, options))
+        specs.append(EvalSpec(item, name, options, dict(getattr(fn, "scores", {}))))
     return specs
 
 
@@ -87,6 +97,16 @@ class Evaluator:
     @property
     def metrics(self) -> list[str]:
         return [s.key for s in self.tasks + self.analyses]
+
+    @property
+    def directions(self) -> dict[str, str]:
+        """Every metric that can select a checkpoint -> the way it improves (``higher`` or ``lower``)."""
+        found = {s.key: TASK_DIRECTION for s in self.tasks}
+        for s in self.analyses:
+            if s.scores:
+                found[s.key] = next(iter(s.scores.values()))
+                found.update({f"{s.key}/{column}": d for column, d in s.scores.items()})
+        return found
 
     def __call__(self, model: SentenceModel, step: int) -> dict[str, float]:
         from ..models.loader import load_model
@@ -121,6 +141,8 @@ class Evaluator:
         result = run(spec.target, [enc], self.out / "evals" / f"step-{step:06d}" / spec.target.replace(":", "_"),
                      data=self.root.path, use_cache=False, batch_size=self.batch_size, **spec.options)
         scores = {f"{spec.key}/{k}": float(v) for k, v in result.summary.items() if isinstance(v, (int, float))}
+        if spec.scores:
+            return {**scores, **_declared_scores(spec, result)}
         for table in result.tables.values():
             column = next((c for c in SCORE_COLUMNS if c in getattr(table, "columns", ())), None)
             if column is not None:
@@ -129,3 +151,19 @@ class Evaluator:
         if not scores:
             raise EmbenchError(f"--eval-analysis {spec.key}: the analysis gave no number to log")
         return scores
+
+
+def _declared_scores(spec: EvalSpec, result: Any) -> dict[str, float]:
+    """Each declared score as ``KEY/column``: its summary value, else the mean of the first table column of that
+    name; the first declared score is also ``KEY``."""
+    found = {}
+    for column in spec.scores:
+        value = result.summary.get(column)
+        if not isinstance(value, (int, float)):
+            table = next((t for t in result.tables.values() if column in getattr(t, "columns", ())), None)
+            if table is None:
+                raise EmbenchError(f"--eval-analysis {spec.key}: {spec.target} declares the score {column!r}, but none of "
+                                   f"its tables ({', '.join(result.tables)}) has such a column")
+            value = table[column].mean()
+        found[f"{spec.key}/{column}"] = float(value)
+    return {spec.key: found[f"{spec.key}/{next(iter(spec.scores))}"], **found}

@@ -1,18 +1,19 @@
-"""Checkpoints: the kept model as a Hugging Face folder that is also a sentence-transformers folder,
-and the resume state (weights, optimiser, scheduler, step, random states).
+"""Checkpoints: the kept model as ONE folder that transformers, sentence-transformers and embench load
+with the same vectors, and the resume state (weights, optimiser, scheduler, step, random states).
 
-The kept folder holds ``config.json``, the weights and the tokenizer (``AutoModel`` loads it) and
-``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json`` in the classic
-sentence-transformers layout (``SentenceTransformer`` and ``embench.load_model`` load it with its
-pooling). A pooling sentence-transformers cannot express gives a plain Hugging Face folder plus
-``embench_training.json`` (whose pooling ``embench run --pooling`` takes); for ``cls`` through the
-model's pooler head (supervised SimCSE's kept MLP) embench's default ``cls`` pooling applies the
-head, and a ``sentence-transformers/`` sub-folder adds it as a Dense(tanh) module.
+The kept folder holds ``config.json``, the weights and the tokenizer at its root (``AutoModel`` loads
+it), the sentence-transformers modules beside them, written by sentence-transformers' own ``save``
+(``modules.json``, ``config_sentence_transformers.json``, ``1_Pooling/``, ``2_Dense/`` for a ``cls``
+pooler head, ``Normalize``; :mod:`embench.train.st_export`), ``embench_training.json`` (everything the
+run was given) and a model card (``README.md``, :mod:`embench.train.model_card`). A checkpoint that
+sentence-transformers cannot reproduce (two-layer poolings, bidirectional decoder layers) stays a
+Hugging Face folder, and its card and ``embench_training.json`` say why.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import random
@@ -25,8 +26,7 @@ import torch
 
 from ..core.errors import EmbenchError
 
-# embench pooler -> sentence-transformers pooling mode (the inverse of models.loader._st_pooling)
-ST_POOLING = {"mean": "mean_tokens", "cls_before_pooler": "cls_token", "max": "max_tokens", "last_token": "lasttoken"}
+log = logging.getLogger(__name__)
 RESUME_DIR = "checkpoint-last"
 BEST_DIR = "best"
 
@@ -36,21 +36,32 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *, pooling: str, max_length: int,
-                      meta: dict[str, Any]) -> Path:
-    """Write ``encoder`` + ``tokenizer`` to ``folder`` (replaced atomically) as HF + ST folder."""
+                      meta: dict[str, Any], normalize: bool = False) -> Path:
+    """Write ``encoder`` + ``tokenizer`` to ``folder`` (replaced atomically) as a Hugging Face folder that is
+    also a sentence-transformers folder where sentence-transformers can give its vectors (``pooling``, then
+    unit length when ``normalize``), with ``embench_training.json`` and a model card from ``meta``."""
+    from .model_card import write_model_card
+    from .st_export import prompt_prefix, unexpressible, write_sentence_transformers
+
     folder = Path(folder)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     encoder.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
-    st_mode = ST_POOLING.get(pooling)
-    if st_mode is not None:
-        _st_modules(tmp, int(encoder.config.hidden_size), int(max_length), st_mode, dense=False)
-    elif pooling == "cls" and isinstance(getattr(getattr(encoder, "pooler", None), "dense", None), torch.nn.Linear):
-        _write_st_with_dense(encoder, tokenizer, tmp / "sentence-transformers", int(max_length))
-    write_json(tmp / "embench_training.json", {**meta, "pooling": pooling, "max_length": int(max_length),
-                                                "sentence_transformers": st_mode is not None})
+    prompt = str(meta.get("prompt") or "")
+    why_not = unexpressible(encoder, pooling, meta)
+    modules = None
+    if why_not is None:
+        modules = write_sentence_transformers(tmp, encoder, pooling=pooling, max_length=int(max_length), prompt=prompt,
+                                              normalize=normalize)
+    else:
+        log.warning("%s is written as a Hugging Face folder only: %s", folder, why_not)
+    write_json(tmp / "embench_training.json", {**meta, "pooling": pooling, "max_length": int(max_length), "normalize": normalize,
+                                                "sentence_transformers": modules is not None,
+                                                **({"sentence_transformers_missing": why_not} if why_not else {})})
+    write_model_card(tmp, final=folder, meta=meta, pooling=pooling, max_length=int(max_length), st_modules=modules,
+                     why_not_st=why_not, prompt_prefix=prompt_prefix(prompt))
     if folder.exists():
         old = folder.with_name(folder.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -60,40 +71,6 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
     else:
         tmp.rename(folder)
     return folder
-
-
-def _st_modules(folder: Path, hidden: int, max_length: int, mode: str, dense: bool) -> None:
-    mods = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]
-    if dense:
-        mods.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
-    write_json(folder / "modules.json", mods)
-    write_json(folder / "sentence_bert_config.json", {"max_seq_length": max_length, "do_lower_case": False})
-    (folder / "1_Pooling").mkdir()
-    modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
-    write_json(folder / "1_Pooling" / "config.json", {
-        "word_embedding_dimension": hidden, **{f"pooling_mode_{m}": m == mode for m in modes}, "include_prompt": True,
-    })
-
-
-def _write_st_with_dense(encoder: torch.nn.Module, tokenizer: Any, folder: Path, max_length: int) -> None:
-    """SimCSE's kept MLP for sentence-transformers: [CLS] pooling then a Dense(tanh) layer holding the
-    pooler head's weights (embench reads the parent folder with ``cls`` pooling instead)."""
-    from safetensors.torch import save_file
-
-    folder.mkdir()
-    encoder.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    hidden = int(encoder.config.hidden_size)
-    _st_modules(folder, hidden, max_length, "cls_token", dense=True)
-    (folder / "2_Dense").mkdir()
-    write_json(folder / "2_Dense" / "config.json", {"in_features": hidden, "out_features": hidden, "bias": True,
-                                                     "activation_function": "torch.nn.modules.activation.Tanh"})
-    dense = encoder.pooler.dense
-    save_file({"linear.weight": dense.weight.detach().cpu().contiguous(), "linear.bias": dense.bias.detach().cpu().contiguous()},
-              str(folder / "2_Dense" / "model.safetensors"))
 
 
 def rng_state() -> dict[str, Any]:

@@ -26,6 +26,7 @@ class TrainConfig:
     method: str = "unsup-simcse"
     recipe: str | None = None  # the preset this configuration started from (recipes.py)
     model: str | None = "all-MiniLM-L6-v2"  # a recipe sets its paper's model, or None when it needs --model
+    revision: str | None = None  # hub revision (commit, branch or tag) of a hub id --model; None: the default branch
     data: list[str] = field(default_factory=list)  # paths, or keywords: corpora, snli, 20newsgroups
     data_root: str | None = None  # for the keywords and for evaluation (default: $EMBENCH_DATA)
     out: str = "runs/train"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.plugins import instance_of
 from ..core.registry import Registry
 
 
@@ -33,7 +34,8 @@ class Recipe:
         return self.values.get("model")
 
 
-RECIPES: Registry[Recipe] = Registry("training recipe")
+RECIPES: Registry[Recipe] = Registry("training recipe", plugins="embench.recipes",
+                                     expects=instance_of("embench.train.recipes:Recipe", "an embench.train.recipes.Recipe"))
 
 
 def default_model_note(recipe: str | None, model: str | None) -> str:

@@ -3,15 +3,20 @@
 Papers in this field report one seed; SimCSE's reproductions spread over 2.5 points (princeton-nlp/SimCSE
 issues 53, 90, 246). Running a recipe under seeds 1-5 and reading the folder as a seed group gives
 its mean and spread (``embench run``) and a t-test against a baseline (``embench compare``).
-Seeds run one after another; a seed already finished is kept, so an interrupted series resumes.
+Seeds run one after another here, or as one Slurm array task each (:func:`submit_seeds`); a seed
+already finished is kept, so an interrupted series resumes, and a seed requeued after its time limit
+continues from its last checkpoint.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..evaluation.seed_groups import SEED_GROUP_FILE, read_seed_group, write_seed_group
 from . import checkpoints
@@ -19,7 +24,13 @@ from .config import TrainConfig
 from .footprint import drop_resume_state, folder_parts
 from .trainer import Trainer, TrainResult
 
+try:
+    import submitit
+except ImportError:  # an optional extra: only `--executor slurm` needs it
+    submitit = None
+
 log = logging.getLogger(__name__)
+GROUP_LOCK = ".seeds.lock"
 
 
 def seed_folders(out: str | Path, seeds: Sequence[int]) -> dict[int, Path]:
@@ -27,30 +38,91 @@ def seed_folders(out: str | Path, seeds: Sequence[int]) -> dict[int, Path]:
     return {s: Path(out) / f"seed-{s}" for s in seeds}
 
 
-def train_seeds(cfg: TrainConfig, seeds: Sequence[int],
-                on_seed: Callable[[int, TrainResult | None, Path], None] | None = None) -> dict[int, Path]:
-    """Train ``cfg`` once per seed into ``cfg.out/seed-<s>``; returns seed -> kept model folder."""
+def finished_seeds(out: str | Path) -> dict[int, Path]:
+    """The seeds of ``OUT/seeds.json`` (none when there is no group yet)."""
+    group = read_seed_group(out) if (Path(out) / SEED_GROUP_FILE).is_file() else None
+    return dict(group.members) if group else {}
+
+
+def add_to_group(out: Path, seed: int, kept: Path, shared: dict[str, Any]) -> None:
+    """Add one finished seed to ``OUT/seeds.json``, read and written under a lock: the array tasks of one group
+    finish at once, and each must add its seed to what the others wrote, not to what it read before."""
+    with open(out / GROUP_LOCK, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+        write_seed_group(out, {**finished_seeds(out), seed: kept}, shared)
+
+
+def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
+    """Train ``cfg`` under ``seed`` into ``OUT/seed-<s>`` and add it to the group; (None, its folder) when that
+    seed is already in the group. ``cfg.resume`` continues the seed's run where it stopped, if it started."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    group = read_seed_group(out) if (out / SEED_GROUP_FILE).is_file() else None
-    members = dict(group.members) if group else {}
-    shared = {k: v for k, v in cfg.to_dict().items() if k not in ("seed", "out")}
-    for seed, member in seed_folders(out, seeds).items():
-        if seed in members:
-            log.info("seed %d is already trained (%s); kept", seed, members[seed])
-            if on_seed:
-                on_seed(seed, None, members[seed])
-            continue
-        # --resume continues the seed that was interrupted; seeds never started begin afresh
-        resume = bool(cfg.resume) and (member / checkpoints.RESUME_DIR / "state.pt").is_file()
-        result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume)).fit()
-        members[seed] = result.best_dir
-        if result.footprint is not None:  # the main process (the others measure nothing)
-            # a finished seed is never resumed (it is skipped above): its resume state, the weights and the
-            # optimiser's moments (3x the model), would only double or treble every seed folder
-            freed = drop_resume_state(member)
-            result.footprint = dataclasses.replace(result.footprint, parts=folder_parts(member), dropped_resume=freed)
-        write_seed_group(out, members, shared)  # after every seed: an interrupted series keeps what finished
+    done = finished_seeds(out)
+    if seed in done:
+        log.info("seed %d is already trained (%s); kept", seed, done[seed])
+        return None, done[seed]
+    member = seed_folders(out, [seed])[seed]
+    # --resume continues the seed that was interrupted; seeds never started begin afresh
+    resume = bool(cfg.resume) and (member / checkpoints.RESUME_DIR / "state.pt").is_file()
+    result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume)).fit()
+    if result.footprint is not None:  # the main process (the others measure nothing)
+        # a finished seed is never resumed (it is skipped above): its resume state, the weights and the
+        # optimiser's moments (3x the model), would only double or treble every seed folder
+        freed = drop_resume_state(member)
+        result.footprint = dataclasses.replace(result.footprint, parts=folder_parts(member), dropped_resume=freed)
+    add_to_group(out, seed, result.best_dir, {k: v for k, v in cfg.to_dict().items() if k not in ("seed", "out")})
+    return result, result.best_dir
+
+
+def train_seeds(cfg: TrainConfig, seeds: Sequence[int],
+                on_seed: Callable[[int, TrainResult | None, Path], None] | None = None) -> dict[int, Path]:
+    """Train ``cfg`` once per seed into ``cfg.out/seed-<s>``, one after another; returns seed -> kept model folder."""
+    members: dict[int, Path] = {}
+    for seed in seeds:
+        result, members[seed] = train_seed(cfg, seed)  # the group is written after every seed: a stop keeps them
         if on_seed:
-            on_seed(seed, result, result.best_dir)
-    return members
+            on_seed(seed, result, members[seed])
+    return {**finished_seeds(cfg.out), **members}
+
+
+class SeedJob(submitit.helpers.Checkpointable if submitit is not None else object):  # type: ignore[misc]
+    """One seed as a submitit job: stopped by SIGTERM as on Ctrl-C (its last checkpoint kept), requeued after its
+    time limit to continue from that checkpoint."""
+
+    def __call__(self, cfg: TrainConfig, seed: int) -> str:
+        from ..grid.job_signals import stop_on_sigterm
+        from ..grid.slurm import job_environment, use_allotted_cpus
+
+        env = job_environment()
+        use_allotted_cpus()
+        with stop_on_sigterm(submitit.JobEnvironment.USR_SIG if env is not None else None) as stop:
+            try:
+                _, kept = train_seed(cfg, seed)
+            except KeyboardInterrupt:
+                if not stop.terminated:
+                    raise
+                print(f"seed {seed}: stopped by SIGTERM; its last checkpoint is kept in {cfg.out}/seed-{seed}: submit "
+                      "the same command again (with --resume) to continue", file=sys.stderr, flush=True)
+                raise SystemExit(143) from None
+        return str(kept)
+
+    def checkpoint(self, cfg: TrainConfig, seed: int) -> Any:
+        """submitit, at the time limit: the same seed again, resuming from its last checkpoint."""
+        return submitit.helpers.DelayedSubmission(self, dataclasses.replace(cfg, resume=True), seed)
+
+
+def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
+                 cluster: str = "slurm") -> tuple[list[int], list[Any]]:
+    """Submit one Slurm array task per seed not yet in the group (through submitit; logs in ``OUT/slurm``);
+    returns those seeds and their submitit jobs. ``cluster``: submitit's ``local`` runs them without Slurm."""
+    from ..grid.slurm import SlurmSettings, make_executor
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    done = finished_seeds(out)
+    todo = [s for s in seeds if s not in done]
+    if not todo:
+        return [], []
+    settings = dataclasses.replace(settings or SlurmSettings(), name="embench-train")
+    jobs = make_executor(out / "slurm", settings, cluster).map_array(SeedJob(), [cfg] * len(todo), todo)
+    return todo, jobs

@@ -1,10 +1,11 @@
 """The one training loop every method runs through: step, evaluate, save, resume.
 
-Per step: this process's share of the global batch, cut into ``grad_accumulation`` micro-batches
-(accumulated without changing a batch-level loss: ``accumulation.py``); the method's loss; a NaN/inf
-check before any update; clipping; Adam(W) and a linear schedule (``schedule.py``). Precision:
+Per step (``step.py``): this process's share of the global batch, cut into ``grad_accumulation``
+micro-batches (accumulated without changing a batch-level loss: ``accumulation.py``); the method's loss; a
+NaN/inf check before any update; clipping; Adam(W) and a linear schedule (``schedule.py``). Precision:
 fp32, bf16 autocast over fp32 weights, or bf16 weights. Every ``eval_steps`` (and before the first
-step) the evaluation callbacks run (``callbacks.py``) and the best checkpoint is kept; every
+step) the evaluation callbacks run (``callbacks.py``) and the best checkpoint is kept, higher or lower
+being better as the selected metric declares (``selection.py``); every
 ``save_every`` steps a checkpoint joins the series ``OUT/checkpoints/step-NNNNNN`` (SimCSE Fig. 2,
 the cropping paper's Figs. 1 and 3 are drawn from one); every ``save_steps`` the resume state is
 written. A stopped run continues with ``--resume`` and takes the same batches it would have.
@@ -13,11 +14,9 @@ written. A stopped run continues with ``--resume`` and takes the same batches it
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import random
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,11 +27,8 @@ import torch
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..models.device_choice import pick_device
-from ..models.precision import warn_if_emulated
 from ..report.progress import RateProgress, announce
 from . import checkpoints, distributed
-from .accumulation import cached_step
-from .batch_order import batch_indices
 from .callbacks import Evaluator
 from .config import TrainConfig
 from .configure import missing_requirements
@@ -40,10 +36,14 @@ from .divergence import diverged
 from .footprint import Footprint, measure
 from .memory_estimate import say_step_memory
 from .methods import METHODS
+from .metrics_log import MetricsLog
 from .out_lock import OutputLock
 from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
+from .selection import Selection, choose, warn_if_untrained_was_best
+from .step import no_sync, optimiser_step, precision_context, resolve_precision
+from .throughput import Throughput
 from .weights_health import CollapseWatch, weights_problem
 
 log = logging.getLogger(__name__)
@@ -82,20 +82,14 @@ class Trainer:
         if cfg.batch_size % (self.dist.world_size * cfg.grad_accumulation):
             raise EmbenchError(f"--batch-size {cfg.batch_size} must divide evenly over {self.dist.world_size} process(es) "
                                f"x {cfg.grad_accumulation} accumulation step(s)")
-        cuda = device.startswith("cuda")
-        precision = cfg.precision
-        if precision == "auto":
-            precision = "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-        self.precision = precision
-        if precision != "fp32":
-            warn_if_emulated(device.split(":")[0], "bf16")  # bf16 training on a CPU without bf16 arithmetic is slow
+        self.precision = resolve_precision(cfg.precision, device)
         self.root = DataRoot.resolve(cfg.data_root)
         self.out = Path(cfg.out)
-        self.history: list[dict[str, Any]] = []
+        self.metrics = MetricsLog()  # metrics.jsonl and tensorboard, open while fit() runs
+        self.history: list[dict[str, Any]] = self.metrics.history
         self.best_score: float | None = None
         self.best_step, self.initial, self.start = 0, None, 0
-        self._log: Any = None  # metrics.jsonl and tensorboard, open while fit() runs
-        self._writer: Any = None
+        self.selection: Selection | None = None
 
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -109,6 +103,7 @@ class Trainer:
             self.evaluator = Evaluator(cfg.eval_tasks or [], cfg.eval_analyses, self.root, self.out,
                                        batch_size=cfg.eval_batch_size, max_length=cfg.eval_max_length,
                                        dtype="bf16" if self.precision != "fp32" else "fp32")
+            self.selection = choose(cfg.select_on, self.evaluator.metrics, self.evaluator.directions)
         _seed(cfg.seed + dist.rank)
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
@@ -117,7 +112,7 @@ class Trainer:
         self.per_epoch = n // cfg.batch_size
         if self.per_epoch == 0:
             raise EmbenchError(f"{n} training examples are fewer than one batch of {cfg.batch_size}")
-        self.total = cfg.max_steps or max(1, math.ceil(cfg.epochs * self.per_epoch))
+        self.total = self.method.total_steps = cfg.max_steps or max(1, math.ceil(cfg.epochs * self.per_epoch))
         self.warmup = warmup_steps(cfg, self.total, self.per_epoch)
         self.model = self.method.build(self.device)
         if self.precision == "bf16":  # every weight (heads a method added too) and so the optimiser states
@@ -135,7 +130,9 @@ class Trainer:
         if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
             self.runner = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[dist.local_rank] if self.device.startswith("cuda") else None)
-        self.meta = {"method": cfg.method, "recipe": cfg.recipe, "base_model": cfg.model, "from_scratch": cfg.from_scratch}
+        self.meta = {"method": cfg.method, "recipe": cfg.recipe, "base_model": cfg.model, "from_scratch": cfg.from_scratch,
+                     "data": cfg.data, "examples": n, "data_sha256": self.data_fingerprint, "total_steps": self.total,
+                     "config": cfg.to_dict()}  # what the model card (train/model_card.py) says of the run
         self.metrics_path = self.out / "metrics.jsonl"
         if cfg.resume:
             resume_state(self)
@@ -148,67 +145,31 @@ class Trainer:
 
     # -- one step --------------------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager:
-        if self.precision != "bf16-mixed":
-            return contextlib.nullcontext()
-        return torch.autocast(device_type="cuda" if self.device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+        return precision_context(self.precision, self.device)
 
     def no_sync(self) -> contextlib.AbstractContextManager:
-        sync = getattr(self.runner, "no_sync", None)
-        return sync() if callable(sync) else contextlib.nullcontext()
+        return no_sync(self.runner)
 
     def step(self, step: int) -> tuple[float, float, dict[str, float]]:
-        """One optimiser step; returns (loss, gradient norm, the method's logs)."""
-        cfg = self.cfg
-        idx = batch_indices(len(self.examples), cfg.batch_size, step, cfg.seed, self.dist)
-        rng = random.Random(f"{cfg.seed}:{step}:{self.dist.rank}")
-        micro = len(idx) // cfg.grad_accumulation
-        batches = [self.method.batch(self.examples, idx[i : i + micro], rng) for i in range(0, len(idx), micro)]
-        self.optimizer.zero_grad(set_to_none=True)
-        if len(batches) == 1:
-            with self.autocast():
-                loss, logs = self.method.loss(self.runner, batches[0], self.dist)
-            value = distributed.mean_over_processes(float(loss.detach()))  # the global loss, checked before backward
-            self._check_finite("loss", value, step)
-            loss.backward()
-        else:
-            loss, logs = cached_step(self.method, self.runner, batches, self.dist, self.autocast,
-                                     torch.device(self.device), self.no_sync)
-            value = distributed.mean_over_processes(float(loss))
-            self._check_finite("loss", value, step)
-        clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
-        gnorm = float(torch.nn.utils.clip_grad_norm_(self.params, clip))
-        if not math.isfinite(gnorm):
-            self.optimizer.zero_grad(set_to_none=True)
-            self._check_finite("gradient norm", gnorm, step)
-        self.optimizer.step()
-        self.scheduler.step()
-        return value, gnorm, logs
-
-    def _check_finite(self, what: str, value: float, step: int) -> None:
-        if math.isfinite(value):
-            return
-        # Nothing is saved now: the weights in memory are the ones that produced the NaN, so the resume
-        # state written before them is the last good one (only healthy states are written), left as it is.
-        diverged(self.out, self.best_score, f"the {what} became {value} at step {step + 1}: training stopped before that update")
+        """One optimiser step (``step.py``); returns (loss, gradient norm, the method's logs)."""
+        return optimiser_step(self, step)
 
     # -- evaluate and save -----------------------------------------------------------------------
     def evaluate(self, step: int) -> None:
         if self.dist.is_main and self.evaluator is not None:
             scores = self.evaluator(self.method.encoder_for_eval(self.runner), step)
-            select = self.cfg.select_on or self.evaluator.metrics[0]
-            if select not in scores:
-                raise EmbenchError(f"--select-on {select!r}: no such metric; the evaluation gives {', '.join(scores)}")
-            score = scores[select]
+            assert self.selection is not None  # chosen with the evaluator in setup()
+            select, score = self.selection.metric, self.selection.score(scores)
             if self.initial is None and step == 0:
                 self.initial = score
             # step 0 is the untrained model: logged as the initial score, but kept as the best only when asked
             # (select_initial), as the authors' trainers evaluate during training, never before it (SimCSE:
             # HF Trainer's evaluation every eval_steps)
             eligible = step > 0 or self.cfg.select_initial
-            better = eligible and (self.best_score is None or score > self.best_score)
+            better = eligible and self.selection.improves(score, self.best_score)  # higher or lower, as declared
             if better:
                 self.best_score, self.best_step = score, step
-                self.export(self.out / checkpoints.BEST_DIR, step, {select: score})
+                self.export(self.out / checkpoints.BEST_DIR, step, {select: score, "selected_on": self.selection.describe(), "scores": scores})
             self.emit({"step": step, **{f"eval/{k}": v for k, v in scores.items()}, "best": better})
         distributed.barrier()
 
@@ -235,14 +196,7 @@ class Trainer:
         distributed.barrier()
 
     def emit(self, rec: dict[str, Any]) -> None:
-        self.history.append(rec)
-        if self._log is not None:
-            self._log.write(json.dumps(rec) + "\n")
-            self._log.flush()
-        if self._writer is not None:
-            for k, v in rec.items():
-                if isinstance(v, (int, float)) and k != "step":
-                    self._writer.add_scalar(k, v, rec["step"])
+        self.metrics.emit(rec)
 
     # -- the loop --------------------------------------------------------------------------------
     def fit(self) -> TrainResult:
@@ -257,29 +211,23 @@ class Trainer:
     def _fit(self) -> TrainResult:
         self.setup()
         cfg, dist = self.cfg, self.dist
-        self._log = open(self.metrics_path, "a", encoding="utf-8") if dist.is_main else None
-        self._writer = _tensorboard(self.out) if cfg.tensorboard and dist.is_main else None
         series_dir = self.out / "checkpoints"
         save_resume_every = cfg.save_steps or cfg.eval_steps or 500
         try:
+            if dist.is_main:
+                self.metrics.open(self.metrics_path, self.out / "tensorboard" if cfg.tensorboard else None)
             if cfg.eval_steps and self.start == 0:
                 self.evaluate(0)
             self.model.train()
             last_loss = self._loop(save_resume_every, series_dir)
         finally:
-            if self._log is not None:
-                self._log.close()
-            if self._writer is not None:
-                self._writer.close()
+            self.metrics.close()
         best = self.out / checkpoints.BEST_DIR
         finishing = dist.is_main and self.start >= self.total and not best.is_dir()
         if finishing and cfg.eval_steps:
             finish_export(self, best)  # a run killed between its last checkpoint and its export: finished now
-        if (dist.is_main and self.initial is not None and self.best_score is not None and self.best_score < self.initial
-                and not cfg.select_initial):
-            log.warning("every trained evaluation scored below the untrained model (step 0: %.4f); the kept checkpoint "
-                        "is the best trained step, %d (%.4f). --set select_initial=true keeps step 0 when it scores best",
-                        self.initial, self.best_step, self.best_score)
+        if dist.is_main and self.selection is not None and not cfg.select_initial:
+            warn_if_untrained_was_best(self.initial, self.best_score, self.best_step, self.selection)
         if not cfg.eval_steps and dist.is_main and (self.start < self.total or finishing):  # keep the last step
             self.best_step = self.total
             self.export(best, self.total, {"selected": "last step (no evaluation)"})
@@ -294,10 +242,7 @@ class Trainer:
     def _loop(self, save_resume_every: int, series_dir: Path) -> float | None:
         cfg, dist = self.cfg, self.dist
         last_loss = None
-        window_t, window_steps = time.perf_counter(), 0
-        inner = self.method.encoder_for_eval(self.model)
-        tokens_before = getattr(inner, "tokens", 0)
-        n_params = sum(p.numel() for p in inner.encoder.parameters())
+        speed = Throughput(self.method.encoder_for_eval(self.model), dist.world_size)
         progress = RateProgress(cfg.progress and dist.is_main, "training", f"{cfg.method} {Path(cfg.model).name}",
                                 self.total, "steps", completed=self.start, fields=("loss",))
         collapse = CollapseWatch()
@@ -309,25 +254,18 @@ class Trainer:
                     diverged(self.out, self.best_score, f"the run collapsed: the loss has stayed {loss:.4f} with a zero gradient norm for "
                                    f"{collapse.run} steps up to step {done} (every text gets the same vector; a "
                                    "learning rate far too high does this)", since=done - collapse.run)
-                window_steps += 1
+                speed.stepped()
                 progress.advance(loss=f"{loss:.4f}")
                 if done % cfg.log_steps == 0 or done == self.total:
-                    dt = max(time.perf_counter() - window_t, 1e-9)
-                    tokens = (getattr(inner, "tokens", 0) - tokens_before) * dist.world_size
-                    tps = tokens / dt
                     self.emit({"step": done, "loss": loss, "lr": self.scheduler.get_last_lr()[0], "grad_norm": gnorm,
-                               **logs, "steps_per_s": window_steps / dt, "tokens_per_s": tps,
-                               # 6 N FLOPs per token (forward + backward): model FLOPs, for MFU against the GPU's peak
-                               "model_tflops_per_s": 6 * n_params * tps / 1e12})
-                    window_t, window_steps, tokens_before = time.perf_counter(), 0, getattr(inner, "tokens", 0)
+                               **logs, **speed.read()})
                 if cfg.eval_steps and (done % cfg.eval_steps == 0 or done == self.total):
                     self.evaluate(done)
                 if cfg.save_every and done % cfg.save_every == 0 and dist.is_main:
                     self.export(series_dir / f"step-{done:06d}", done)
                 if done % save_resume_every == 0 or done == self.total:
                     self.save_resume(done)
-                if window_steps == 0:  # speed is measured on training steps only, not evaluation or saving
-                    window_t, tokens_before = time.perf_counter(), getattr(inner, "tokens", 0)
+                speed.after_pause()  # speed is measured on training steps only, not evaluation or saving
         return last_loss
 
 
@@ -346,10 +284,3 @@ def _seed(seed: int) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
-
-def _tensorboard(out: Path):
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:
-        raise EmbenchError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
-    return SummaryWriter(str(out / "tensorboard"))

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutput
 
-from .backbone import transformer_layers
+from ..models.layer_stack import transformer_layers
 from .cross_attention import cross_streams
 from .module import SentenceModel
 

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ...audit.knobs import KNOBS
-from ..option_groups import ENCODING, Given, shared_options
+from ..option_groups import ENCODING, VECTORS, Given, shared_options
 from ..options import CIOpt, Fmt, FmtOpt, QuietOpt, ResamplesOpt, value
 from ..output import emit, err
 
@@ -19,7 +19,7 @@ MATCH_COLUMNS = ["aggregation", "correlation", "text", "sick_split", "similarity
 
 
 @audit_app.callback()
-@shared_options("prompt", "bidirectional_last", "adapter", "dtype", *ENCODING, "data", "results_dir", "cache_dir")
+@shared_options("prompt", "prompt_name", "revision", "bidirectional_last", "adapter", "dtype", *ENCODING, "data", "results_dir", "cache_dir", "task_file", *VECTORS)
 def audit(
     ctx: typer.Context,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to audit several, one after another.")] = None,
@@ -35,6 +35,7 @@ def audit(
     full_batch_check: Annotated[bool, typer.Option("--full-batch-check", help="Re-encode every text at each batch size instead of a sample.")] = False,
     full_dtype_check: Annotated[bool, typer.Option("--full-dtype-check", help="Encode every text in bf16/fp16 even on a CPU that emulates them (about 6x slower).")] = False,
     full_length_check: Annotated[bool, typer.Option("--full-length-check", help="Encode every text at the shorter maximum length, not only those it truncates.")] = False,
+    figures: Annotated[Path | None, typer.Option("--figures", help="Write the figure of Avg. against the dimensions kept, one line per precision (the truncate-dim and quantize knobs' grid), as <model>-score_by_dimension.png and .pdf into this folder.")] = None,
     fmt: FmtOpt = Fmt.table,
     quiet: QuietOpt = False,
 ) -> None:
@@ -42,8 +43,9 @@ def audit(
     if ctx.invoked_subcommand is not None:
         return
     from ...core.errors import EmbenchError
-    from ...tasks.names import check_names
+    from ...tasks.names import check_names, with_task_files
 
+    task = with_task_files(opts.pop("task_file"), task)  # a task file's tasks are audited like the built-in ones
     check_names(tasks=task)  # before the model stack loads
     from ...audit.protocol import audit as run_audit
     from ...audit.protocol import audit_to_json
@@ -55,6 +57,8 @@ def audit(
         raise EmbenchError("give --reported or --reported-file, not both")
     rep = parse_reported(reported) if reported else read_reported_file(reported_file) if reported_file else None
     knob_list = [knob_name(k) for k in knobs.split(",") if k.strip()] if knobs else None
+    if figures is not None and knob_list is not None and not {"truncate_dim", "quantize"} & set(knob_list):
+        raise EmbenchError("--figures draws the grid of the truncate-dim and quantize knobs: add one of them to --knobs")
 
     def step(msg: str) -> None:  # a line per step, in a terminal and in logs alike
         err.print(f"[dim]audit[/] {escape(msg)}", highlight=False)
@@ -65,6 +69,12 @@ def audit(
                            sample=sample, full_batch_check=full_batch_check, full_dtype_check=full_dtype_check,
                            full_length_check=full_length_check,
                            progress=not quiet, on_step=None if quiet else step)
+        if figures is not None and result.dimensions is not None and not result.dimensions.empty:
+            from ...audit.dimensions import dimension_figure
+            from ...evaluation.results import slug
+
+            for path in dimension_figure(result.dimensions, figures, m, stem=f"{slug(m)}-score_by_dimension"):
+                err.print(f"[dim]audit[/] figure: {escape(str(path))}", highlight=False)
         if value(fmt) == "json":
             results.append(result)
         else:
@@ -100,6 +110,10 @@ def _print_tables(result, model: str, f: str) -> None:
         eff = eff.set_index("knob")
         note = ("beyond_noise: the knob's score lies outside the baseline's interval" if result.baseline_intervals else None)
         emit(render(eff, f, scaled=["delta_avg", "delta_task"], title="knobs ranked by how far they move Avg. (x100)", note=note))
+    if result.dimensions is not None and not result.dimensions.empty:
+        from ...audit.dimensions import grid_table
+
+        emit(render(grid_table(result.dimensions), f, title="Avg. by dimensions kept (Matryoshka truncation) and precision"))
     if result.passes.rows:
         passes = pd.DataFrame(result.passes.rows).set_index("pass")
         emit(render(passes, f, scaled=[], title=f"forward passes: {result.passes.summary()}"))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..option_groups import ENCODING, Given, protocol_options, shared_options
+from ..option_groups import ENCODING, VECTORS, Given, protocol_options, shared_options
 from ..options import CISeedOpt, Fmt, FmtOpt, QuietOpt, ResamplesOpt, choice_enum, value
 from ..output import emit, err
 
@@ -16,7 +16,7 @@ Test = choice_enum("Test", ("bootstrap", "permutation", "steiger"))
 
 
 @protocol_options()
-@shared_options("dtype", *ENCODING, "data", "results_dir", "cache_dir", "no_cache")
+@shared_options("dtype", "revision", "prompt_name", *ENCODING, "data", "results_dir", "cache_dir", "no_cache", "task_file", *VECTORS)
 def compare(
     model: Annotated[list[str], typer.Option("--model", "-m", help="The two models: --model A --model B (a seed group folder from `train --seeds` counts as one).")],
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (default sts-all).")] = None,
@@ -33,11 +33,12 @@ def compare(
 ) -> None:
     """Paired significance tests of two models on the same items: per task and Avg., Holm-corrected."""
     from ...core.errors import EmbenchError
-    from ...tasks.names import check_names
+    from ...tasks.names import check_names, with_task_files
 
     if len(model) != 2:
         raise EmbenchError(f"--model: give exactly two models to compare (got {len(model)}); --model A --model B")
-    check_names(suite or "sts-all", task)  # before the model stack loads
+    task = with_task_files(opts["task_file"], task)  # a task file's rows are checked here too
+    check_names(suite or (None if task else "sts-all"), task)  # before the model stack loads
     from ...api import compare as compare_models
     from ...evaluation.comparison import render_comparison
     from ...evaluation.seed_comparison import FewSeedsWarning

@@ -34,7 +34,7 @@ def _print_status(cells, states, fmt: str) -> int:
 
 
 @grid_app.callback()
-@shared_options("pooling", "max_length", "dtype", "device", "batch_size", "data", "cache_dir")
+@shared_options("pooling", "max_length", "dtype", "revision", "prompt_name", "device", "batch_size", "data", "cache_dir")
 def grid(
     ctx: typer.Context,
     models: Annotated[list[str] | None, typer.Option("--model", "--models", "-m", help="Models: names, folders, a list file (.txt, one a line) or a glob (quote it: 'ckpt/step-*'); repeatable.")] = None,
@@ -61,21 +61,16 @@ def grid(
     from ...core.errors import EmbenchError
     from ...grid import GridSpec, expand_models, read_protocols, run_grid
     from ...grid.sharded import parse_devices
-    from ...grid.slurm import SlurmSettings
+    from ...grid.slurm import SlurmSettings, parse_options
 
     if not models or results is None:
         raise EmbenchError("embench grid needs --models and --results (see embench grid --help); "
                            "`embench grid status DIR` shows a grid's cells")
-    extra = {}
-    for item in slurm_option or []:
-        key, sep, val = item.partition("=")
-        if not sep or not key:
-            raise EmbenchError(f"--slurm-option {item!r}: expected key=value, e.g. account=abc")
-        extra[key.strip()] = val.strip()
+    extra = parse_options(slurm_option)
     spec = GridSpec(
         models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),
         suite=suite if suite or task else "sts-all",
-        model_options={k: opts[k] for k in ("pooling", "max_length", "dtype", "device")},
+        model_options={k: opts[k] for k in ("pooling", "max_length", "dtype", "device", "revision", "prompt_name")},
         data=str(opts["data"]) if opts["data"] else None, cache_dir=str(opts["cache_dir"]) if opts["cache_dir"] else None,
         batch_size=opts["batch_size"], devices=parse_devices(devices),
     )
@@ -95,11 +90,13 @@ def grid(
         where = p.sbatch or (Path(results) / ".grid" / "jobs")
         err.print(f"dry run: nothing submitted; see {escape(str(where))}", highlight=False)
         return
-    if executor == "slurm":
+    if executor == "slurm" and p.submitted:
         ids = sorted({str(j.job_id).split("_")[0] for j in p.submitted})
-        err.print(f"submitted Slurm array {', '.join(ids) or '-'}; `embench grid status {escape(str(results))}` follows it",
+        err.print(f"submitted Slurm array {', '.join(ids)}; `embench grid status {escape(str(results))}` follows it",
                   highlight=False)
         return
+    if executor == "slurm":
+        err.print("nothing submitted: every cell is stored or held by a pending or running Slurm job", highlight=False)
     if _print_status(p.cells, p.states, value(fmt)):
         raise typer.Exit(1)
 

@@ -1,7 +1,9 @@
 """``embench list WHAT``: the entries of one registry, with a description each.
 
 ``CATALOGUE`` is the one mapping of list name -> registry (a lazy ``"module:REGISTRY"`` path, so a
-list imports only its own registry). A new registry is listed by adding one line here.
+list imports only its own registry). A new registry is listed by adding one line here. Entries that
+installed packages declare as entry points (``docs/ARCHITECTURE.md``, Plugins) are listed too, with their
+package and target, without importing them.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from typing import Annotated
 import typer
 
 from ...core.registry import Registry
+from ..options import TaskFileOpt
 from ..output import emit
 
 CATALOGUE = {
     "tasks": "embench.tasks:TASKS",
     "suites": "embench.evaluation.suites:SUITES",
     "poolers": "embench.models.poolers:POOLERS",
-    "models": "embench.models.aliases:ALIASES",
+    "models": "embench.models.catalogue:MODELS",
     "analyses": "embench.analysis.registry:ANALYSES",
     "datasets": "embench.analysis.labelled:LABELLED",
     "families": "embench.models.families:FAMILIES",
@@ -30,9 +33,17 @@ for _name, _path in CATALOGUE.items():
     LISTS.add(_name, _path)
 
 
-def list_(what: Annotated[str, typer.Argument(help=f"What to list: {', '.join(CATALOGUE)}.")] = "suites") -> None:
+def list_(what: Annotated[str, typer.Argument(help=f"What to list: {', '.join(CATALOGUE)}.")] = "suites",
+          task_file: TaskFileOpt = None) -> None:
     """List what is registered: tasks, suites, poolers, model aliases and families, analyses, labelled datasets, training methods and recipes, commands."""
     registry = LISTS.get(what)
+    if task_file:  # a user's own tasks, read and checked, listed after the built-in ones with their kind and sizes
+        from ...core.errors import EmbenchError
+        from ...tasks.task_file import register_task_files
+
+        if LISTS.canonical(what) != "tasks":
+            raise EmbenchError("--task-file declares tasks: use it with `embench list tasks`")
+        register_task_files(task_file)
     names = registry.names()
     # each entry with the other names it answers to (run -t STS-B), then its description
     shown = {n: n + (f" ({', '.join(a)})" if (a := registry.aliases(n)) else "") for n in names}

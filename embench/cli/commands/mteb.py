@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..option_groups import ENCODING, MODEL, STORAGE, Given, protocol_options, shared_options
+from ..option_groups import ENCODING, MODEL, STORAGE, VECTORS, Given, protocol_options, shared_options
 from ..options import Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, cli_results, value
 from ..output import emit
 
@@ -35,7 +35,7 @@ def _notes(records) -> str:
 
 @mteb_app.command("run")
 @protocol_options("similarity")
-@shared_options(*MODEL, *ENCODING, *STORAGE)
+@shared_options(*MODEL, *ENCODING, *STORAGE, *VECTORS)
 def run(
     model: ModelsOpt,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite (default mteb-lite).")] = None,

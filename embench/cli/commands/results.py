@@ -1,7 +1,9 @@
-"""``embench results show``: stored result records."""
+"""``embench results show | export``: stored result records, and the same records in another tool's format."""
 
 from __future__ import annotations
 
+from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,6 +12,9 @@ from ..options import Fmt, FmtOpt, ResultsOpt, cli_results, value
 from ..output import emit, err
 
 results_app = typer.Typer(no_args_is_help=True)
+# ``results export --format``: a format -> its writer ``(records, out) -> files written`` (another format: one line)
+EXPORTERS = {"mteb": "embench.tasks.mteb.export:export_mteb"}
+ExportFormat = Enum("ExportFormat", {name: name for name in EXPORTERS}, type=str)
 
 
 @results_app.command("show")
@@ -38,6 +43,27 @@ def show(
         emit(json.dumps({"scale": "fractions: printed x100 in the tables", "shared": shared, "rows": rows}, indent=2, default=str))
         return
     emit(render(frame, value(fmt), scaled=[c for c in frame.columns if c not in frame.attrs["settings"]], note=note))
+
+
+@results_app.command("export")
+def export(
+    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="mteb: mteb's result layout, read by mteb.ResultCache.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="A new or empty folder for the exported files.")],
+    results_dir: ResultsOpt = None,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only models whose name contains this; repeatable.")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only this task (a name or alias, e.g. STS-B); repeatable.")] = None,
+) -> None:
+    """Write every stored record (MTEB, STS, transfer) in another tool's format; print the files written."""
+    from ...api import results
+    from ...core.registry import import_path
+
+    recs = results(cli_results(results_dir), model=model, task=task)
+    if not recs:
+        err.print("no stored results" + (f" in {results_dir}" if results_dir else ""))
+        raise typer.Exit(1)
+    written = import_path(EXPORTERS[value(fmt)])(recs, out)
+    emit("\n".join(map(str, written)))
+    err.print(f"{len(recs)} record(s): {len(written)} {value(fmt)} result file(s) under {out}")
 
 
 def results_frame(recs):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from ..option_groups import ENCODING, MODEL, STORAGE, Given, protocol_options, shared_options
+from ..option_groups import ENCODING, MODEL, STORAGE, VECTORS, Given, protocol_options, shared_options
 from ..options import CIOpt, CISeedOpt, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResamplesOpt, value
 from ..output import emit, err
 
@@ -20,7 +20,7 @@ def task_time(prov: dict) -> str:
 
 
 @protocol_options()
-@shared_options(*MODEL, *ENCODING, *STORAGE)
+@shared_options(*MODEL, *ENCODING, *STORAGE, "task_file", *VECTORS)
 def run(
     model: ModelsOpt,
     label: Annotated[list[str] | None, typer.Option("--label", help="Display name of each --model's row, in the same order (records keep the model's own name).")] = None,
@@ -37,8 +37,9 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Evaluate model(s) on a suite or tasks; print the table and store one record per task."""
-    from ...tasks.names import check_names, resolve_tasks
+    from ...tasks.names import check_names, resolve_tasks, with_task_files
 
+    task = with_task_files(opts["task_file"], task)  # a task file's rows are checked before the model stack loads
     if suite is None and not task:
         suite = "sts-all"
     _, view = resolve_tasks(suite, task)  # names first: an unknown one is reported before the model stack loads
@@ -64,7 +65,10 @@ def run(
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
         if label:
-            ev.labels.update({r.model: label[len(evaluations)] for r in ev.records})
+            from ...encoding.vector_axes import suffix
+
+            # a row per --truncate-dim / --quantize: each keeps its suffix after the label
+            ev.labels.update({r.model: label[len(evaluations)] + suffix(r.encoder) for r in ev.records})
         evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed

@@ -24,6 +24,7 @@ def train(
     recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm, multicsr, multicsr-code.")] = None,
     show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
     model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
+    revision: Annotated[str | None, Opt("--revision", help="Hub revision of a hub id --model: a commit, branch or tag (kept in train_config.json).")] = None,
     train_data: Annotated[list[str] | None, Opt("--train-data", help="Training data: a path, or corpora | snli | 20newsgroups (from the data root); repeatable.")] = None,
     config: Annotated[Path | None, Opt("--config", help="YAML or TOML file of training options.")] = None,
     out: Annotated[str | None, Opt("--out", "-o", help="Output folder (best/, checkpoints/, checkpoint-last/, metrics.jsonl).")] = None,
@@ -63,11 +64,13 @@ def train(
     eval_steps: Annotated[int | None, Opt(help="Evaluate every n steps (0 = never; keep the last step).")] = None,
     eval_task: Annotated[list[str] | None, Opt("--eval-task", help="Task or suite scored at each evaluation (default STSBenchmark-dev); repeatable.")] = None,
     eval_analysis: Annotated[list[str] | None, Opt("--eval-analysis", help="Analysis run at each evaluation, NAME[:VALUE], e.g. knn:20newsgroups; repeatable.")] = None,
-    select_on: Annotated[str | None, Opt(help="Metric that picks the best checkpoint (default: the first).")] = None,
+    select_on: Annotated[str | None, Opt(help="Metric that picks the best checkpoint (default: the first), higher or lower being better as it declares: tasks higher, e.g. alignment-uniformity:split=dev/alignment lower.")] = None,
     save_every: Annotated[int | None, Opt(help="Keep a checkpoint series OUT/checkpoints/step-N every n steps.")] = None,
     save_steps: Annotated[int | None, Opt(help="Write the resume checkpoint every n steps.")] = None,
     seed: Annotated[int | None, Opt(help="Random seed.")] = None,
     seeds: Annotated[str | None, Opt("--seeds", help="Train once per seed, e.g. 1-5 or 1,3,7: OUT/seed-N each, and OUT read as one model (mean over seeds) by run and compare.")] = None,
+    executor: Annotated[str, Opt("--executor", help="With --seeds: local (one seed after another, here) or slurm (one Slurm array task per seed, through submitit).")] = "local",
+    slurm_option: Annotated[list[str] | None, Opt("--slurm-option", help="With --executor slurm: key=value, e.g. timeout_min=120, partition=gpu, gpus_per_job=1, or any sbatch option (account=abc); repeatable.")] = None,
     device: Annotated[str | None, Opt(help="cpu, cuda, cuda:1 (default: CUDA when present).")] = None,
     precision: Annotated[str | None, Opt(help="auto | fp32 | bf16-mixed (autocast) | bf16 (weights in bf16).")] = None,
     gradient_checkpointing: Annotated[bool | None, Opt("--gradient-checkpointing/--no-gradient-checkpointing", help="Recompute activations in backward.")] = None,
@@ -78,7 +81,7 @@ def train(
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
-    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data")}
+    overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data", "executor", "slurm_option")}
     _check_data_root(data, train_data)
     _check_names(method, recipe, pooling)
     from rich.markup import escape
@@ -99,8 +102,8 @@ def train(
         _show(resolve(cfg), seeds, seed)
         return
     err = message_console()
-    if seeds is not None:
-        _train_seeds(cfg, seeds, seed, err)
+    if seeds is not None or executor != "local":
+        _train_seeds(cfg, seeds, seed, err, executor, slurm_option)
         return
     try:
         result = Trainer(cfg).fit()
@@ -140,16 +143,24 @@ def _check_data_root(data: str | None, train_data: list[str] | None) -> None:
                            f"--train-data {data}" + (" (repeat it for several)" if train_data else ""))
 
 
-def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
-    """``--seeds``: one run per seed into OUT/seed-N, listed in OUT/seeds.json."""
+def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "local", slurm_option=None) -> None:
+    """``--seeds``: one run per seed into OUT/seed-N, listed in OUT/seeds.json; here, or one Slurm array task each."""
     from ...core.errors import EmbenchError
     from ...evaluation.seed_groups import parse_seeds
     from ...train.seeds import train_seeds
     from ..output import message_console
 
+    if executor not in ("local", "slurm"):
+        raise EmbenchError(f"--executor {executor!r}: choose local or slurm")
+    if spec is None:  # --executor slurm alone
+        raise EmbenchError("--executor slurm submits one array task per seed: give --seeds (e.g. --seeds 1 for one run); "
+                           "for one run over several tasks, put `srun embench train ...` in an sbatch script")
     if seed is not None:
         raise EmbenchError("give either --seed (one run) or --seeds (one run per seed), not both")
     seeds = parse_seeds(spec)
+    if executor == "slurm":
+        _submit_seeds(cfg, seeds, slurm_option)
+        return
 
     def report(s: int, result, kept) -> None:
         if result is None:
@@ -167,6 +178,21 @@ def _train_seeds(cfg, spec: str, seed: int | None, err) -> None:
         raise typer.Exit(130) from None
     message_console(stderr=False).print(f"seed group: {cfg.out} ({len(members)} seeds: {', '.join(map(str, sorted(members)))}); "
                     f"evaluate it with `embench run --model {cfg.out}`", highlight=False)
+
+
+def _submit_seeds(cfg, seeds: list[int], slurm_option) -> None:
+    from ...grid.slurm import SlurmSettings
+    from ...train.seeds import submit_seeds
+    from ..output import message_console
+
+    todo, jobs = submit_seeds(cfg, seeds, SlurmSettings.from_options(slurm_option or []))
+    if not jobs:
+        message_console(stderr=False).print(f"seed group: {cfg.out}: every seed is trained already; nothing submitted", highlight=False)
+        return
+    array = str(jobs[0].job_id).split("_")[0]
+    message_console(stderr=False).print(
+        f"submitted Slurm array {array}: seeds {', '.join(map(str, todo))} -> {cfg.out}/seed-N (logs in {cfg.out}/slurm/); "
+        f"once they finish, `embench run --model {cfg.out}` reads the seed group", highlight=False)
 
 
 def _seed_lines(cfg, spec: str, seed: int | None) -> list[str]:

@@ -12,6 +12,7 @@ Similarity is mteb's own cosine (``mteb.similarity_functions``) unless the proto
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -19,21 +20,21 @@ import numpy as np
 
 from ...core.errors import EmbenchError
 from ...core.hashing import stable_hash
-from ...evaluation.results import IDENTITY_ENCODER_FIELDS, slug
+from ...evaluation.results import IDENTITY_ENCODER_FIELDS, IDENTITY_OPTIONAL_FIELDS, slug
 from ..base import Embed
 
 
-def model_meta(name: str = "embench/encoder", revision: str | None = None, similarity: str = "cosine"):
-    """An mteb ``ModelMeta`` naming the embench model (mteb files results under name/revision)."""
+def model_meta(name: str = "embench/encoder", revision: str | None = None, similarity: str = "cosine", **fields: Any):
+    """An mteb ``ModelMeta`` naming the embench model (mteb files results under name/revision); ``fields`` are
+    other ``ModelMeta`` fields (``embed_dim``, ``loader_kwargs``)."""
     from mteb.models import ModelMeta
     from mteb.models.model_meta import ScoringFunction
 
     fn = ScoringFunction.DOT_PRODUCT if similarity == "dot" else ScoringFunction.COSINE
     if "/" not in name:
         name = f"embench/{name}"  # mteb expects "organisation/model"
-    return ModelMeta.create_empty(
-        {"name": name, "revision": revision or "no_revision_available", "similarity_fn_name": fn, "framework": ["PyTorch"]}
-    )
+    return ModelMeta.create_empty({"name": name, "revision": revision or "no_revision_available", "similarity_fn_name": fn,
+                                   "framework": ["PyTorch"], **fields})
 
 
 class EngineEncoder:
@@ -45,6 +46,7 @@ class EngineEncoder:
 
     def __init__(self, embed: Embed, *, similarity: str = "cosine", name: str = "embench/encoder", revision: str | None = None):
         self.embed = embed
+        self.asks_prompts = _takes_prompt(embed)  # Engine.embed does: queries and documents get their prompts
         self.similarity_name = similarity
         self.mteb_model_meta = model_meta(name, revision, similarity)
         self.texts_requested = 0
@@ -59,6 +61,8 @@ class EngineEncoder:
                 )
             texts.extend(str(t) for t in batch["text"])
         self.texts_requested += len(texts)
+        if self.asks_prompts and task_metadata is not None:
+            return self.embed(texts, prompt=prompt_request(task_metadata, prompt_type))
         return self.embed(texts)
 
     def similarity(self, embeddings1, embeddings2):
@@ -72,6 +76,31 @@ class EngineEncoder:
         if self.similarity_name == "dot":
             return pairwise_dot_score(embeddings1, embeddings2)
         return pairwise_cos_sim(embeddings1, embeddings2)
+
+
+def prompt_request(task_metadata: Any, prompt_type: Any) -> dict[str, str | None]:
+    """What a task asks of the model's prompts (:meth:`embench.models.prompts.PromptSet.choose`): the side
+    (mteb's ``PromptType``: query or document; None in symmetric tasks), the task's name and type, and its
+    instruction for instruction models, found as mteb finds it (``AbsEncoder.get_instruction``: the task
+    metadata's prompt, else its task class's); documents get no instruction."""
+    from types import SimpleNamespace
+
+    from mteb.models.abs_encoder import AbsEncoder
+
+    side = getattr(prompt_type, "value", prompt_type)
+    instruction = None
+    if side != "document":
+        plain = SimpleNamespace(prompts_dict=None, prompt_priority=AbsEncoder.prompt_priority)
+        found = AbsEncoder.get_instruction(plain, task_metadata, prompt_type)
+        instruction = found if isinstance(found, str) and found else None
+    return {"side": side, "task": task_metadata.name, "task_type": task_metadata.type, "instruction": instruction}
+
+
+def _takes_prompt(embed: Embed) -> bool:
+    try:
+        return "prompt" in inspect.signature(embed).parameters
+    except (TypeError, ValueError):  # a callable without a signature
+        return False
 
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain path part (not '.', '..' or hidden)
@@ -95,11 +124,47 @@ def mteb_revision(record) -> str:
     (e.g. normalised and unnormalised embeddings) must not overwrite each other.
     """
     enc = record.encoder or {}
-    config = stable_hash({"encoder": {k: enc.get(k) for k in IDENTITY_ENCODER_FIELDS}, "protocol": record.protocol}, 8)
+    ident = {k: enc.get(k) for k in IDENTITY_ENCODER_FIELDS}
+    ident.update({k: enc[k] for k in IDENTITY_OPTIONAL_FIELDS if enc.get(k)})  # as record_key: set ones only
+    config = stable_hash({"encoder": ident, "protocol": record.protocol}, 8)
     # a record's revision becomes a folder name: anything but plain characters (a '../' in an edited record)
     # is replaced, so an export never writes outside its folder
-    base = re.sub(r"[^A-Za-z0-9._-]", "_", str(enc.get("revision") or enc.get("fingerprint") or "unknown")).lstrip(".")
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", str(model_revision(record) or enc.get("fingerprint") or "unknown")).lstrip(".")
     return f"{base or 'unknown'}-{config}"
+
+
+def model_revision(record) -> str | None:
+    """The checkpoint revision a record names: its encoder's, else its provenance's; None for a local folder."""
+    prov = getattr(record, "provenance", None) or {}
+    return (record.encoder or {}).get("revision") or prov.get("model_revision") or None
+
+
+LOADER_FIELDS = ("pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt", *IDENTITY_OPTIONAL_FIELDS)
+
+
+def records_model_meta(records):
+    """The ``ModelMeta`` of records filed under one mteb name and revision (one encoder configuration and
+    protocol): the revision, the embedding size any of them stored, the protocol's similarity, and the
+    encoder settings behind the revision's hash as ``loader_kwargs``."""
+    first = records[0]
+    enc = first.encoder or {}
+    dim = next((d for r in records if isinstance(d := (r.provenance or {}).get("embedding_dim"), int)), None)
+    settings = {k: enc[k] for k in LOADER_FIELDS if enc.get(k) not in (None, "")}
+    if model_revision(first):
+        settings["revision"] = model_revision(first)
+    return model_meta(mteb_model_name(first.model), mteb_revision(first), (first.protocol or {}).get("similarity", "cosine"),
+                      embed_dim=dim, loader_kwargs=settings)
+
+
+def save_inside(cache, output, result, meta, what: str):
+    """``cache.save_to_cache(result, meta)`` after checking the file lands inside ``output``; its path."""
+    from pathlib import Path
+
+    target = Path(cache.get_task_result_path(task_name=result.task_name, model_name=meta))
+    if not target.resolve().is_relative_to(Path(output).resolve()):  # the names keep it inside; checked all the same
+        raise EmbenchError(f"{what}: its mteb result would be written to {target.resolve()}, outside {output}; refused")
+    cache.save_to_cache(result, meta)
+    return target
 
 
 def export_records(records, output) -> list:
@@ -107,7 +172,7 @@ def export_records(records, output) -> list:
 
     Files land in ``<output>/results/<model>/<revision>/<Task>.json`` with ``model_meta.json``, so
     ``mteb.ResultCache(output).load_results(...)`` and mteb's leaderboard tooling read them.
-    Records without an mteb result (embench's own tasks) are skipped.
+    Records without an mteb result (embench's own tasks) are skipped: ``embench results export`` writes those too.
     """
     from pathlib import Path
 
@@ -115,17 +180,5 @@ def export_records(records, output) -> list:
     from mteb.results import TaskResult
 
     cache = ResultCache(Path(output))
-    written = []
-    for r in records:
-        raw = (r.scores or {}).get("mteb_result")
-        if raw is None:
-            continue
-        result = TaskResult.from_dict(raw)
-        meta = model_meta(mteb_model_name(r.model), mteb_revision(r),
-                          (r.protocol or {}).get("similarity", "cosine"))
-        target = Path(cache.get_task_result_path(task_name=result.task_name, model_name=meta)).resolve()
-        if not target.is_relative_to(Path(output).resolve()):  # the names above keep it inside; checked all the same
-            raise EmbenchError(f"{r.model} {r.task}: its mteb result would be written to {target}, outside {output}; refused")
-        cache.save_to_cache(result, meta)
-        written.append(cache.get_task_result_path(task_name=result.task_name, model_name=meta))
-    return written
+    return [save_inside(cache, output, TaskResult.from_dict(r.scores["mteb_result"]), records_model_meta([r]), f"{r.model} {r.task}")
+            for r in records if (r.scores or {}).get("mteb_result") is not None]

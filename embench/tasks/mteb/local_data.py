@@ -254,20 +254,25 @@ MTEB_STS = {row.name: (row.name, None) for row in STS_DATASETS if row.format == 
 for _name, (_dataset, _parts) in MTEB_STS.items():
     _row = STS_BY_NAME[_dataset]
     _files = tuple(f"raw/{_row.raw}/{n}.gz" for part in _parts or _row.parts for n in _row.file_names(part))
-    _add(LocalSpec(_name, "sts", _files, _sts(_dataset, _parts)))
+    _add(LocalSpec(task=_name, kind="sts", files=_files, build=_sts(_dataset, _parts)))
 
-_add(LocalSpec("Banking77Classification", "classification",
-               ("tasks/banking77/train.jsonl.gz", "tasks/banking77/test.jsonl.gz"), _classification("Banking77Classification", "banking77")))
-_add(LocalSpec("EmotionClassification", "classification",
-               ("tasks/emotion/train.jsonl.gz", "tasks/emotion/test.jsonl.gz"), _classification("EmotionClassification", "emotion")))
-_add(LocalSpec("TwentyNewsgroupsClustering", "clustering", ("tasks/twentynewsgroups/test.jsonl.gz",), _twentynewsgroups,
-               ("sample: MTEB clusters 10 sets (59,545 subject lines in all, drawn from train and test); "
-                "here one set of the test split's subject lines",)))
-_add(LocalSpec("SciFact", "retrieval",
-               ("tasks/scifact/corpus.jsonl.gz", "tasks/scifact/queries.jsonl.gz", "tasks/scifact/qrels/test.tsv.gz"), _scifact))
-_add(LocalSpec("TwitterURLCorpus", "pair", ("tasks/twitterurl/train.jsonl.gz", "tasks/twitterurl/test.jsonl.gz"), _twitterurl,
-               ("source: castorini's copy of the Twitter URL corpus (train + test joined, as MTEB's single test split); "
-                "its text normalisation and a few pairs differ from MTEB's copy",)))
+_add(LocalSpec(task="Banking77Classification", kind="classification",
+               files=("tasks/banking77/train.jsonl.gz", "tasks/banking77/test.jsonl.gz"),
+               build=_classification("Banking77Classification", "banking77")))
+_add(LocalSpec(task="EmotionClassification", kind="classification",
+               files=("tasks/emotion/train.jsonl.gz", "tasks/emotion/test.jsonl.gz"),
+               build=_classification("EmotionClassification", "emotion")))
+_add(LocalSpec(task="TwentyNewsgroupsClustering", kind="clustering", files=("tasks/twentynewsgroups/test.jsonl.gz",),
+               build=_twentynewsgroups,
+               notes=("sample: MTEB clusters 10 sets (59,545 subject lines in all, drawn from train and test); "
+                      "here one set of the test split's subject lines",)))
+_add(LocalSpec(task="SciFact", kind="retrieval",
+               files=("tasks/scifact/corpus.jsonl.gz", "tasks/scifact/queries.jsonl.gz", "tasks/scifact/qrels/test.tsv.gz"),
+               build=_scifact))
+_add(LocalSpec(task="TwitterURLCorpus", kind="pair", files=("tasks/twitterurl/train.jsonl.gz", "tasks/twitterurl/test.jsonl.gz"),
+               build=_twitterurl,
+               notes=("source: castorini's copy of the Twitter URL corpus (train + test joined, as MTEB's single test split); "
+                      "its text normalisation and a few pairs differ from MTEB's copy",)))
 
 
 def missing_files(root: DataRoot, task: str) -> list[Path]:

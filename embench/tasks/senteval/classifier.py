@@ -16,7 +16,8 @@ CPU otherwise) and that fits which share a schedule are trained at once:
   stops at the one that finds the count already at ``tenacity``; at most ``max_epoch`` (200) passes.
 
 The validation schemes that choose the penalty are in :mod:`embench.tasks.senteval.validation`; the
-optimisers' update rules in :mod:`embench.tasks.senteval.optimiser`.
+optimisers' update rules in :mod:`embench.tasks.senteval.optimiser`; the fits, their best models and
+early stopping in :mod:`embench.tasks.senteval.fits`.
 
 Batched training: every fit of a batch gets its own weights, optimiser state, data stream and
 early-stopping state, so a batch gives the results of fitting its members one at a time (up to float
@@ -27,12 +28,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ...core.errors import EmbenchError
+from .fits import BestModels, Fit, FitResult
 from .optimiser import BatchedOptimiser
 
 PENALTIES = (1e-5, 1e-4, 1e-3, 1e-2)  # SentEval's grid for its PyTorch classifier: 10**t, t = -5..-2
@@ -67,32 +69,6 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-@dataclass
-class Fit:
-    """One training run: rows of the pooled matrix to train on, rows to early-stop on, penalties.
-
-    ``dev`` is either an index array (SentEval's ``validation_data``) or ``None`` with
-    ``validation_split`` set (SentEval's ``validation_split``: the first ``int(split * n)`` rows of a
-    seeded permutation of ``train`` become the dev rows). ``evals`` are extra row sets scored with the
-    best model. ``penalties`` are the L2 values trained on this data (one member each).
-    """
-
-    train: np.ndarray
-    penalties: Sequence[float]
-    dev: np.ndarray | None = None
-    validation_split: float | None = None
-    evals: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-@dataclass
-class FitResult:
-    penalty: float
-    dev_acc: float  # best dev accuracy (fraction)
-    epochs: int  # passes over the training rows
-    evals: dict[str, float]  # accuracy per eval set
-    predictions: dict[str, np.ndarray]
-
-
 def check_labels(y: np.ndarray, nclasses: int, what: str) -> None:
     """A clear error for a split the optimiser cannot learn from (SentEval would just run on)."""
     present = np.unique(y)
@@ -103,14 +79,6 @@ def check_labels(y: np.ndarray, nclasses: int, what: str) -> None:
         )
     if present.min() < 0 or present.max() >= nclasses:
         raise EmbenchError(f"{what}: labels {present.tolist()} outside 0..{nclasses - 1}")
-
-
-def _init_linear(dim: int, nclasses: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """nn.Linear's initial weights right after ``torch.manual_seed(seed)``, as SentEval builds them."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        lin = torch.nn.Linear(dim, nclasses)
-    return lin.weight.detach().T.contiguous(), lin.bias.detach().clone()  # (dim, C), (C,)
 
 
 def _pad(rows: list[np.ndarray], fill: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -175,7 +143,7 @@ def _train_fits(
     Xt = (X if isinstance(X, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))).to(device).float()
     yt = torch.as_tensor(np.asarray(y, dtype=np.int64), device=device)
     rngs, trains, devs = _fit_rows(fits, seed)
-    best = _BestModels(fits, Xt.shape[1], nclasses, seed, device)
+    best = BestModels(fits, Xt.shape[1], nclasses, seed, device)
     dev_idx, dev_mask = (torch.as_tensor(x, device=device) for x in _pad(devs))
 
     # Training state holds only the fits still training (compacted when whole fits finish).
@@ -229,63 +197,6 @@ def _one_pass(opt: BatchedOptimiser, Xt: torch.Tensor, yt: torch.Tensor, trains:
         r_t = rows_t[:, s : s + batch_size]
         m = None if full[s : s + batch_size].all() else mask_t[:, s : s + batch_size]
         opt.step(Xt[r_t], yt[r_t], m, nclasses)
-
-
-class _BestModels:
-    """Every member's best weights so far and its early-stopping state; one row per fit, R penalties."""
-
-    def __init__(self, fits: Sequence[Fit], dim: int, nclasses: int, seed: int, device: torch.device):
-        J, R = len(fits), max(len(f.penalties) for f in fits)
-        w0, b0 = _init_linear(dim, nclasses, seed)
-        self.wd = torch.zeros(J, R, device=device)
-        self.done = torch.ones(J, R, dtype=torch.bool, device=device)  # padding members (R differs) start done
-        for j, f in enumerate(fits):
-            for r, p in enumerate(f.penalties):
-                self.wd[j, r] = float(p)
-                self.done[j, r] = False
-        self.correct = torch.full((J, R), -1, dtype=torch.long, device=device)
-        self.W = w0.to(device)[None, :, None, :].expand(J, dim, R, nclasses).contiguous()  # (J, dim, R, C)
-        self.b = b0.to(device).expand(J, R, nclasses).clone()
-        self.epochs = torch.zeros(J, R, dtype=torch.long, device=device)
-        self.stop_count = torch.zeros(J, R, dtype=torch.long, device=device)
-
-    def update(self, a: torch.Tensor, correct: torch.Tensor, opt: BatchedOptimiser, nepoch: int, tenacity: int) -> torch.Tensor:
-        """Keep strict improvements, count the rest; returns which active fits still train."""
-        live = ~self.done[a]
-        improved = (correct > self.correct[a]) & live
-        self.correct[a] = torch.where(improved, correct, self.correct[a])
-        if improved.any():
-            ii, rr = improved.nonzero(as_tuple=True)
-            self.W[a[ii], :, rr] = opt.W[ii, :, rr]
-            self.b[a[ii], rr] = opt.b[ii, rr]
-        worse = live & ~improved
-        stops = worse & (self.stop_count[a] >= tenacity)
-        self.stop_count[a] = self.stop_count[a] + worse.long()
-        self.epochs[a] = torch.where(live, torch.full_like(self.epochs[a], nepoch), self.epochs[a])
-        self.done[a] = self.done[a] | stops
-        return ~self.done[a].all(dim=1)
-
-    def results(self, fits: Sequence[Fit], Xt: torch.Tensor, yt: torch.Tensor, devs: list[np.ndarray]) -> list[list[FitResult]]:
-        """Score the best models: dev accuracy and every extra row set."""
-        results: list[list[FitResult]] = []
-        for j, f in enumerate(fits):
-            out = []
-            for r, p in enumerate(f.penalties):
-                evals, preds = {}, {}
-                for name, rows in f.evals.items():
-                    rows_t = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=Xt.device)
-                    pred = (Xt[rows_t] @ self.W[j, :, r] + self.b[j, r]).argmax(dim=1)
-                    preds[name] = pred.cpu().numpy()
-                    evals[name] = float((pred == yt[rows_t]).float().mean().item()) if len(rows) else float("nan")
-                out.append(FitResult(
-                    penalty=float(p),
-                    dev_acc=float(self.correct[j, r].item()) / len(devs[j]),
-                    epochs=int(self.epochs[j, r].item()),
-                    evals=evals,
-                    predictions=preds,
-                ))
-            results.append(out)
-        return results
 
 
 def _count_correct(X, y, W, b, idx, mask, max_floats_per_chunk) -> torch.Tensor:

@@ -33,13 +33,14 @@ FORMATS = {
     # SemEval releases: STS.input.<subset>.txt (two tab-separated sentences) + STS.gs.<subset>.txt (a score a line)
     # (the original STS16 release adds two source columns: its dataset row allows 4 fields, no other does, so a
     # tab inside both sentences of an STS12-15 line is an error, not two other sentences)
-    "semeval": PairFormat(("STS.input.{part}.txt", "STS.gs.{part}.txt"), (0, 1, 0), 2, score_name="gold score",
-                          field_counts=(2,)),
+    "semeval": PairFormat(files=("STS.input.{part}.txt", "STS.gs.{part}.txt"), columns=(0, 1, 0), min_fields=2,
+                          score_name="gold score", field_counts=(2,)),
     # STS-B: genre, file, year, id, score, sentence1, sentence2 (tab-separated, no header)
     # (some lines of the original release carry two more source columns)
-    "stsb": PairFormat(("sts-{part}.csv",), (5, 6, 4), 7, split_option="stsb_split", field_counts=(7, 9)),
+    "stsb": PairFormat(files=("sts-{part}.csv",), columns=(5, 6, 4), min_fields=7, split_option="stsb_split",
+                       field_counts=(7, 9)),
     # SICK: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment (header line)
-    "sick": PairFormat(("SICK_{part}.txt",), (1, 2, 3), 4, header=True, score_name="relatedness score",
+    "sick": PairFormat(files=("SICK_{part}.txt",), columns=(1, 2, 3), min_fields=4, header=True, score_name="relatedness score",
                        file_parts={"test": "test_annotated"}, split_option="sick_split", field_counts=(5,),
                        score_range=(1.0, 5.0)),
 }
@@ -78,17 +79,19 @@ class STSData:
 
 
 STS_DATASETS = (
-    STSData("STS12", "semeval", "STS/STS12-en-test", "sts/STS12",
-            ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
-    STSData("STS13", "semeval", "STS/STS13-en-test", "sts/STS13", ("FNWN", "headlines", "OnWN")),
-    STSData("STS14", "semeval", "STS/STS14-en-test", "sts/STS14",
-            ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
-    STSData("STS15", "semeval", "STS/STS15-en-test", "sts/STS15",
-            ("answers-forums", "answers-students", "belief", "headlines", "images")),
-    STSData("STS16", "semeval", "STS/STS16-en-test", "sts/STS16",
-            ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), field_counts=(2, 4)),
-    STSData("STSBenchmark", "stsb", "STS/STSBenchmark", "sts/STSBenchmark", ("train", "dev", "test"),
-            "STS-B", ("STS-B", "STSB")),
-    STSData("SICKRelatedness", "sick", "SICK", "sick2014", ("train", "trial", "test"), "SICK-R", ("SICK-R", "SICKR")),
+    STSData(name="STS12", format="semeval", senteval="STS/STS12-en-test", raw="sts/STS12",
+            parts=("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
+    STSData(name="STS13", format="semeval", senteval="STS/STS13-en-test", raw="sts/STS13",
+            parts=("FNWN", "headlines", "OnWN")),
+    STSData(name="STS14", format="semeval", senteval="STS/STS14-en-test", raw="sts/STS14",
+            parts=("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
+    STSData(name="STS15", format="semeval", senteval="STS/STS15-en-test", raw="sts/STS15",
+            parts=("answers-forums", "answers-students", "belief", "headlines", "images")),
+    STSData(name="STS16", format="semeval", senteval="STS/STS16-en-test", raw="sts/STS16",
+            parts=("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), field_counts=(2, 4)),
+    STSData(name="STSBenchmark", format="stsb", senteval="STS/STSBenchmark", raw="sts/STSBenchmark",
+            parts=("train", "dev", "test"), display="STS-B", aliases=("STS-B", "STSB")),
+    STSData(name="SICKRelatedness", format="sick", senteval="SICK", raw="sick2014",
+            parts=("train", "trial", "test"), display="SICK-R", aliases=("SICK-R", "SICKR")),
 )
 STS_BY_NAME = {row.name: row for row in STS_DATASETS}

@@ -1,7 +1,8 @@
 """Training methods, one module each, registered lazily by name (``embench list methods``).
 
 A new method is one file: a subclass of :class:`~embench.train.methods.base.Method` and one line
-here (or ``METHODS.add(name, cls)`` from anywhere, e.g. a test or a plug-in).
+here (or ``METHODS.add(name, cls)`` from anywhere, e.g. a test), or an entry point of the group
+``embench.methods`` in a package of its own (``docs/ARCHITECTURE.md``, Plugins).
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.lazy import lazy_exports
+from ...core.plugins import subclass_of
 from ...core.registry import Registry
 
 if TYPE_CHECKING:
     from .base import Batch, Method, NoOptions, Outputs
 
-METHODS: Registry[type[Method]] = Registry("training method")
+METHODS: Registry[type[Method]] = Registry("training method", plugins="embench.methods", expects=subclass_of(
+    "embench.train.methods.base:Method", "a subclass of embench.train.Method"))
 METHODS.add("unsup-simcse", "embench.train.methods.simcse:UnsupSimCSE", "simcse",
             description="unsupervised SimCSE: dropout positives, MLP head in training only")
 METHODS.add("sup-simcse", "embench.train.methods.simcse:SupSimCSE",

@@ -4,13 +4,18 @@ A method is one class, registered by name in ``METHODS`` (``methods/__init__.py`
 
 - ``Options``: a dataclass of its own options, nested in the training config (``method_options``);
 - ``defaults``: general options it sets (pooling, lr, batch size, ...), from its paper;
-- ``examples(root)``: the training examples (default: ``data.load(data_kind, ...)``);
+- ``examples(root)``: the training examples (default: ``training_sets.load(data_kind, ...)``);
 - ``build(device)``: the ``nn.Module`` to train (default: a :class:`SentenceModel` on the backbone);
 - ``batch(examples, indices, rng)``: one (micro-)batch: named views of texts, tensors, extras;
 - ``forward(module, batch)``: vectors per view (+ an additive auxiliary loss term);
 - ``objective(outputs, batch, dist)``: the loss over the vectors of the WHOLE batch, and logs;
 - ``loss(module, batch, dist)``: ``objective(forward(...))`` plus the auxiliary term;
 - ``export(module, folder, meta)``: a checkpoint every embench command loads.
+
+The trainer tells a method where the run is: ``step`` (the 0-based optimiser step being computed, set
+before that step's ``batch``, ``forward`` and ``objective``) and ``total_steps`` (the run's resolved
+number of steps, set before any batch), so a schedule inside a method (an annealed temperature, a
+loss weight that warms up) needs no trainer edit: ``progress`` is ``step / total_steps``.
 
 Splitting ``forward`` from ``objective`` lets the trainer accumulate gradients over micro-batches
 without changing a contrastive loss: vectors of every micro-batch are computed first, the
@@ -30,8 +35,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from ...data import training_sets
 from ...data.root import DataRoot
-from .. import checkpoints, data
+from .. import checkpoints
 from ..adapters import exportable
 from ..backbone import load_backbone
 from ..config import TrainConfig
@@ -70,17 +76,24 @@ class Method(ABC):
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    data_kind: ClassVar[str] = "sentences"  # sentences | triplets | documents (train/data.py)
+    data_kind: ClassVar[str] = "sentences"  # sentences | triplets | documents (data/training_sets.py)
     Options: ClassVar[type] = NoOptions
     defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, config: TrainConfig):
         self.config = config
         self.options = config.method_options
+        self.step = 0  # the optimiser step being computed (0-based); the trainer sets it before each step
+        self.total_steps = 0  # the run's number of steps; the trainer sets it once the data are read
+
+    @property
+    def progress(self) -> float:
+        """The share of training done before this step: 0 at the first step, (T-1)/T at the last."""
+        return self.step / self.total_steps if self.total_steps else 0.0
 
     # -- data ------------------------------------------------------------------------------------
     def examples(self, root: DataRoot) -> Sequence[Any]:
-        found = data.load(self.data_kind, self.config.data, root)
+        found = training_sets.load(self.data_kind, self.config.data, root)
         return found[: self.config.max_examples] if self.config.max_examples else found
 
     @abstractmethod

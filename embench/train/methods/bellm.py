@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ...core.atomic import replace_folder
 from ...core.errors import EmbenchError
 from ...models.bidirectional import make_bidirectional
 from ...models.families import PROMPTS, is_decoder, num_layers
@@ -130,7 +131,4 @@ class BeLLM(ContrastiveMethod):
         write_adapter_meta(tmp, **{**meta, "base_model": self.config.model, "base_fingerprint": base.fingerprint,
                                    "bidirectional_last": self.options.bidirectional_last, "prompt": m.prompt,
                                    "pooling": m.pooling, "max_length": m.max_length})
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-        return folder
+        return replace_folder(tmp, folder)

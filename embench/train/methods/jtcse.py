@@ -38,11 +38,12 @@ from torch import nn
 
 from ...core.errors import EmbenchError
 from ...models.ensemble import write_ensemble
+from ...models.layer_stack import transformer_layers
 from ...models.layernorm import remove_layernorms
 from .. import checkpoints, distributed
 from .. import jtcse_losses as J
 from ..adapters import exportable
-from ..backbone import load_backbone, transformer_layers
+from ..backbone import load_backbone
 from ..cross_attention import cross_layer_indices
 from ..distributed import DistInfo
 from ..module import unwrap

@@ -1,4 +1,5 @@
-"""Training data: unlabelled sentences, NLI triplets, long documents.
+"""Training data: unlabelled sentences, NLI triplets, long documents (what ``embench train --train-data``
+reads, and the analyses and generation that read the same sets).
 
 * Sentences (unsupervised SimCSE): ``.txt`` or ``.txt.gz``, one text per line (SimCSE's
   ``wiki1m_for_simcse.txt`` format); the keyword ``corpora`` takes every file of the data root's
@@ -20,8 +21,8 @@ import logging
 from pathlib import Path
 
 from ..core.errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
-from ..data.readers import iter_jsonl, open_text, read_lines
-from ..data.root import DataRoot
+from .readers import iter_jsonl, open_text, read_lines
+from .root import DataRoot
 
 log = logging.getLogger(__name__)
 TRIPLET_HEADER = ("sent0", "sent1", "hard_neg")

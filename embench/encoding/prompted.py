@@ -1,0 +1,34 @@
+"""A side's or a task's prompt: the engine of the same model under another prompt.
+
+Retrieval and reranking tasks encode queries and documents with different prompts (E5's ``query: `` and
+``passage: ``, BGE's query instruction, nomic's ``search_query: ``/``search_document: ``). A task asks for
+a side through ``Engine.embed(texts, prompt={"side": "query", "task": ..., "task_type": ...,
+"instruction": ...})`` (the MTEB bridge does, from mteb's ``prompt_type``); the encoder's prompt set says
+which prompt that is (:meth:`embench.models.prompts.PromptSet.choose`). The answer is an encoder sharing
+the weights under another template, so another cache key: its engine is made once per engine and prompt,
+and counts into the parent's statistics (the record's ``texts_encoded`` and ``texts_from_cache``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def prompted_engine(engine: Any, request: Mapping[str, str | None]) -> Any:
+    """``engine`` itself when its encoder has no other prompt for ``request``, else the engine of that prompt."""
+    prompts = getattr(engine.encoder, "prompt_set", None)
+    if prompts is None:  # no named prompts (or an encoder without them: an ensemble, an object with encode())
+        return engine
+    encoder = prompts.encoder_for(engine.encoder, dict(request))
+    if encoder is engine.encoder:
+        return engine
+    children = engine.__dict__.setdefault("_prompted", {})
+    key = encoder.cache_key()
+    if key not in children:
+        cache = engine.cache.root if engine.cache is not None else None
+        child = type(engine)(encoder, batch_size=engine.batch_size, batch_tokens=engine.batch_tokens or 0,
+                             cache_dir=cache, progress=engine.progress)
+        child.stats = engine.stats  # one run's counts, whichever prompt encoded a text
+        children[key] = child
+    return children[key]

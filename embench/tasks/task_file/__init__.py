@@ -1,0 +1,64 @@
+"""Your own data as a task: ``--task-file my_task.yaml`` (or ``.toml``; ``task_files=`` in Python).
+
+A task file (:mod:`.declaration`) names a pair-scoring or classification dataset in local files; its task
+is registered under its name with the built-in ones, so ``-t NAME``, every protocol option, the stored
+records (with each file's sha256 in their provenance), ``compare`` and ``embench list tasks`` treat it
+as they treat them. A name a built-in task (or an installed plug-in) holds is refused; registering a task
+file again replaces the task it registered before (an edited file is read anew).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ...core.errors import EmbenchError
+from ..base import TASKS
+from .declaration import Declaration, read_declaration
+from .tasks import ClassificationTask, FileTask, PairsTask, stamp
+
+REGISTERED: dict[str, FileTask] = {}  # lower-cased name -> the task-file task registered under it
+
+
+def _unchanged(task: FileTask) -> bool:
+    try:
+        return stamp(task.decl.path) == task.stamp and all(
+            task._read.get(s, (None,))[0] == stamp(p) for s, p in task.decl.files.items())
+    except OSError:
+        return False
+
+
+def load_task_file(path: str | Path) -> FileTask:
+    """The task a task file declares, with every split read and checked (a bad row names its file and line)."""
+    resolved = Path(path).expanduser().resolve()
+    known = next((t for t in REGISTERED.values() if t.decl.path == resolved), None)
+    if known is not None and _unchanged(known):  # the same file, as it was: not read again (the CLI then the API)
+        return known
+    task = FileTask.load(resolved)
+    key = task.name.lower()
+    if key in TASKS and key not in REGISTERED:
+        raise EmbenchError(f"{task.decl.path}: name {task.name!r} is taken by the task {TASKS.canonical(task.name)!r}; "
+                           "give the task file another name")
+    if key in REGISTERED and REGISTERED[key].name != task.name:
+        raise EmbenchError(f"{task.decl.path}: name {task.name!r} is registered in this process as "
+                           f"{REGISTERED[key].name!r}; keep that spelling")
+    task.sizes()  # reads every split: a bad row stops the run here, before any model loads
+    return task
+
+
+def register_task_files(paths: Iterable[str | Path]) -> list[str]:
+    """Register the task of each task file under its name (read and checked now); their names, in order."""
+    tasks = [load_task_file(p) for p in paths]
+    seen: dict[str, FileTask] = {}
+    for t in tasks:
+        other = seen.setdefault(t.name.lower(), t)
+        if other.decl.path != t.decl.path:
+            raise EmbenchError(f"{t.decl.path}: task name {t.name!r} is also declared by {other.decl.path}")
+    for t in tasks:
+        TASKS.add(t.name, t, description=t.description)
+        REGISTERED[t.name.lower()] = t
+    return list(dict.fromkeys(t.name for t in tasks))
+
+
+__all__ = ["REGISTERED", "ClassificationTask", "Declaration", "FileTask", "PairsTask", "load_task_file",
+           "read_declaration", "register_task_files"]

@@ -1,0 +1,171 @@
+"""The rows of a task file's data files: tsv, csv or jsonl (``.gz`` too), every bad row named by file and line.
+
+TSV is split on tabs with no quoting (as every STS and SentEval file is), and each line must have as many
+fields as the header (or the first line): a tab inside a sentence would otherwise shift a column silently.
+CSV follows RFC 4180 quoting (Python's :mod:`csv`). A UTF-8 byte-order mark (a spreadsheet's export) is
+dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...core.errors import EmbenchError, MalformedDataError
+from ...data.readers import parse_score, read_bytes
+from .declaration import ROLES, Declaration
+
+Row = tuple[int, dict[str, object]]  # (line number, role -> value)
+
+
+def _lines(path: Path) -> list[str]:
+    raw = read_bytes(path)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise MalformedDataError(path, raw[: e.start].count(b"\n") + 1, f"not valid UTF-8 ({e.reason})") from None
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # only \n and \r\n end a line, never a U+2028
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _index(decl: Declaration, path: Path, names: list[str] | None, width: int) -> dict[str, int]:
+    """role -> field index, from the header line's names or the declared indices."""
+    out = {}
+    for role, col in decl.columns.items():
+        if isinstance(col, str):
+            if names is None or col not in names:
+                raise MalformedDataError(path, 1, f"no column {col!r} for {role} (the header has: {', '.join(names or [])}); "
+                                                  f"set columns.{role} in {decl.path}")
+            out[role] = names.index(col)
+        elif col >= width:
+            raise MalformedDataError(path, 1, f"columns.{role} is {col}, but the line has {width} fields (0-based)")
+        else:
+            out[role] = col
+    return out
+
+
+def _table(decl: Declaration, path: Path) -> Iterator[Row]:
+    lines = _lines(path)
+    if decl.format == "tsv":
+        records = ((i, line.split("\t")) for i, line in enumerate(lines, start=1) if line.strip())
+    else:  # csv: a quoted field may span lines; a record is numbered by the line it starts on
+        reader, records = csv.reader(line + "\n" for line in lines), []
+        try:
+            start = 1
+            for fields in reader:
+                if any(f.strip() for f in fields):
+                    records.append((start, fields))
+                start = reader.line_num + 1
+        except csv.Error as e:
+            raise MalformedDataError(path, reader.line_num, f"not valid CSV ({e})") from None
+    records = iter(records)
+    first = next(records, None)
+    if first is None:
+        return
+    names = [f.strip() for f in first[1]] if decl.header else None
+    width = len(first[1])
+    index = _index(decl, path, names, width)
+    what = "tab-separated fields" if decl.format == "tsv" else "comma-separated fields"
+    for i, fields in records if decl.header else [first, *records]:
+        if len(fields) != width:
+            raise MalformedDataError(path, i, f"{len(fields)} {what} where the {'header' if decl.header else 'first line'} "
+                                              f"has {width}" + (" (a tab inside a text?)" if decl.format == "tsv" else ""))
+        yield i, {role: fields[k] for role, k in index.items()}
+
+
+def _jsonl(decl: Declaration, path: Path) -> Iterator[Row]:
+    for i, line in enumerate(_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise MalformedDataError(path, i, f"expected a JSON object, found {type(obj).__name__}")
+        missing = [f"{col!r} ({role})" for role, col in decl.columns.items() if col not in obj]
+        if missing:
+            raise MalformedDataError(path, i, f"no key {', '.join(missing)}; the object has: {', '.join(map(str, obj))}")
+        yield i, {role: obj[col] for role, col in decl.columns.items()}
+
+
+def rows(decl: Declaration, split: str) -> Iterator[Row]:
+    """(line, role -> value) of every row of ``split``'s file."""
+    path = decl.files[split]
+    yield from (_jsonl if decl.format == "jsonl" else _table)(decl, path)
+
+
+def _text(path: Path, line: int, role: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise MalformedDataError(path, line, f"{role} is {type(value).__name__} {value!r}, not a text")
+    if not value.strip():  # an empty cell is a lost value, not a sentence
+        raise MalformedDataError(path, line, f"{role} is empty")
+    return value
+
+
+def _label(path: Path, line: int, value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str) and not value.strip()):
+        raise MalformedDataError(path, line, f"label {value!r} is not a label (a string or an integer)")
+    return str(value).strip()
+
+
+@dataclass
+class Pairs:
+    """A split of a pairs task: aligned sentences, gold scores, and each pair's subset (None: one set)."""
+
+    left: list[str]
+    right: list[str]
+    gold: np.ndarray
+    subsets: list[str] | None
+
+
+@dataclass
+class Labelled:
+    """A split of a classification task: texts (and second texts), and their labels as written."""
+
+    a: list[str]
+    b: list[str] | None
+    labels: list[str]
+    lines: list[int]
+
+
+def _nonempty(decl: Declaration, split: str, n: int) -> None:
+    if n == 0:  # an empty split would score or train on nothing
+        raise EmbenchError(f"{decl.files[split]}: no rows in the {split} split of task file {decl.path}")
+
+
+def read_pairs(decl: Declaration, split: str) -> Pairs:
+    path, (lo, hi) = decl.files[split], decl.score_range  # type: ignore[misc]
+    left, right, gold, subsets = [], [], [], []
+    for i, r in rows(decl, split):
+        left.append(_text(path, i, "sentence1", r["sentence1"]))
+        right.append(_text(path, i, "sentence2", r["sentence2"]))
+        score = r["score"]
+        if isinstance(score, bool) or not isinstance(score, (str, int, float)):
+            raise MalformedDataError(path, i, f"score {score!r} is not a number")
+        gold.append(parse_score(path, i, str(score).strip(), "score", lo, hi))
+        if "subset" in r:
+            subsets.append(_label(path, i, r["subset"]))
+    _nonempty(decl, split, len(gold))
+    return Pairs(left, right, np.asarray(gold, dtype=np.float64), subsets if "subset" in decl.columns else None)
+
+
+def read_labelled(decl: Declaration, split: str) -> Labelled:
+    path, pair = decl.files[split], "sentence1" in ROLES[decl.kind]
+    a, b, labels, lines = [], [], [], []
+    for i, r in rows(decl, split):
+        a.append(_text(path, i, "sentence1" if pair else "text", r["sentence1" if pair else "text"]))
+        if pair:
+            b.append(_text(path, i, "sentence2", r["sentence2"]))
+        label = _label(path, i, r["label"])
+        if decl.labels is not None and label not in decl.labels:
+            raise MalformedDataError(path, i, f"label {label!r} is not one of the declared labels: {', '.join(decl.labels)}")
+        labels.append(label)
+        lines.append(i)
+    _nonempty(decl, split, len(labels))
+    return Labelled(a, b if pair else None, labels, lines)

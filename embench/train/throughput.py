@@ -1,0 +1,34 @@
+"""Training speed, measured over the training steps since the last log line (evaluation and saving left out):
+steps per second, tokens per second over every process, and model TFLOP/s (6 N FLOPs per token, forward and
+backward, as in Kaplan et al. 2020 and PaLM's MFU) to set against a GPU's peak."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+class Throughput:
+    def __init__(self, inner: Any, world_size: int):
+        self.inner, self.world_size = inner, world_size  # the SentenceModel, which counts the tokens it encodes
+        self.n_params = sum(p.numel() for p in inner.encoder.parameters())
+        self.restart()
+
+    def restart(self) -> None:
+        self.t, self.steps, self.tokens = time.perf_counter(), 0, getattr(self.inner, "tokens", 0)
+
+    def stepped(self) -> None:
+        self.steps += 1
+
+    def read(self) -> dict[str, float]:
+        """The speed since the last reading (which starts a new window)."""
+        dt = max(time.perf_counter() - self.t, 1e-9)
+        tps = (getattr(self.inner, "tokens", 0) - self.tokens) * self.world_size / dt
+        speed = {"steps_per_s": self.steps / dt, "tokens_per_s": tps, "model_tflops_per_s": 6 * self.n_params * tps / 1e12}
+        self.restart()
+        return speed
+
+    def after_pause(self) -> None:
+        """After evaluating or saving: a window with no step yet starts now, so the pause is not counted."""
+        if self.steps == 0:
+            self.restart()

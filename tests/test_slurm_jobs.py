@@ -1,0 +1,154 @@
+"""The pieces of the Slurm executor that need no cluster: SIGTERM beside submitit's requeue signal, the
+``--slurm-option`` settings, cells read against their jobs' Slurm states, and seeds finishing at once.
+(tests/test_slurm_grid.py and tests/test_slurm_train.py run them on a real Slurm cluster.)"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from embench.core.errors import EmbenchError
+from embench.evaluation.protocols import EvalProtocol
+from embench.evaluation.results import ResultStore
+from embench.evaluation.seed_groups import read_seed_group
+from embench.grid import slurm_jobs
+from embench.grid.job_signals import stop_on_sigterm
+from embench.grid.slurm import SlurmSettings
+from embench.grid.state import Cell, GridState
+from embench.grid.status import cell_states, status_frame
+from embench.train.seeds import add_to_group  # imported here: the forked processes below inherit it
+
+
+# -- SIGTERM in a submitit job -----------------------------------------------------------------------------------
+@pytest.fixture()
+def requeue_handler():
+    """A stand-in for submitit's USR2 handler (it checkpoints, runs `scontrol requeue`, then sys.exit)."""
+    calls = []
+
+    def handler(signum, frame):
+        calls.append(signum)
+        raise SystemExit(-1)
+
+    before = signal.signal(signal.SIGUSR2, handler)
+    yield calls
+    signal.signal(signal.SIGUSR2, before)
+
+
+def test_sigterm_in_a_job_stops_it_as_ctrl_c_and_the_handlers_are_put_back(requeue_handler):
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), stop_on_sigterm("USR2") as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.pause()  # never reached: the handler raises in this frame
+    assert stop.terminated
+    assert signal.getsignal(signal.SIGTERM) is before and requeue_handler == []
+
+
+def test_submitits_requeue_signal_still_reaches_submitit_and_the_sigterm_of_the_requeue_is_ignored(requeue_handler):
+    with pytest.raises(SystemExit), stop_on_sigterm("USR2") as stop:
+        try:
+            os.kill(os.getpid(), signal.SIGUSR2)
+            signal.pause()
+        finally:  # the requeue's exit is on its way: the SIGTERM `scontrol requeue` sends must not cut it short
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert requeue_handler == [signal.SIGUSR2] and not stop.terminated
+
+
+def test_submitits_not_requeued_error_ends_the_job_past_a_tasks_except_exception():
+    class UncompletedJobError(RuntimeError):  # what submitit raises when a job timed out too often to requeue
+        pass
+
+    def handler(signum, frame):
+        raise UncompletedJobError("Job not requeued because: timed-out too many times.")
+
+    before = signal.signal(signal.SIGUSR2, handler)
+    try:
+        with pytest.raises(UncompletedJobError, match="too many times"), stop_on_sigterm("USR2"):
+            try:  # a grid job's per-task guard: one task's failure must not stop the others
+                os.kill(os.getpid(), signal.SIGUSR2)
+                signal.pause()
+            except Exception:
+                pytest.fail("submitit's error was taken for a task's failure")
+    finally:
+        signal.signal(signal.SIGUSR2, before)
+
+
+# -- settings ----------------------------------------------------------------------------------------------------
+def test_slurm_options_set_the_named_settings_and_pass_any_other_to_sbatch():
+    s = SlurmSettings.from_options(["timeout-min=30", "partition=gpu", "gpus_per_job=2", "account=nlp", "qos=high"])
+    assert (s.timeout_min, s.partition, s.gpus_per_job) == (30, "gpu", 2)
+    assert s.extra == {"account": "nlp", "qos": "high"}
+    params = s.parameters()
+    assert params["timeout_min"] == 30 and params["slurm_partition"] == "gpu" and params["gpus_per_node"] == 2
+    assert params["slurm_additional_parameters"] == {"account": "nlp", "qos": "high"}
+    with pytest.raises(EmbenchError, match="--slurm-option timeout_min=soon: timeout_min takes a number"):
+        SlurmSettings.from_options(["timeout_min=soon"])
+    with pytest.raises(EmbenchError, match="expected key=value"):
+        SlurmSettings.from_options(["partition"])
+
+
+# -- cells against their jobs' states ----------------------------------------------------------------------------
+def test_cells_read_their_slurm_jobs_states(tmp_path, monkeypatch):
+    """A pending or running job holds its cells (a re-run does not submit them twice); a job that ended leaves its
+    cells failed or missing, each naming the job and how it ended; cells done are done whatever their job did."""
+    proto = EvalProtocol().to_dict()
+    cells = [Cell("m", t, proto, f"k{i}") for i, t in enumerate(("STS12", "STS13", "STS14", "STS15", "STS16"))]
+    state = GridState(tmp_path)
+    state.init()
+    state.mark(cells[1], "failed", job="j", error="stopped by SIGTERM")
+    state.mark(cells[2], "running", job="j")
+    marker = json.loads(state.marker_path(cells[2]).read_text())  # left by a node's process this machine cannot see
+    state.marker_path(cells[2]).write_text(json.dumps({**marker, "host": "node-7"}))
+    jobs = {"12_0": [cells[0]], "12_1": [cells[1], cells[2]], "13": [cells[3], cells[4]]}
+    for job, held in jobs.items():
+        (slurm_jobs.submitted_dir(tmp_path)).mkdir(parents=True, exist_ok=True)
+        (slurm_jobs.submitted_dir(tmp_path) / f"g{job}.json").write_text(json.dumps(
+            {"slurm_job": job, "cells": [c.id for c in held], "folder": str(tmp_path), "time": 1.0}))
+    asked = []
+
+    def sacct(ids, folders):
+        asked.append(sorted(ids))
+        return {"12_0": "PENDING", "12_1": "CANCELLED", "13": "RUNNING"}
+
+    monkeypatch.setattr(slurm_jobs, "job_states", sacct)
+    states = cell_states(cells, ResultStore(tmp_path), state)
+    assert [states[c.id]["state"] for c in cells] == ["running", "failed", "missing", "running", "running"]
+    assert states[cells[0].id]["note"] == "Slurm job 12_0 PENDING"
+    assert states[cells[2].id]["note"] == "Slurm job 12_1 ended CANCELLED"
+    assert list(status_frame(cells, states)["why"])[1] == "stopped by SIGTERM; Slurm job 12_1 ended CANCELLED"
+    assert len(asked) == 1 and set(asked[0]) == {"12_0", "12_1", "13"}  # one sacct call for every job
+
+
+def test_without_sacct_the_cells_keep_what_their_markers_say(tmp_path, monkeypatch):
+    proto = EvalProtocol().to_dict()
+    cell = Cell("m", "STS12", proto, "k")
+    (slurm_jobs.submitted_dir(tmp_path)).mkdir(parents=True)
+    (slurm_jobs.submitted_dir(tmp_path) / "g.json").write_text(json.dumps(
+        {"slurm_job": "5", "cells": [cell.id], "folder": str(tmp_path), "time": 1.0}))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sacct here (a laptop looking at a cluster's results folder)
+    assert cell_states([cell], ResultStore(tmp_path), GridState(tmp_path))[cell.id] == {"state": "missing"}
+
+
+# -- seeds finishing at once -------------------------------------------------------------------------------------
+def _add_seed(out: str, seed: int, start) -> None:
+    (Path(out) / f"seed-{seed}" / "best").mkdir(parents=True)
+    start.wait()  # every process reads the group at the same moment, as array tasks finishing together would
+    add_to_group(Path(out), seed, Path(out) / f"seed-{seed}" / "best", {"method": "crop"})
+
+
+def test_seeds_that_finish_at_once_all_land_in_the_group(tmp_path):
+    """Array tasks of one seed group finish together: each adds its seed to what the others wrote (without the
+    lock, 16 processes released at once keep 4 to 11 of their 16 seeds here)."""
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Barrier(16)
+    procs = [ctx.Process(target=_add_seed, args=(str(tmp_path), s, start)) for s in range(1, 17)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert [p.exitcode for p in procs] == [0] * 16
+    assert read_seed_group(tmp_path).seeds == list(range(1, 17))
