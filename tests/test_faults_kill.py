@@ -78,8 +78,9 @@ def test_training_killed_at_each_checkpoint_write_resumes_to_the_uninterrupted_m
                    capture_output=True)
     want = load_file(tmp_path / "clean" / "best" / "model.safetensors")
     out = tmp_path / "cut"
-    first = subprocess.run([sys.executable, "-c", KILLER, *args(out)], env={**env, "KILL_AT": "2"}, capture_output=True, text=True)
-    assert first.returncode == -9, first.stderr  # killed at its second write: the step-4 resume state
+    first = subprocess.run([sys.executable, "-c", KILLER, *args(out)], env={**env, "KILL_AT": "3"}, capture_output=True, text=True)
+    # a resume state is two renames (state.pt, step.json): the third is the step-4 state, cut before it lands
+    assert first.returncode == -9, first.stderr
     again = subprocess.run([sys.executable, "-c", KILLER, *args(out), "--resume"], env={**env, "KILL_AT": "0"},
                            capture_output=True, text=True)
     assert again.returncode == 0, again.stderr  # the lock of the killed run is taken over, training goes on from step 2

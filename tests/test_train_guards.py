@@ -171,8 +171,9 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_error_and_keeps_no_tempor
     checkpoints.save_resume(tmp_path, model=model, optimizer=opt, scheduler=sched, step=1, extra={})
     good = (tmp_path / "state.pt").read_bytes()
 
-    def full(obj, f, *a, **k):
-        open(f, "wb").write(b"half")
+    def full(obj, f, *a, **k):  # f: the open temporary file of core.atomic
+        f.write(b"half")
+        f.flush()
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(torch, "save", full)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import pickle
 import random
 import shutil
@@ -24,15 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..core.atomic import atomic_file, replace_folder, write_json
 from ..core.errors import EmbenchError
 
 log = logging.getLogger(__name__)
 RESUME_DIR = "checkpoint-last"
 BEST_DIR = "best"
-
-
-def write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *, pooling: str, max_length: int,
@@ -62,15 +58,7 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
                                                 **({"sentence_transformers_missing": why_not} if why_not else {})})
     write_model_card(tmp, final=folder, meta=meta, pooling=pooling, max_length=int(max_length), st_modules=modules,
                      why_not_st=why_not, prompt_prefix=prompt_prefix(prompt))
-    if folder.exists():
-        old = folder.with_name(folder.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        folder.rename(old)
-        tmp.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(folder)
-    return folder
+    return replace_folder(tmp, folder)
 
 
 def rng_state() -> dict[str, Any]:
@@ -105,13 +93,10 @@ def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, s
         "rng": rng_state(),
         **extra,
     }
-    tmp = folder / f"state.pt.tmp{os.getpid()}"  # one writer's own name, even if a second run slipped past the lock
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, folder / "state.pt")
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written state beside the good one
-        raise
+    # under a name of its own (even if a second run slipped past the lock); a full disk leaves no half-written
+    # state beside the good one
+    with atomic_file(folder / "state.pt") as fh:
+        torch.save(state, fh)
     write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
     return folder
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..models.device_choice import pick_device
@@ -138,7 +139,7 @@ class Trainer:
             resume_state(self)
         elif dist.is_main:
             self.metrics_path.unlink(missing_ok=True)
-            checkpoints.write_json(self.out / "train_config.json", {
+            write_json(self.out / "train_config.json", {
                 **cfg.to_dict(), "resolved_total_steps": self.total, "warmup_steps": self.warmup, "examples": n,
                 "world_size": dist.world_size, "device": self.device, "precision": self.precision,
                 "pooling": getattr(self.method.encoder_for_eval(self.model), "pooling", cfg.pooling)})

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 Opt = typer.Option
-TRAIN_KEYWORDS = ("corpora", "snli", "20newsgroups", "twentynewsgroups")  # the data root's training sets (train/data.py)
+TRAIN_KEYWORDS = ("corpora", "snli", "20newsgroups", "twentynewsgroups")  # the data root's training sets (data/training_sets.py)
 
 
 # One parameter per option, as typer wants them: the signature is long, the body short.
