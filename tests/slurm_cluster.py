@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from embench.grid.slurm_jobs import ACTIVE  # sacct's states of a job that has not ended
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slurm-cluster"
-# sacct's states of a job that has not ended (slurm_jobs.ACTIVE is the package's list)
-ACTIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING",
-          "SIGNALING", "STAGE_OUT"}
 
 
 @dataclass

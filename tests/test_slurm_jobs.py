@@ -152,3 +152,18 @@ def test_seeds_that_finish_at_once_all_land_in_the_group(tmp_path):
         p.join(30)
     assert [p.exitcode for p in procs] == [0] * 16
     assert read_seed_group(tmp_path).seeds == list(range(1, 17))
+
+
+# -- the train command's executor ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--executor", "slurm"], "--executor slurm submits one array task per seed: give --seeds"),
+    (["--seeds", "1-2", "--executor", "lsf"], "--executor 'lsf': choose local or slurm"),
+])
+def test_train_on_slurm_is_one_array_task_per_seed_and_says_so(extra, message, tmp_path):
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    res = CliRunner().invoke(app, ["train", "--method", "crop", "-m", "m", "--out", str(tmp_path / "o"), *extra])
+    assert isinstance(res.exception, EmbenchError) and message in str(res.exception), res.output
+    assert not (tmp_path / "o").exists()  # refused before anything is written or submitted

@@ -127,17 +127,21 @@ class GridJob(submitit.helpers.Checkpointable if submitit is not None else objec
         env = job_environment()
         log = str(env.paths.stderr) if env is not None else None
         use_allotted_cpus()
-        with stop_on_sigterm(submitit.JobEnvironment.USR_SIG if env is not None else None) as stop:
-            try:
-                failed = run_job(job_file, log)
-            except KeyboardInterrupt:
-                if not stop.terminated:
-                    raise
-                marked = mark_unfinished(job_file, "stopped by SIGTERM (cancelled, preempted or out of time)", log)
-                print(f"job {Path(job_file).stem}: stopped by SIGTERM; {len(marked)} cell(s) left, marked; finished "
-                      "cells are stored and its encoded texts cached: the next run of the grid does the rest",
-                      file=sys.stderr, flush=True)
-                raise SystemExit(143) from None  # as a process killed by SIGTERM; no result for submitit to keep
+        try:
+            with stop_on_sigterm(submitit.JobEnvironment.USR_SIG if env is not None else None) as stop:
+                try:
+                    failed = run_job(job_file, log)
+                except KeyboardInterrupt:
+                    if not stop.terminated:
+                        raise
+                    marked = mark_unfinished(job_file, "stopped by SIGTERM (cancelled, preempted or out of time)", log)
+                    print(f"job {Path(job_file).stem}: stopped by SIGTERM; {len(marked)} cell(s) left, marked; finished "
+                          "cells are stored and its encoded texts cached: the next run of the grid does the rest",
+                          file=sys.stderr, flush=True)
+                    raise SystemExit(143) from None  # as a process killed by SIGTERM; no result for submitit to keep
+        except Exception as e:  # submitit's own end of the job (e.g. "timed-out too many times"): the cells say so
+            mark_unfinished(job_file, f"{type(e).__name__}: {e}", log)
+            raise
         if failed:  # the array task shows FAILED in sacct; the cells' markers hold the reasons
             raise EmbenchError(f"{len(failed)} cell(s) of {Path(job_file).stem} failed: {', '.join(failed)}")
         return failed
