@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_text
 from ..core.hashing import stable_hash
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
@@ -23,7 +24,7 @@ from ..models.loader import load_model
 from ..report.progress import RateProgress
 from ..tasks.names import resolve_tasks
 from .spec import GridSpec
-from .state import Cell, GridState, atomic_write
+from .state import Cell, GridState
 from .status import cell_states
 
 # the encoder settings a job pins to what the plan saw, so the job's record keys are the plan's
@@ -111,6 +112,6 @@ def write_jobs(p: Plan, spec: GridSpec, results: Path) -> list[Path]:
     paths = []
     for job in p.jobs:
         path = state.job_path(job.id)
-        atomic_write(path, json.dumps(job.to_dict(spec, results.resolve()), indent=1, default=str) + "\n")
+        write_text(path, json.dumps(job.to_dict(spec, results.resolve()), indent=1, default=str) + "\n")
         paths.append(path)
     return paths

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_text
 from ..core.errors import EmbenchError
 from .job_signals import stop_on_sigterm
-from .state import GridState, atomic_write
+from .state import GridState
 
 try:
     import submitit
@@ -177,8 +178,8 @@ def dry_run(job_files: Sequence[Path], results: Path, settings: SlurmSettings) -
     executor.parameters["map_count"] = len(job_files)
     text = executor._make_submission_file_text(executor._submitit_command_str, "dry-run")
     sbatch = folder / "dry-run.sbatch"
-    atomic_write(sbatch, text)
-    atomic_write(folder / "dry-run.array.txt", "".join(f"{i}\t{p}\n" for i, p in enumerate(job_files)))
+    write_text(sbatch, text)
+    write_text(folder / "dry-run.array.txt", "".join(f"{i}\t{p}\n" for i, p in enumerate(job_files)))
     return sbatch
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .state import Cell, GridState, atomic_write, read_json
+from ..core.atomic import write_text
+from .state import Cell, GridState, read_json
 
 # sacct's states of a job that still holds its cells (https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES)
 ACTIVE = frozenset({"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SUSPENDED",
@@ -31,7 +32,7 @@ def record(results: Path | str, job_files: Sequence[Path], jobs: Sequence[Any], 
     for job_file, job in zip(job_files, jobs, strict=True):
         spec = read_json(Path(job_file)) or {}
         cells = [Cell.from_dict(c).id for c in spec.get("cells", [])]
-        atomic_write(submitted_dir(results) / f"{Path(job_file).stem}.json", json.dumps({
+        write_text(submitted_dir(results) / f"{Path(job_file).stem}.json", json.dumps({
             "slurm_job": str(job.job_id), "cells": cells, "folder": str(folder), "time": time.time()}) + "\n")
 
 

@@ -22,11 +22,11 @@ import json
 import os
 import socket
 import time
-import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_text
 from ..core.errors import EmbenchError
 from ..core.paths import plain_name
 from ..core.version import __version__
@@ -56,18 +56,6 @@ class Cell:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write under a name no other writer on any machine uses, then rename: a reader sees all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -104,12 +92,12 @@ class GridState:
     def init(self) -> None:
         self.check_format()
         if not (self.root / "FORMAT").is_file():
-            atomic_write(self.root / "FORMAT", f"grid-format {GRID_FORMAT}\nembench {__version__}\n")
+            write_text(self.root / "FORMAT", f"grid-format {GRID_FORMAT}\nembench {__version__}\n")
 
     # -- plans and jobs --------------------------------------------------------------------------
     def save_plan(self, name: str, plan: dict[str, Any]) -> Path:
         path = self.root / "plans" / plain_name(f"{name}.json", "grid plan")
-        atomic_write(path, json.dumps(plan, indent=1, default=str) + "\n")
+        write_text(path, json.dumps(plan, indent=1, default=str) + "\n")
         return path
 
     def plans(self) -> list[dict[str, Any]]:
@@ -128,7 +116,7 @@ class GridState:
         return self.root / "cells" / slug(cell.model) / plain_name(f"{cell.task}-{cell.key}.json", "grid cell")
 
     def mark(self, cell: Cell, state: str, **info: Any) -> None:
-        atomic_write(self.marker_path(cell), json.dumps({
+        write_text(self.marker_path(cell), json.dumps({
             "state": state, "host": socket.gethostname(), "pid": os.getpid(), "time": time.time(), **info,
         }, default=str) + "\n")
 
