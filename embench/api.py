@@ -40,7 +40,7 @@ from .tasks.names import resolve_tasks, with_task_files
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
-                 "adapter", "batch_tokens", "compile", "revision", "prompt_name")
+                 "bidirectional_mode", "adapter", "batch_tokens", "compile", "revision", "prompt_name")
 
 
 def evaluate(
@@ -77,7 +77,7 @@ def evaluate(
     ``options`` are protocol options (``aggregation``, ``correlation``, ``text``, ``sick_split``,
     ``stsb_split``, ``similarity``) and, when ``model`` is a name or path, model options
     (``pooling``, ``layer``, ``max_length``, ``dtype``, ``device``, ``normalize``, ``prompt``, ``prompt_name``,
-    ``revision``: :func:`load_model`'s).
+    ``revision``: :func:`load_model`'s), and ``truncate_dim`` / ``quantize`` (each one or several: a row per pair).
     Finished tasks are kept in ``results_dir`` as they finish; a re-run reuses them unless
     ``overwrite``. ``ci`` (a level: 95 or 0.95) adds a bootstrap interval to every score and to
     ``Avg.`` (``resamples`` of them, seeded by ``ci_seed``, default the protocol's seed), computed
@@ -164,6 +164,7 @@ def evaluate(
 
 def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str] | None, **kwargs: Any) -> Evaluation:
     """Every seed of a seed group, then one row of their mean (and spread) under the group's name."""
+    one_axis(kwargs.get("truncate_dim"), kwargs.get("quantize"), "a seed group")  # its mean is over seeds, one configuration
     evs = [evaluate(str(path), suite, tasks=tasks, **kwargs) for _, path in sorted(group.members.items())]
     out = Evaluation.merge(evs, view=evs[0].view)
     out.seed_groups[group.name] = list(dict.fromkeys(r.model for ev in evs for r in ev.records))

@@ -88,10 +88,43 @@ def test_the_recipe_says_where_each_value_comes_from():
     # the authors' run (README: lr 5e-4; train.py: 100 warm-up steps, "for sentence {text}"), not the paper's 2e-4
     assert (cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.lr, cfg.warmup_steps) == (32, 32.0, 0.1, 5e-4, 100)
     assert cfg.prompt == 'The representative word for sentence {text} is:"' and cfg.method_options.bidirectional_last == 1
+    # the README's run: BiLLM_START_INDEX=31 through the billm package, --load_kbit 4
+    assert (cfg.method_options.bidirectional_mode, cfg.load_kbit) == ("billm", 4)
     paper = resolve(make_config(method="bellm", model="m", prompt="bellm"))
     assert paper.prompt == 'The representative word for {text} is:"'
+    assert (paper.method_options.bidirectional_mode, paper.load_kbit) == ("sum", 0)  # the method: Eq. 5, unquantised
     cites = RECIPES.get("bellm").cites
     assert "from the paper" in cites and "README" in cites
+    assert all(w in cites for w in ("BiLLM_START_INDEX=31", "sum-code", "angle_emb/bellm/modeling_llama.py", "bellm-eval"))
+
+
+def test_4bit_qlora_is_an_option_that_needs_lora_a_cuda_gpu_and_bitsandbytes(monkeypatch, tiny_llama_dir):
+    """The authors' --load_kbit 4 (4AI/BeLLM model.py: bitsandbytes NF4, double quantisation, float32 compute).
+    bitsandbytes is not a dependency: a CPU run or a missing package is a clear error before any weight is read."""
+    import sys
+    import types
+
+    from embench.train import make_config, resolve
+    from embench.train.backbone import load_backbone
+    from embench.train.kbit import kbit_load_kwargs
+
+    with pytest.raises(EmbenchError, match="load_kbit=3.*choose 4"):
+        resolve(make_config(method="bellm", model="m", load_kbit=3))
+    assert resolve(make_config(recipe="bellm", model="m", load_kbit=0)).load_kbit == 0  # the recipe's 4, turned off
+    with pytest.raises(EmbenchError, match="load_kbit=4 quantises the base weights.*--lora-r"):
+        resolve(make_config(method="bellm", model="m", load_kbit=4, lora_r=0))
+    cfg = resolve(make_config(recipe="bellm", model=str(tiny_llama_dir), lora_r=4))
+    with pytest.raises(EmbenchError, match=r"needs a CUDA GPU; this run is on cpu\. .*--set load_kbit=0"):
+        load_backbone(cfg, "cpu")
+    monkeypatch.setitem(sys.modules, "bitsandbytes", None)  # not installed
+    with pytest.raises(EmbenchError, match="needs the bitsandbytes package"):
+        kbit_load_kwargs(4, "cuda:0")
+    monkeypatch.setitem(sys.modules, "bitsandbytes", types.ModuleType("bitsandbytes"))
+    kwargs = kbit_load_kwargs(4, "cuda:1")
+    q = kwargs["quantization_config"]
+    assert kwargs["device_map"] == {"": 1} and q.load_in_4bit and not q.load_in_8bit
+    assert (q.bnb_4bit_quant_type, q.bnb_4bit_use_double_quant, q.bnb_4bit_compute_dtype) == ("nf4", True, torch.float32)
+    assert kbit_load_kwargs(0, "cpu") == {}
 
 
 @pytest.mark.slow
@@ -112,11 +145,17 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
     meta = json.loads((best / "embench_adapter.json").read_text())
     assert (best / "adapter_config.json").is_file() and not (best / "model.safetensors").exists()
     assert meta["bidirectional_last"] == 2 and meta["base_model"] == str(tiny_llama_dir)
+    assert meta["bidirectional_mode"] == "sum"  # the method's default: Eq. 5
     texts = ["A man plays a guitar.", "Two dogs run through the snow."]
     by_folder = embench.load_model(best)  # the folder names its base, prompt and bidirectional setting
     by_base = embench.load_model(tiny_llama_dir, adapter=best)
     assert by_folder.settings.extra["bidirectional_last"] == 2 and by_folder.settings.prompt == meta["prompt"]
+    assert by_folder.settings.extra["bidirectional_mode"] == by_base.settings.extra["bidirectional_mode"] == "sum"
     np.testing.assert_allclose(by_folder.encode_batch(texts), by_base.encode_batch(texts), atol=1e-6)
+    # an adapter saved before the modes (no mode in its file) was trained as one stack: it loads as mask
+    (best / "embench_adapter.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "bidirectional_mode"}))
+    assert embench.load_model(best).settings.extra["bidirectional_mode"] == "mask"
+    assert embench.load_model(best, bidirectional_mode="billm").settings.extra["bidirectional_mode"] == "billm"
     base = embench.load_model(tiny_llama_dir, bidirectional_last=2, prompt="bellm")
     assert not np.allclose(base.encode_batch(texts), by_base.encode_batch(texts), atol=1e-4)  # the adapter changed it
     assert by_base.cache_key() != base.cache_key()
@@ -124,6 +163,24 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
         embench.load_model(tiny_bert_dir, adapter=best)
     with pytest.raises(EmbenchError, match="is an encoder"):
         train(make_config(method="bellm", out=str(tmp_path / "bert"), **{**common, "model": str(tiny_bert_dir)}))
+
+
+@pytest.mark.slow
+def test_the_recipe_trains_in_the_billm_mode_and_its_adapter_loads_back_in_it(tiny_llama_dir, data_root, tmp_path):
+    from embench.models.bidirectional import bidirectional_setting
+    from embench.train import Trainer, make_config
+
+    triplets = tmp_path / "nli.csv"
+    triplets.write_text("sent0,sent1,hard_neg\n" + "a man plays a guitar,a person makes music,nobody plays\n" * 8)
+    cfg = make_config(recipe="bellm", model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root),
+                      out=str(tmp_path / "run"), max_steps=2, batch_size=4, max_length=24, lora_r=4, load_kbit=0,
+                      warmup_steps=0, progress=False)
+    trainer = Trainer(cfg)
+    result = trainer.fit()
+    assert bidirectional_setting(trainer.model.encoder).mode == "billm"  # trained as the authors' README trains
+    loaded = embench.load_model(result.best_dir)
+    assert (loaded.settings.extra["bidirectional_last"], loaded.settings.extra["bidirectional_mode"]) == (1, "billm")
+    assert bidirectional_setting(loaded.model).mode == "billm"
 
 
 @pytest.mark.slow

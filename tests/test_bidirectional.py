@@ -1,4 +1,5 @@
-"""Bidirectional last-K layers of a causal LM (BeLLM Eq. 4), named prompts, and the GGUF weight cache."""
+"""Bidirectional last-K layers of a causal LM (BeLLM Eq. 4) in one stack (``mask`` mode), the setting through the
+loader, named prompts, and the GGUF weight cache. The four modes against hand computations: test_bidirectional_modes.py."""
 
 from __future__ import annotations
 
@@ -8,14 +9,11 @@ import torch
 
 import embench
 from embench.core.errors import EmbenchError
-from embench.evaluation.results import record_key
-from embench.models.bidirectional import (
-    bidirectional_layers,
-    key_padding,
-    make_bidirectional,
-    padding_only_mask,
-)
-from embench.models.families import PROMPTS, check_prompt
+from embench.core.hashing import stable_hash
+from embench.evaluation.results import IDENTITY_ENCODER_FIELDS, record_key
+from embench.models.bidirectional import MODES, bidirectional_layers, make_bidirectional
+from embench.models.bidirectional_masks import key_padding, padding_only_mask
+from embench.models.families import PROMPTS, apply_prompt, check_prompt
 
 MIN = torch.finfo(torch.float32).min
 
@@ -64,7 +62,7 @@ def test_k0_is_the_original_and_all_layers_equal_full_attention(attention, one_t
     original = reference(input_ids=IDS, attention_mask=LEFT).last_hidden_state
     make_bidirectional(model, 0)
     assert torch.equal(model(input_ids=IDS, attention_mask=LEFT).last_hidden_state, original)
-    make_bidirectional(model, 3)
+    make_bidirectional(model, 3, "mask")
     assert bidirectional_layers(model) == [0, 1, 2]
     bi = model(input_ids=IDS, attention_mask=LEFT).last_hidden_state
     full = reference(input_ids=IDS, attention_mask=full_attention_mask(LEFT, attention)).last_hidden_state
@@ -78,7 +76,7 @@ def test_k0_is_the_original_and_all_layers_equal_full_attention(attention, one_t
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 def test_only_the_last_k_layers_change(attention, one_thread):
     model, reference = tiny_llama(attention), tiny_llama(attention)
-    make_bidirectional(model, 1)
+    make_bidirectional(model, 1, "mask")
     assert bidirectional_layers(model) == [2]
     got = model(input_ids=IDS, attention_mask=LEFT, output_hidden_states=True).hidden_states
     want = reference(input_ids=IDS, attention_mask=LEFT, output_hidden_states=True).hidden_states
@@ -89,7 +87,7 @@ def test_only_the_last_k_layers_change(attention, one_thread):
 
 def test_padding_never_receives_attention_in_bidirectional_layers(one_thread):
     model = tiny_llama("eager")
-    make_bidirectional(model, 2)
+    make_bidirectional(model, 2, "mask")
     out = model(input_ids=IDS, attention_mask=LEFT, output_attentions=True)
     for att in out.attentions[1:]:  # B x heads x T x T
         assert torch.all(att[0, :, :, :2] == 0)  # no query looks at the two pads of row 0
@@ -115,9 +113,11 @@ def tiny_llama_dir(tiny_model):
 TEXTS = ["A man plays a guitar.", "A much longer sentence that forces padding of the first one, and more."]
 
 
+@pytest.mark.parametrize("mode", ["sum", "mask"])
 @pytest.mark.parametrize("last", [1, 2])
-def test_embeddings_agree_under_left_and_right_padding_and_alone(tiny_llama_dir, last, one_thread):
-    enc = embench.load_model(tiny_llama_dir, bidirectional_last=last, prompt="bellm")
+def test_embeddings_agree_under_left_and_right_padding_and_alone(tiny_llama_dir, last, mode, one_thread):
+    """The modes that mask padding give a text the same vector whatever its batch pads it to."""
+    enc = embench.load_model(tiny_llama_dir, bidirectional_last=last, bidirectional_mode=mode, prompt="bellm")
     alone = [enc.encode_batch([t])[0] for t in TEXTS]
     left = enc.encode_batch(TEXTS)
     enc.tokenizer.padding_side = "right"
@@ -126,14 +126,26 @@ def test_embeddings_agree_under_left_and_right_padding_and_alone(tiny_llama_dir,
         np.testing.assert_allclose(left[i], alone[i], atol=1e-5)
         np.testing.assert_allclose(right[i], alone[i], atol=1e-5)
     causal = embench.load_model(tiny_llama_dir, prompt="bellm").encode_batch(TEXTS)
-    if last == 1:
+    if last == 1 and mode == "mask":
         # the last token already sees every token in a causal layer, and the layers below are unchanged:
-        # with last-token pooling, one bidirectional layer gives the causal model's vectors exactly
+        # with last-token pooling, one bidirectional layer in the stack gives the causal model's vectors exactly
         np.testing.assert_allclose(left, causal, atol=1e-5)
-        pooled = embench.load_model(tiny_llama_dir, bidirectional_last=1, pooling="mean").encode_batch(TEXTS)
+        pooled = embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode="mask",
+                                    pooling="mean").encode_batch(TEXTS)
         assert not np.allclose(pooled, embench.load_model(tiny_llama_dir, pooling="mean").encode_batch(TEXTS), atol=1e-3)
-    else:
+    else:  # Eq. 5's sum changes the last token's vector from K = 1 on
         assert not np.allclose(causal, left, atol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["billm", "sum-code"])
+def test_the_modes_that_attend_padding_give_a_padded_text_another_vector(tiny_llama_dir, mode, one_thread):
+    """billm and the AnglE code attend padding in their bidirectional layers: a text padded in a batch gets
+    another vector than alone (the longest text, unpadded, keeps its own)."""
+    enc = embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode=mode, prompt="bellm")
+    alone = [enc.encode_batch([t])[0] for t in TEXTS]
+    batch = enc.encode_batch(TEXTS)
+    assert not np.allclose(batch[0], alone[0], atol=1e-3)  # the short, padded one
+    np.testing.assert_allclose(batch[1], alone[1], atol=1e-5)
 
 
 def test_the_setting_is_in_the_cache_key_provenance_and_record_identity(tiny_llama_dir):
@@ -141,7 +153,15 @@ def test_the_setting_is_in_the_cache_key_provenance_and_record_identity(tiny_lla
     assert plain.cache_key() != bi.cache_key()
     assert embench.load_model(tiny_llama_dir, bidirectional_last=0).cache_key() == plain.cache_key()
     assert bi.describe()["bidirectional_last"] == 1 and "bidirectional_last" not in plain.describe()
+    assert bi.describe()["bidirectional_mode"] == "sum" and "bidirectional_mode" not in plain.describe()
     assert record_key("STS12", plain.describe(), {}) != record_key("STS12", bi.describe(), {})
+    modes = [embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode=m) for m in MODES]
+    assert len({m.cache_key() for m in modes}) == len({record_key("STS12", m.describe(), {}) for m in modes}) == 4
+    # a record stored before the modes (K, no mode: mask) keeps its key, which no new record takes
+    old = {k: v for k, v in modes[2].describe().items() if k != "bidirectional_mode"}
+    ident = {k: old.get(k) for k in IDENTITY_ENCODER_FIELDS} | {"bidirectional_last": 1}
+    assert record_key("STS12", old, {}) == stable_hash({"task": "STS12", "encoder": ident, "protocol": {}}, 16)
+    assert record_key("STS12", old, {}) not in {record_key("STS12", m.describe(), {}) for m in modes}
 
 
 def test_bad_bidirectional_settings_and_prompts_are_clear_errors(tiny_llama_dir, tiny_bert_dir):
@@ -151,12 +171,28 @@ def test_bad_bidirectional_settings_and_prompts_are_clear_errors(tiny_llama_dir,
         embench.load_model(tiny_llama_dir, bidirectional_last=3)
     with pytest.raises(EmbenchError, match=r"--bidirectional-last must be 0 or more"):
         embench.load_model(tiny_llama_dir, bidirectional_last=-1)
-    with pytest.raises(EmbenchError, match=r"has no \{text\}.*bellm, bellm-code, prompteol, none"):
+    with pytest.raises(EmbenchError, match=r"--bidirectional-mode 'summ': choose one of sum, sum-code, mask, billm"):
+        embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode="summ")
+    with pytest.raises(EmbenchError, match=r"--bidirectional-mode billm needs --bidirectional-last K"):
+        embench.load_model(tiny_llama_dir, bidirectional_mode="billm")
+    with pytest.raises(EmbenchError, match=r"has no \{text\}.*bellm, bellm-code, bellm-eval, prompteol, none"):
         embench.load_model(tiny_llama_dir, prompt="The representative word is:")
     assert check_prompt("bellm") == 'The representative word for {text} is:"' == PROMPTS["bellm"]
     assert check_prompt("PromptEOL") == 'This sentence : "{text}" means in one word:"'
     assert check_prompt("none") == ""
     assert embench.load_model(tiny_llama_dir, prompt="bellm").settings.prompt == PROMPTS["bellm"]
+
+
+def test_the_authors_evaluation_prompt_ends_each_sentence_with_a_period():
+    """4AI/BeLLM eval_sts.py: '.' appended unless the sentence ends in . ? " or ', then a final '?' becomes '.'."""
+    texts = ["A man plays", "Is it raining?", 'He said "hi"', "Done.", "It's 'x'", ""]
+    want = ["A man plays.", "Is it raining.", 'He said "hi"', "Done.", "It's 'x'", ""]
+    template = check_prompt("bellm-eval")
+    assert template == 'The representative word for sentence {text:period} is:"'
+    assert apply_prompt(template, texts) == [f'The representative word for sentence {w} is:"' for w in want]
+    assert apply_prompt("{text}", texts) == texts  # the plain form is untouched
+    with pytest.raises(EmbenchError, match="only \\{text\\} may stand in braces"):
+        check_prompt("{text} and {text:nope}")
 
 
 @pytest.mark.slow

@@ -97,6 +97,18 @@ def test_prompt_and_protocol_options_reach_the_api(captured, tmp_path):
     assert captured["analyze"]["prompt"] == PROMPT
 
 
+def test_the_bidirectional_mode_reaches_the_api_beside_k(captured, tmp_path):
+    bi = ["--bidirectional-last", "1", "--bidirectional-mode", "billm"]
+    assert runner.invoke(app, ["run", "-m", "M", "-t", "STS12", *bi, "-q"]).exit_code == 0
+    assert (captured["evaluate"]["bidirectional_last"], captured["evaluate"]["bidirectional_mode"]) == (1, "billm")
+    assert runner.invoke(app, ["mteb", "run", "-m", "M", *bi]).exit_code == 0
+    assert captured["evaluate"]["bidirectional_mode"] == "billm"
+    assert runner.invoke(app, ["audit", "-m", "M", *bi]).exit_code == 0
+    assert captured["audit"]["bidirectional_mode"] == "billm"
+    assert runner.invoke(app, ["analyze", "spectrum", "-m", "M", "-o", str(tmp_path), *bi]).exit_code == 0
+    assert captured["analyze"]["bidirectional_mode"] == "billm"
+
+
 def test_analyses_load_their_models_with_the_prompt(tiny_bert_dir):
     from embench.analysis.inputs import model_refs
 

@@ -29,7 +29,7 @@ def test_cls_energy_with_the_last_token_as_pivot_by_hand():
 
 
 def test_shares_of_a_left_padded_sentence_equal_those_of_the_sentence_alone(tiny_llama_dir, one_thread):
-    enc = embench.load_model(tiny_llama_dir, bidirectional_last=1)
+    enc = embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode="mask")  # one stack: its maps
     short, long = "A man plays a guitar.", "Two dogs run through a field of deep snow while a boy watches them."
     got = []
     token_pass([TokenRequest(enc, [short, long], lambda tb, rows: got.append(tb), attentions=True)], 2)

@@ -4,6 +4,7 @@ resume state never runs code."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 
 import pytest
@@ -47,9 +48,11 @@ def test_a_nan_stop_leaves_the_previous_good_checkpoint_untouched_and_names_it(t
     digests = []
     real_save = torch.save
 
-    def spy(obj, f, *a, **k):  # the bytes of every resume state written
-        real_save(obj, f, *a, **k)
-        digests.append(hashlib.sha256(open(f, "rb").read()).hexdigest())
+    def spy(obj, f, *a, **k):  # the bytes of every resume state written (f: core.atomic's open temporary file)
+        buffer = io.BytesIO()
+        real_save(obj, buffer, *a, **k)
+        f.write(buffer.getvalue())
+        digests.append(hashlib.sha256(buffer.getvalue()).hexdigest())
 
     monkeypatch.setattr(torch, "save", spy)
     with pytest.raises(TrainingDivergedError, match=r"loss became nan at step 4.*checkpoint-last \(step 2\)") as e:

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from embench.train import make_config, resolve
+from embench.train import RECIPES, make_config, resolve
 from embench.train.distributed import DistInfo
 from embench.train.false_negatives import false_negative_mask, masked_share, softmax_bce
 from embench.train.losses import info_nce
@@ -150,11 +150,33 @@ def test_the_multicsr_recipes_say_where_each_value_comes_from():
     o = cfg.method_options
     assert (cfg.batch_size, o.temperature, o.sigma, o.fn_mask_variant, o.fn_loss, o.fn_protect_hard) == \
         (256, 0.05, 0.9, "paper", "infonce", True)
+    # the README's example command (run.sh -t 25) and the code's guide (its raw [CLS], no MLP)
+    assert (cfg.eval_steps, o.fn_guide_pooling) == (25, "cls_before_pooler")
+    assert resolve(make_config(method="sup-simcse")).method_options.fn_guide_pooling is None  # the method: as it loads
+    assert "-t 25" in RECIPES.get("multicsr").cites and "cl_forward" in RECIPES.get("multicsr").cites
     code = resolve(make_config(recipe="multicsr-code")).method_options
     assert (code.fn_mask_variant, code.fn_loss, code.fn_protect_hard) == ("code", "bce", False)
-    from embench.train import RECIPES
-
     assert "batch 256" in RECIPES.get("multicsr").cites and "run.sh" in RECIPES.get("multicsr").cites
+
+
+def test_the_guide_reads_the_raw_cls_state_as_the_authors_code_or_pools_as_it_loads(tiny_bert_dir, one_thread):
+    """Circle-Ming/MultiCSR simcse/models.py: the frozen encoder's vector is its last layer's [CLS] state (the cls
+    pooler, no MLP: cl_forward with is_mask=True). By hand through transformers; a plain BERT folder otherwise
+    loads with SimCSE's 'cls' (the pooler head), which is another vector."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from embench.train.false_negatives import Guide
+
+    texts = ["a man plays a guitar", "two dogs run through deep snow in the park"]
+    tok, bert = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir).eval()
+    with torch.no_grad():
+        enc = tok(texts, padding=True, return_tensors="pt")
+        out = bert(**enc)
+    raw = torch.nn.functional.normalize(out.last_hidden_state[:, 0], dim=-1)
+    head = torch.nn.functional.normalize(out.pooler_output, dim=-1)
+    torch.testing.assert_close(Guide(str(tiny_bert_dir), "cpu", pooling="cls_before_pooler").vectors(texts), raw,
+                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(Guide(str(tiny_bert_dir), "cpu").vectors(texts), head, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.slow

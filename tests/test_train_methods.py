@@ -167,6 +167,7 @@ def test_recipes_show_the_papers_numbers():
     crop = yaml.safe_load(CliRunner().invoke(app, ["train", "--recipe", "crop", "--show", "--lr", "1e-4"]).output)
     assert (crop["optimizer"], crop["batch_size"], crop["max_length"], crop["pooling"]) == ("adam", 64, 512, "mean")
     assert (crop["warmup_ratio"], crop["warmup_of"], crop["epochs"], crop["lr"]) == (0.1, "epoch", 1, 1e-4)  # the CLI wins
+    assert crop["grad_clip"] == 0.0  # the authors' training loop clips no gradient (issue 31, item 4)
     scratch = yaml.safe_load(CliRunner().invoke(app, ["train", "-r", "crop-scratch", "--show"]).output)
     assert (scratch["epochs"], scratch["from_scratch"]) == (10, True)
     typo = CliRunner().invoke(app, ["train", "--recipe", "simcse-usnup", "--show"])

@@ -109,7 +109,7 @@ def test_an_unknown_precision_is_an_error_listing_the_choices():
 
 def test_compare_takes_one_configuration():
     one_axis(128, "int8")
-    with pytest.raises(EmbenchError, match="compare tests one configuration of each model"):
+    with pytest.raises(EmbenchError, match="compare takes one configuration of each model"):
         one_axis([128, 64])
 
 

@@ -22,8 +22,8 @@ from ..models.devices import prefill_views
 from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
-MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last", "adapter",
-                 "batch_tokens", "compile", "revision", "prompt_name")
+MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last",
+                 "bidirectional_mode", "adapter", "batch_tokens", "compile", "revision", "prompt_name")
 
 
 @dataclass

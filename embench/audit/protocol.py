@@ -70,7 +70,8 @@ def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: di
                       extra: dict[str, Any]) -> tuple[dict[str, float], Any]:
     if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
         common = {k: v for k, v in common.items()
-                  if k not in ("device", "prompt", "dtype", "bidirectional_last", "adapter", "batch_tokens", "compile")}
+                  if k not in ("device", "prompt", "dtype", "bidirectional_last", "bidirectional_mode", "adapter", "batch_tokens",
+                               "compile")}
     own = v.model_options() if isinstance(model, (str, Path)) else {}
     ev = undefined_as_empty(v, lambda: evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol()))
     return {r.display: r.main_score for r in ev.records}, ev  # (a knob's dtype over the baseline's)
@@ -110,6 +111,7 @@ def audit(
     batch_tokens: int | None = None,
     compile: bool | None = None,
     bidirectional_last: int | None = None,
+    bidirectional_mode: str | None = None,
     adapter: str | Path | None = None,
     truncate_dim: list[int] | None = None,
     quantize: list[str] | None = None,
@@ -145,7 +147,8 @@ def audit(
     devices = several_devices(device)  # cuda:0,cuda:1 or all: every full pass is split over one process per device
     load_opts = {k: v for k, v in (("device", devices[0] if devices else device), ("prompt", prompt), ("dtype", dtype),
                                    ("prompt_name", prompt_name), ("revision", revision),
-                                   ("bidirectional_last", bidirectional_last), ("adapter", adapter),
+                                   ("bidirectional_last", bidirectional_last), ("bidirectional_mode", bidirectional_mode),
+                                   ("adapter", adapter),
                                    ("batch_tokens", batch_tokens), ("compile", compile)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts,
               **({"device": device} if devices else {})}  # evaluate() splits a variant's full pass itself

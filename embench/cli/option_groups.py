@@ -28,6 +28,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "max_length": (o.MaxLengthOpt, None),
     "prompt": (o.PromptOpt, None),
     "bidirectional_last": (o.BidirectionalOpt, None),
+    "bidirectional_mode": (o.BidirectionalModeOpt, None),
     "adapter": (o.AdapterOpt, None),
     "revision": (o.RevisionOpt, None),
     "prompt_name": (o.PromptNameOpt, None),
@@ -46,8 +47,8 @@ SHARED: dict[str, tuple[Any, Any]] = {
 }
 
 # the groups commands take whole
-MODEL = ("normalize", "pooling", "layer", "max_length", "prompt", "bidirectional_last", "adapter", "dtype", "revision",
-         "prompt_name")
+MODEL = ("normalize", "pooling", "layer", "max_length", "prompt", "bidirectional_last", "bidirectional_mode", "adapter",
+         "dtype", "revision", "prompt_name")
 ENCODING = ("device", "batch_size", "batch_tokens", "compile_model")
 STORAGE = ("data", "results_dir", "cache_dir", "no_cache")
 VECTORS = ("truncate_dim", "quantize")  # applied to the vectors after the engine (encoding/vector_axes.py)

@@ -81,8 +81,17 @@ PromptOpt = Annotated[str | None, typer.Option(
 
 BidirectionalOpt = Annotated[int | None, typer.Option(
     "--bidirectional-last", min=0,
-    help="Decoder LLMs: the last K layers attend in both directions, padding still masked (BeLLM; 0 = causal, "
-         "the number of layers = fully bidirectional). Part of the cache key and the record.",
+    help="Decoder LLMs: the last K layers attend in both directions, as --bidirectional-mode reads it (BeLLM; "
+         "0 = causal, the number of layers = fully bidirectional). Part of the cache key and the record.",
+)]
+BidirectionalModeOpt = Annotated[str | None, typer.Option(
+    "--bidirectional-mode",
+    help="How --bidirectional-last K is read: sum (default; BeLLM's Eq. 5: the causal model plus the last K layers "
+         "run again without the causal mask on the embeddings, summed before the final norm), sum-code (the authors' "
+         "AnglE code: causal layers 1..n-K plus that branch, padding unmasked), mask (one stack, the causal mask "
+         "removed in the last K, padding masked: a no-op for last-token pooling when K = 1) or billm (one stack, "
+         "padding unmasked too: the billm package). A checkpoint trained with K keeps its mode. Part of the cache "
+         "key and the record.",
 )]
 AdapterOpt = Annotated[Path | None, typer.Option(
     "--adapter", help="A LoRA adapter folder (embench train --method bellm) to put on --model, which must be its base.")]

@@ -78,19 +78,22 @@ def read_lines(path: Path) -> list[str]:
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line of a JSON-lines file (``.gz`` allowed).
 
-    A line that is not a JSON object is a MalformedDataError naming the file and line.
+    A line that is not UTF-8 or not a JSON object is a MalformedDataError naming the file and line.
     """
-    with open_text(path) as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise MalformedDataError(path, i, f"expected a JSON object, found {type(row).__name__}")
-            yield i, row
+    for i, raw in enumerate(read_bytes(path).split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8-sig" if i == 1 else "utf-8")
+        except UnicodeDecodeError as e:
+            raise MalformedDataError(path, i, f"not valid UTF-8 ({e.reason})") from None
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
+        if not isinstance(row, dict):
+            raise MalformedDataError(path, i, f"expected a JSON object, found {type(row).__name__}")
+        yield i, row
 
 
 def iter_tsv(path: Path, min_fields: int, skip_header: bool = False,

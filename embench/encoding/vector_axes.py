@@ -153,7 +153,8 @@ def check_dims(axes: Sequence[VectorAxis], dim: int | None, model: str) -> None:
 
 
 def one_axis(truncate_dim: Any = None, quantize: Any = None, what: str = "compare") -> None:
-    """``what`` pairs one configuration of each model: several dimensions or precisions are an error."""
+    """``what`` (a paired comparison, a seed group's mean) takes one configuration of each model: several dimensions
+    or precisions are an error, before any encoding."""
     if len(vector_axes(truncate_dim, quantize)) > 1:
-        raise EmbenchError(f"{what} tests one configuration of each model: give one --truncate-dim and one --quantize "
-                           f"(run {what} once per dimension; the vectors come from the cache)")
+        raise EmbenchError(f"{what} takes one configuration of each model: give one --truncate-dim and one --quantize "
+                           "(run it once per dimension or precision; the vectors come from the cache)")

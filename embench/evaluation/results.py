@@ -57,7 +57,7 @@ class Record:
 
 IDENTITY_ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")
 # settings only some encoders have: part of the identity when set, so older records keep their keys
-IDENTITY_OPTIONAL_FIELDS = ("bidirectional_last", "prompt_name", "prompts", "revision",
+IDENTITY_OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "prompts", "revision",
                             "truncate_dim", "quantize")  # the last two: the vectors scored (encoding/vector_axes.py)
 
 

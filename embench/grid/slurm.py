@@ -37,6 +37,13 @@ def _need_submitit() -> Any:
     return submitit
 
 
+# each setting's name in submitit's AutoExecutor and in its SlurmExecutor
+AUTO_NAMES = {"timeout": "timeout_min", "parallelism": "slurm_array_parallelism", "name": "name", "partition": "slurm_partition",
+              "gpus": "gpus_per_node", "cpus": "cpus_per_task", "mem": "mem_gb", "extra": "slurm_additional_parameters"}
+SLURM_NAMES = {"timeout": "time", "parallelism": "array_parallelism", "name": "job_name", "partition": "partition",
+               "gpus": "gpus_per_node", "cpus": "cpus_per_task", "mem": "mem", "extra": "additional_parameters"}
+
+
 @dataclass
 class SlurmSettings:
     partition: str | None = None
@@ -48,21 +55,15 @@ class SlurmSettings:
     extra: dict[str, str] = field(default_factory=dict)  # any other sbatch option, e.g. {"account": "x"}
     name: str = "embench-grid"
 
-    def parameters(self) -> dict[str, Any]:
-        """submitit's AutoExecutor parameters (its ``slurm_`` ones are dropped by the local executors)."""
-        p: dict[str, Any] = {"timeout_min": self.timeout_min, "slurm_array_parallelism": self.array_parallelism,
-                             "name": self.name}
-        if self.partition:
-            p["slurm_partition"] = self.partition
-        if self.gpus_per_job:
-            p["gpus_per_node"] = self.gpus_per_job
-        if self.cpus_per_job:
-            p["cpus_per_task"] = self.cpus_per_job
-        if self.mem_gb:
-            p["mem_gb"] = self.mem_gb
-        if self.extra:
-            p["slurm_additional_parameters"] = dict(self.extra)
-        return p
+    def parameters(self, executor: str = "auto") -> dict[str, Any]:
+        """submitit's parameters: AutoExecutor's names (its ``slurm_`` ones are dropped by the local executors),
+        or with ``executor="slurm"`` SlurmExecutor's, into which AutoExecutor translates them (the dry run's)."""
+        names = SLURM_NAMES if executor == "slurm" else AUTO_NAMES
+        given = {"timeout": self.timeout_min, "parallelism": self.array_parallelism, "name": self.name,
+                 "partition": self.partition, "gpus": self.gpus_per_job or None, "cpus": self.cpus_per_job,
+                 "mem": (f"{int(self.mem_gb)}GB" if executor == "slurm" else self.mem_gb) if self.mem_gb else None,
+                 "extra": dict(self.extra) or None}
+        return {names[k]: v for k, v in given.items() if v is not None}
 
     @classmethod
     def from_options(cls, items: Sequence[str], **given: Any) -> SlurmSettings:
@@ -173,7 +174,7 @@ def dry_run(job_files: Sequence[Path], results: Path, settings: SlurmSettings) -
 
     folder = GridState(results).root / "slurm"
     executor = _Offline(folder=folder / "%j")
-    params = _slurm_parameters(settings)
+    params = settings.parameters(executor="slurm")
     executor.update_parameters(**params)
     executor.parameters["map_count"] = len(job_files)
     text = executor._make_submission_file_text(executor._submitit_command_str, "dry-run")
@@ -181,20 +182,3 @@ def dry_run(job_files: Sequence[Path], results: Path, settings: SlurmSettings) -
     write_text(sbatch, text)
     write_text(folder / "dry-run.array.txt", "".join(f"{i}\t{p}\n" for i, p in enumerate(job_files)))
     return sbatch
-
-
-def _slurm_parameters(settings: SlurmSettings) -> dict[str, Any]:
-    """The same settings under submitit's SlurmExecutor names (AutoExecutor's translation, for the dry run)."""
-    p: dict[str, Any] = {"time": settings.timeout_min, "array_parallelism": settings.array_parallelism,
-                         "job_name": settings.name}
-    if settings.partition:
-        p["partition"] = settings.partition
-    if settings.gpus_per_job:
-        p["gpus_per_node"] = settings.gpus_per_job
-    if settings.cpus_per_job:
-        p["cpus_per_task"] = settings.cpus_per_job
-    if settings.mem_gb:
-        p["mem"] = f"{int(settings.mem_gb)}GB"
-    if settings.extra:
-        p["additional_parameters"] = dict(settings.extra)
-    return p

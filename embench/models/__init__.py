@@ -16,9 +16,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = ["ALIASES", "POOLERS", "Encoder", "EncoderSettings", "HFEncoder", "load_model", "pick_device"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
+    from ..encoding.encoder_interface import Encoder
     from .aliases import ALIASES
     from .device_choice import pick_device
-    from ..encoding.encoder_interface import Encoder
     from .encoder import EncoderSettings, HFEncoder
     from .loader import load_model
     from .poolers import POOLERS

@@ -19,6 +19,7 @@ model. New families register with ``FAMILIES.add(name, Family(...))`` or a lazy
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,10 +123,30 @@ PROMPTS = {
     "bellm": 'The representative word for {text} is:"',
     # the BeLLM authors' training script (4AI/BeLLM train.py, --prompt_template's default) and eval_sts.py
     "bellm-code": 'The representative word for sentence {text} is:"',
+    # the BeLLM authors' evaluation (4AI/BeLLM eval_sts.py): that prompt, each sentence ending in "." first
+    "bellm-eval": 'The representative word for sentence {text:period} is:"',
     # PromptEOL (Jiang et al., 2023), which BeLLM builds on
     "prompteol": 'This sentence : "{text}" means in one word:"',
     "none": "",  # the text as it is
 }
+
+
+def end_with_period(text: str) -> str:
+    """``{text:period}``: the sentence ending in "." as the BeLLM authors' evaluation writes it (4AI/BeLLM
+    eval_sts.py, after PromptEOL's): "." appended unless it ends in . ? " or ', and a final "?" made "."."""
+    if text and text[-1] not in ".?\"'":
+        text += "."
+    return text[:-1] + "." if text.endswith("?") else text
+
+
+class _PromptFormatter(string.Formatter):
+    """``str.format`` with one form of the text besides ``{text}``: ``{text:period}`` (:func:`end_with_period`)."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        return end_with_period(value) if format_spec == "period" else super().format_field(value, format_spec)
+
+
+_FORMAT = _PromptFormatter()
 
 
 def resolve_prompt(prompt: str | None) -> str | None:
@@ -138,17 +159,17 @@ def check_prompt(prompt: str | None, option: str = "--prompt") -> str:
     prompt = resolve_prompt(prompt)
     if not prompt:
         return ""
-    if "{text}" not in prompt:
+    if "{text}" not in prompt and "{text:period}" not in prompt:
         raise EmbenchError(
             f"{option} {prompt!r} has no {{text}}: write where the sentence goes, e.g. "
             "'This sentence : \"{text}\" means in one word:\"', or name a template: " + ", ".join(PROMPTS)
         )
     try:
-        prompt.format(text="x")
+        _FORMAT.format(prompt, text="x")
     except (KeyError, IndexError, ValueError) as e:
         raise EmbenchError(f"{option} {prompt!r}: only {{text}} may stand in braces (double other braces: {{{{ }}}}) ({e})") from None
     return prompt
 
 
 def apply_prompt(prompt: str, texts: list[str]) -> list[str]:
-    return [prompt.format(text=t) for t in texts] if prompt else list(texts)
+    return [_FORMAT.format(prompt, text=t) for t in texts] if prompt else list(texts)

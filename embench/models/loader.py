@@ -13,7 +13,6 @@ Order of resolution, each failure recorded for the error message:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import os
@@ -26,7 +25,7 @@ import torch
 
 from ..core.errors import EmbenchError, ModelLoadError
 from .aliases import alias_name
-from .bidirectional import check_bidirectional, make_bidirectional
+from .bidirectional import settle_bidirectional, with_bidirectional
 from .catalogue import row_for, row_settings
 from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
@@ -81,6 +80,7 @@ def load_model(
     fingerprint: str | None = None,
     trust_remote_code: bool = False,
     bidirectional_last: int | None = None,
+    bidirectional_mode: str | None = None,
     adapter: str | os.PathLike | None = None,
     batch_tokens: int | None = None,
     compile: bool = False,
@@ -101,7 +101,8 @@ def load_model(
     a model family (``embench list families``; default: detected). An in-memory ``torch.nn.Module``
     may be passed with its ``tokenizer`` (and a ``fingerprint`` naming its state, else one is
     computed from its parameters). ``bidirectional_last`` K makes the last K decoder layers of a causal
-    LM attend in both directions (BeLLM; :mod:`embench.models.bidirectional`); ``adapter`` is a LoRA
+    LM attend in both directions, read as ``bidirectional_mode`` (BeLLM: sum, sum-code, mask, billm;
+    :mod:`embench.models.bidirectional`); ``adapter`` is a LoRA
     adapter folder (``embench train --method bellm``) put on the model, whose base it must be; a
     model named by an adapter folder loads the base model the folder names. The weights are read on
     first use; the config and the weights' fingerprint at once. On a GPU a bf16/fp16 ``dtype`` holds a
@@ -116,7 +117,8 @@ def load_model(
     spec = None if isinstance(name_or_path, torch.nn.Module) or tokenizer is not None or fingerprint is not None else (
         str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(
             pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
-            family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last, adapter=adapter,
+            family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last,
+            bidirectional_mode=bidirectional_mode, adapter=adapter,
             batch_tokens=batch_tokens, compile=compile, revision=revision, prompt_name=prompt_name).items() if v is not None})
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
         if revision is not None or prompt_name is not None:
@@ -134,8 +136,6 @@ def load_model(
         info = read_adapter(adapter if adapter is not None else name_or_path)
         if adapter is None:
             name_or_path, name = info.base_model, name or str(name_or_path)
-        if bidirectional_last is None:
-            bidirectional_last = info.bidirectional_last
         if prompt is None and info.prompt is not None:
             prompt = info.prompt
         if pooling is None and info.pooling:
@@ -155,11 +155,12 @@ def load_model(
     check_max_length(max_length, src.config)
     if info is not None:
         src = info.attach(src)  # checks the base first: an adapter of another model is refused here
-    if bidirectional_last is None:  # a checkpoint embench trained keeps the attention it was trained with
-        bidirectional_last = _trained_setting(src.trained_folder, "bidirectional_last")
-    bidirectional_last = check_bidirectional(bidirectional_last, src.config, fam.causal, src.display)
-    if bidirectional_last:
-        src = _with_bidirectional(src, bidirectional_last)
+    # unless given, an adapter or a checkpoint embench trained keeps the attention it was trained with
+    saved = [(info.bidirectional_last, info.bidirectional_mode) if info is not None else (None, None),
+             tuple(_trained_setting(src.trained_folder, k) for k in ("bidirectional_last", "bidirectional_mode"))]
+    bidirectional = settle_bidirectional(bidirectional_last, bidirectional_mode, saved, src.config, fam.causal, src.display)
+    if bidirectional.last:
+        src = with_bidirectional(src, bidirectional)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token or tok.unk_token
     tok.padding_side = fam.padding_side
@@ -183,8 +184,7 @@ def load_model(
                              prompt, prompt_name, tok, src.display)
     if src.revision:  # the hub commit read (a local folder has none): in the cache key and the record's identity
         settings.extra["revision"] = src.revision
-    if bidirectional_last:  # part of the cache key, the record's identity and its provenance
-        settings.extra["bidirectional_last"] = bidirectional_last
+    settings.extra.update(bidirectional.extra())  # K and mode: in the cache key, the record's identity and provenance
     if info is not None:
         settings.extra["adapter"] = info.describe()
     if settings.dtype != "fp32" and not device.startswith("cpu") and not isinstance(name_or_path, torch.nn.Module):
@@ -274,16 +274,6 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
 
     return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or alias_name(raw_name),
                    fam, st_cfg, snapshot_revision(folder) or getattr(config, "_commit_hash", None), hf_folder)
-
-
-def _with_bidirectional(src: _Source, last: int) -> _Source:
-    inner = src.load
-
-    def load() -> tuple[torch.nn.Module, Any]:
-        model, tok = inner()
-        return make_bidirectional(model, last), tok
-
-    return dataclasses.replace(src, load=load)
 
 
 def _trained_setting(folder: Path | None, key: str) -> Any:

@@ -1,5 +1,5 @@
 """LoRA adapter folders: a peft adapter plus ``embench_adapter.json`` naming the base model it was
-trained on (and its weights' fingerprint), the bidirectional setting, prompt and pooling.
+trained on (and its weights' fingerprint), the bidirectional setting (K and mode), prompt and pooling.
 
 ``load_model(BASE, adapter=DIR)`` (``--model BASE --adapter DIR``) puts the adapter on BASE after
 checking BASE is the model the adapter was trained on; ``load_model(DIR)`` loads the base the folder
@@ -31,6 +31,7 @@ class AdapterInfo:
     bidirectional_last: int | None
     prompt: str | None
     pooling: str | None
+    bidirectional_mode: str | None = None  # absent from folders saved before the modes: those were trained in "mask"
 
     def describe(self) -> str:
         return self.folder.name
@@ -95,7 +96,7 @@ def read_adapter(path: str | os.PathLike, quiet: bool = False) -> AdapterInfo | 
     if not meta.get("base_model"):
         raise EmbenchError(f"adapter {p} does not name its base model: load it with --model BASE --adapter {p}")
     return AdapterInfo(p.resolve(), str(meta["base_model"]), meta.get("base_fingerprint"), meta.get("bidirectional_last"),
-                       meta.get("prompt"), meta.get("pooling"))
+                       meta.get("prompt"), meta.get("pooling"), meta.get("bidirectional_mode"))
 
 
 def write_adapter_meta(folder: Path, **meta: Any) -> None:

@@ -19,6 +19,7 @@ from ..models.layer_stack import transformer_layers
 from ..models.model_names import from_hub, resolve_model_path
 from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
+from .kbit import kbit_load_kwargs, prepare_kbit
 from .recipes import default_model_note
 
 DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
@@ -64,7 +65,7 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
             if hasattr(config, attr):
                 setattr(config, attr, cfg.dropout)
     # fp32 master weights whatever the checkpoint was saved in (transformers 5 loads the saved dtype by default)
-    kwargs = {**extra, **family.load_kwargs(), "torch_dtype": torch.float32}
+    kwargs = {**extra, **family.load_kwargs(), "torch_dtype": torch.float32, **kbit_load_kwargs(cfg.load_kbit, device)}
     mlm_head = None
     if mlm:
         full = AutoModelForMaskedLM.from_config(config, torch_dtype=torch.float32) if cfg.from_scratch else AutoModelForMaskedLM.from_pretrained(hf, config=config, **kwargs)
@@ -85,11 +86,14 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
             encoder.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
         else:
             encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if cfg.load_kbit:  # QLoRA: peft's preparation before the adapters, as the BeLLM authors' loader does
+        encoder = prepare_kbit(encoder, cfg.gradient_checkpointing)
     if cfg.lora_r:
         from .adapters import add_lora
 
         encoder = add_lora(encoder, cfg)
-    return Backbone(encoder.to(device), tokenizer, family, mlm_head.to(device) if mlm_head is not None else None)
+    placed = encoder if cfg.load_kbit else encoder.to(device)  # quantised weights were placed as they were read
+    return Backbone(placed, tokenizer, family, mlm_head.to(device) if mlm_head is not None else None)
 
 
 def _has_tokenizer(p: Path) -> bool:

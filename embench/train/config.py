@@ -43,6 +43,7 @@ class TrainConfig:
     lora_alpha: float = 32.0
     lora_dropout: float = 0.1
     lora_targets: list[str] | str | None = None  # default: every linear layer ("all-linear")
+    load_kbit: int = 0  # 4 or 8: base weights quantised under the LoRA adapters (QLoRA; train/kbit.py); 0 = not
     # optimisation
     batch_size: int | None = None  # GLOBAL batch: over all processes and accumulation steps
     grad_accumulation: int = 1  # micro-batches per step; contrastive losses still see the whole batch

@@ -16,6 +16,11 @@ module's ``state_dict``, not in the optimiser, not in any saved checkpoint; it s
   target over the 2N candidates), not InfoNCE.
 * ``fn_protect_hard: false``: the code protects only the own positive; the own hard negative can be
   masked.
+* ``fn_guide_pooling: cls_before_pooler``: the code reads the guide's raw [CLS] state (``cl_forward`` with
+  ``is_mask=True``: the ``cls`` pooler's ``last_hidden[:, 0]``, no MLP); the paper names the guide (a
+  pre-trained SimCSE) but not its pooling, so by default the guide is pooled as it loads (its
+  sentence-transformers config or catalogue row: ``cls_before_pooler`` for unsupervised SimCSE, mean
+  for all-MiniLM-L6-v2, the pooler head for a plain BERT folder).
 * Left out: the code's guide runs in train mode (dropout on) and is saved with the checkpoints as a
   submodule; both are what the issue asks embench not to do.
 """
@@ -83,11 +88,12 @@ class Guide:
     name: str
     device: str
     max_length: int | None = None
+    pooling: str | None = None  # None: the guide's own; the authors' code reads the raw [CLS] (cls_before_pooler)
 
     def __post_init__(self) -> None:
         from ..models.loader import load_model
 
-        self.encoder = load_model(self.name, device=self.device, max_length=self.max_length)
+        self.encoder = load_model(self.name, device=self.device, max_length=self.max_length, pooling=self.pooling)
         self.module = self.encoder.model  # loads the weights now, in eval mode
         self.module.requires_grad_(False)
 

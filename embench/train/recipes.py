@@ -80,15 +80,24 @@ RECIPES.add("crop-scratch", Recipe(
     "col. 10), otherwise as 'crop'",
     {**_CROP, "epochs": 10, "from_scratch": True, "model": "bert-base-uncased"}))  # BERT's config, §3.4
 RECIPES.add("bellm", Recipe(
-    "bellm", "BeLLM on a decoder LLM: LoRA, last layer bidirectional, NLI triplets with hard negatives, one epoch",
+    "bellm", "BeLLM on a decoder LLM as the authors' README trains it: 4-bit QLoRA, the last layer bidirectional "
+             "through the billm package, NLI triplets with hard negatives, one epoch",
     "from the paper: the last layer bidirectional (§3.1, Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA "
     "r 32 / alpha 32 / dropout 0.1 (§4.1), seed 42, "
     "SNLI+MNLI triplets (here 'snli', the data root's stand-in; the paper's AllNLI is --data FILE). From the authors' "
     "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
-    "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4). From its train.py: 100 warm-up steps and the "
-    "prompt 'The representative word for sentence {text} is:\"' (--prompt bellm-code; the paper's is --prompt bellm)",
-    {"method": "bellm", "model": "meta-llama/Llama-2-7b-hf", "data": ["snli"], "prompt": "bellm-code", "bidirectional_last": 1, "lora_r": 32, "lora_alpha": 32.0,
+    "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4), --load_kbit 4 (load_kbit 4: NF4 QLoRA as their "
+    "model.py loads it, CUDA and bitsandbytes only: --set load_kbit=0 trains unquantised weights; their --fp16 1 "
+    "mixed precision has no embench equivalent, --precision auto is bf16 autocast on a GPU), and BiLLM_START_INDEX=31 on "
+    "the 32-layer LLaMA, i.e. the billm package's stack with the last layer's mask removed, padding mask included "
+    "(--bidirectional-mode billm; the paper's Eq. 5 sum is the method's default, --bidirectional-mode sum; the authors' "
+    "AnglE code of Dec 2023, SeanLee97/AnglE angle_emb/bellm/modeling_llama.py, is --bidirectional-mode sum-code). From "
+    "its train.py: 100 warm-up steps and the prompt 'The representative word for sentence {text} is:\"' (--prompt "
+    "bellm-code; the paper's is --prompt bellm). Its eval_sts.py ends each sentence with '.' first: evaluate with "
+    "--prompt bellm-eval",
+    {"method": "bellm", "model": "meta-llama/Llama-2-7b-hf", "data": ["snli"], "prompt": "bellm-code", "bidirectional_last": 1,
+     "bidirectional_mode": "billm", "load_kbit": 4, "lora_r": 32, "lora_alpha": 32.0,
      "lora_dropout": 0.1, "lr": 5e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
      "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_steps": 100,
      "eval_steps": 0}))
@@ -117,17 +126,22 @@ RECIPES.add("jtcse-roberta", Recipe(
     "dev every 100 steps); otherwise as jtcse-bert",
     {**_JTCSE, "lr": 1e-6, "batch_size": 256}, _TOWER2))
 _MULTICSR = {"method": "sup-simcse", "model": "bert-base-uncased", "batch_size": 256, "temperature": 0.05, "sigma": 0.9,
-             "false_negative_filter": "all-MiniLM-L6-v2", "pooling": "cls_before_pooler", "mlp": "train",
-             "hard_negative_weight": 1.0, "lr": 5e-5, "epochs": 3, "max_length": 32, "warmup_ratio": 0.0,
-             "eval_steps": 250, "eval_tasks": ["STSBenchmark-dev"]}
+             "false_negative_filter": "all-MiniLM-L6-v2", "fn_guide_pooling": "cls_before_pooler", "pooling": "cls_before_pooler",
+             "mlp": "train", "hard_negative_weight": 1.0, "lr": 5e-5, "epochs": 3, "max_length": 32, "warmup_ratio": 0.0,
+             "eval_steps": 25, "eval_tasks": ["STSBenchmark-dev"]}
 RECIPES.add("multicsr", Recipe(
     "multicsr", "MultiCSR stage 3: supervised SimCSE on generated, curated triplets (--train-data FILE) with the "
                 "frozen encoder's in-batch false negatives masked",
     "from the paper (§4.1 'Implementation details', Eq. 5-7): batch 256, tau 0.05, sigma 0.9, the best checkpoint on "
     "STS-B dev, hard negatives from the generated contradictions. From the authors' run.sh (Circle-Ming/MultiCSR): "
-    "[CLS] with the MLP in training only (--pooler_type cls --mlp_only_train). Neither gives lr, epochs or max length: "
-    "supervised SimCSE's (lr 5e-5, 3 epochs, 32 tokens, STS-B dev every 250 steps). The paper's frozen encoder is "
-    "SimCSE of the matching backbone (not here offline): all-MiniLM-L6-v2 stands in; --false-negative-filter changes it",
+    "[CLS] with the MLP in training only (--pooler_type cls --mlp_only_train); from its README's example command "
+    "(run.sh -e 3 -r 5e-5 -l 32 -t 25): lr 5e-5, 3 epochs, 32 tokens, STS-B dev every 25 steps (the example's -b 128 "
+    "and -p 0.95 differ from the paper's batch 256 and sigma 0.9, which are kept: --batch-size 128 --sigma 0.95); from "
+    "its simcse/models.py (cl_forward with is_mask=True): the frozen encoder's raw [CLS] state, no MLP "
+    "(fn_guide_pooling cls_before_pooler; --set fn_guide_pooling=null pools it as it loads). The paper's frozen "
+    "encoder is SimCSE of the matching backbone (the README: princeton-nlp/unsup-simcse-bert-base-uncased; not here "
+    "offline): all-MiniLM-L6-v2 stands in, read at its raw [CLS] as the code reads SimCSE's; --false-negative-filter "
+    "changes it",
     _MULTICSR))
 RECIPES.add("multicsr-code", Recipe(
     "multicsr-code", "MultiCSR stage 3 as the authors' code computes it: masked logits x 0, BCE on the softmax, the own "

@@ -12,6 +12,7 @@ from ..core.registry import nearest
 from ..models.families import FAMILIES, check_prompt
 from ..models.pooling import POOLERS
 from .config import PRECISIONS, TrainConfig
+from .kbit import check_kbit
 from .methods import METHODS
 
 FALLBACKS = {"pooling": "mean", "lr": 3e-5, "batch_size": 64, "max_length": 128, "epochs": 1.0, "warmup_ratio": 0.0,
@@ -37,6 +38,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         raise EmbenchError(f"--warmup-of must be run or epoch, got {cfg.warmup_of!r}")
     if cfg.lr_schedule not in ("linear", "constant"):
         raise EmbenchError(f"--set lr_schedule must be linear or constant, got {cfg.lr_schedule!r}")
+    check_kbit(cfg.load_kbit, cfg.lora_r, cfg.from_scratch, cfg.precision)
     POOLERS.canonical(cfg.pooling)
     if cfg.family:
         FAMILIES.canonical(cfg.family)

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from ..models.families import apply_prompt
 from ..models.pooling_names import st_mode
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,8 @@ def prompt_prefix(template: str) -> str | None:
     """The text before ``{text}`` when a template is ``PREFIX{text}`` ('' for no template), else None."""
     if not template:
         return ""
-    prefix = template.format(text="")
-    return prefix if template.format(text="\x00") == prefix + "\x00" else None
+    prefix, probe = apply_prompt(template, ["", "\x00"])  # a text form ({text:period}) is no prefix either
+    return prefix if probe == prefix + "\x00" else None
 
 
 def unexpressible(encoder: torch.nn.Module, pooling: str, meta: dict[str, Any]) -> str | None:
@@ -64,8 +65,8 @@ def unexpressible(encoder: torch.nn.Module, pooling: str, meta: dict[str, Any]) 
         if FAMILIES.get(family).patch is not None:
             return f"the model family {family!r} changes the model when it loads, which sentence-transformers does not"
     if meta.get("bidirectional_last"):
-        return (f"its last {meta['bidirectional_last']} decoder layer(s) attend in both directions (BeLLM), which "
-                "sentence-transformers does not do")
+        return (f"its last {meta['bidirectional_last']} decoder layer(s) attend in both directions (BeLLM, "
+                f"--bidirectional-mode {meta.get('bidirectional_mode') or 'mask'}), which sentence-transformers does not do")
     if pooling == "cls" and getattr(encoder, "pooler", None) is not None and pooler_head(encoder) is None:
         return f"its pooler head ({type(encoder.pooler).__name__}) is not a square dense layer + tanh"
     if pooling != "cls" and st_mode(pooling) is None:

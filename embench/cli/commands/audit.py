@@ -19,7 +19,7 @@ MATCH_COLUMNS = ["aggregation", "correlation", "text", "sick_split", "similarity
 
 
 @audit_app.callback()
-@shared_options("prompt", "prompt_name", "revision", "bidirectional_last", "adapter", "dtype", *ENCODING, "data", "results_dir", "cache_dir", "task_file", *VECTORS)
+@shared_options("prompt", "prompt_name", "revision", "bidirectional_last", "bidirectional_mode", "adapter", "dtype", *ENCODING, "data", "results_dir", "cache_dir", "task_file", *VECTORS)
 def audit(
     ctx: typer.Context,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to audit several, one after another.")] = None,

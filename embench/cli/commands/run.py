@@ -37,6 +37,7 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Evaluate model(s) on a suite or tasks; print the table and store one record per task."""
+    from ...encoding.vector_axes import suffix  # (dim 128, int8) after a row and a line
     from ...tasks.names import check_names, resolve_tasks, with_task_files
 
     task = with_task_files(opts["task_file"], task)  # a task file's rows are checked before the model stack loads
@@ -54,7 +55,7 @@ def run(
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
                 how = "stored record reused" if status == "stored" else task_time(record.provenance)
-                err.print(f"[dim]{escape(name)}[/] {escape(record.display)}: {100 * record.main_score:.2f} ({how})")
+                err.print(f"[dim]{escape(name + suffix(record.encoder))}[/] {escape(record.display)}: {100 * record.main_score:.2f} ({how})")
 
         try:
             ev = evaluate(
@@ -65,8 +66,6 @@ def run(
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
         if label:
-            from ...encoding.vector_axes import suffix
-
             # a row per --truncate-dim / --quantize: each keeps its suffix after the label
             ev.labels.update({r.model: label[len(evaluations)] + suffix(r.encoder) for r in ev.records})
         evaluations.append(ev)

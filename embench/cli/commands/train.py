@@ -51,6 +51,7 @@ def train(
     lora_dropout: Annotated[float | None, Opt(help="LoRA dropout (default 0.1).")] = None,
     lora_target: Annotated[list[str] | None, Opt("--lora-target", help="Module name(s) LoRA adapts, e.g. q_proj (default: every linear layer); repeatable.")] = None,
     bidirectional_last: Annotated[int | None, Opt(help="bellm: the last K decoder layers attend in both directions (default 1).")] = None,
+    bidirectional_mode: Annotated[str | None, Opt(help="bellm: how those layers are read: sum (Eq. 5, the default), sum-code (the authors' AnglE code), mask (one stack, padding masked) or billm (one stack, padding attended; --recipe bellm, the authors' README).")] = None,
     ibn_weight: Annotated[float | None, Opt(help="bellm: weight of the in-batch + hard negative loss, Eq. 6 (default 1).")] = None,
     cosine_weight: Annotated[float | None, Opt(help="bellm: weight of AnglE's CoSENT objective (default 0).")] = None,
     angle_weight: Annotated[float | None, Opt(help="bellm: weight of AnglE's angle objective (default 0).")] = None,

@@ -9,7 +9,6 @@ dropped.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import EmbenchError, MalformedDataError
-from ...data.readers import parse_score, read_bytes
+from ...data.readers import iter_jsonl, parse_score, read_bytes
 from .declaration import ROLES, Declaration
 
 Row = tuple[int, dict[str, object]]  # (line number, role -> value)
@@ -79,15 +78,7 @@ def _table(decl: Declaration, path: Path) -> Iterator[Row]:
 
 
 def _jsonl(decl: Declaration, path: Path) -> Iterator[Row]:
-    for i, line in enumerate(_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise MalformedDataError(path, i, f"expected a JSON object, found {type(obj).__name__}")
+    for i, obj in iter_jsonl(path):  # blank lines skipped; a line that is not a JSON object names its line
         missing = [f"{col!r} ({role})" for role, col in decl.columns.items() if col not in obj]
         if missing:
             raise MalformedDataError(path, i, f"no key {', '.join(missing)}; the object has: {', '.join(map(str, obj))}")

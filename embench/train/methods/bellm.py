@@ -1,9 +1,12 @@
 """BeLLM (Li & Li, 2024): a decoder LLM with bidirectional last layer(s), LoRA, NLI contrastive learning.
 
-* Model: the causal LM with the causal mask removed in its last ``bidirectional_last`` layers
-  (Eq. 4, :mod:`embench.models.bidirectional`; the paper: the last layer only), the
-  representative-word prompt ``The representative word for {text} is:"`` (§3.2) and the last
-  token's state as the sentence vector.
+* Model: the causal LM with its last ``bidirectional_last`` layers bidirectional (Eq. 4; the paper: the
+  last layer only), read as ``bidirectional_mode`` (:mod:`embench.models.bidirectional`): by default
+  ``sum``, Eq. 5 as the paper writes it (the causal stack plus the last layer run again without the
+  causal mask on the embeddings, summed before the final norm); ``sum-code`` the authors' AnglE code,
+  ``billm`` the billm package their README trains with, ``mask`` one stack with the causal mask removed
+  (for a last-token vector and K = 1, the paper's "no bi-layer" ablation). The representative-word
+  prompt ``The representative word for {text} is:"`` (§3.2) and the last token's state as the sentence vector.
 * Loss (Eq. 6): supervised contrastive learning over NLI triplets: each anchor against every
   positive and every hard negative of the batch, cosine / tau (tau is not given in the paper;
   0.05 = 1 / AnglE's ibn_tau 20, the authors' code). Optionally AnglE's objectives on the pairs
@@ -12,7 +15,7 @@
   ``AnglELoss``, scale 20). Total = ibn_weight * Eq. 6 + cosine_weight * CoSENT + angle_weight * angle.
 * Training: LoRA adapters through peft on every linear layer (r 32, alpha 32, dropout 0.1, lr 2e-4;
   §4.1). The kept checkpoint is the adapter alone (``adapter_config.json``, its weights) with
-  ``embench_adapter.json`` naming the base model and the bidirectional setting, so
+  ``embench_adapter.json`` naming the base model and the bidirectional setting (K and mode), so
   ``--model BASE --adapter DIR`` (or ``--model DIR``) loads it back, bidirectional again.
 """
 
@@ -30,7 +33,7 @@ from torch import nn
 
 from ...core.atomic import replace_folder
 from ...core.errors import EmbenchError
-from ...models.bidirectional import make_bidirectional
+from ...models.bidirectional import DEFAULT_MODE, check_mode, make_bidirectional
 from ...models.families import PROMPTS, is_decoder, num_layers
 from ...models.lora_adapter import write_adapter_meta
 from .. import distributed, losses
@@ -45,6 +48,7 @@ ANGLE_SCALE = 20.0  # AnglE's cosine_tau / angle_tau (sentence-transformers' sca
 @dataclass
 class BeLLMOptions(ContrastiveOptions):
     bidirectional_last: int = 1  # the paper: the last layer only (Table 4: none -1.02, all -10.71)
+    bidirectional_mode: str = DEFAULT_MODE  # "sum": Eq. 5 as the paper writes it (models/bidirectional.py)
     ibn_weight: float = 1.0  # Eq. 6 (the authors' README: --ibn_w 1.0)
     cosine_weight: float = 0.0  # CoSENT (AnglE's cosine objective)
     angle_weight: float = 0.0  # AnglE's angle objective (the README's tip: > 0 helps)
@@ -53,6 +57,7 @@ class BeLLMOptions(ContrastiveOptions):
         super().__post_init__()
         if self.bidirectional_last < 0:
             raise EmbenchError(f"--bidirectional-last must be 0 or more, got {self.bidirectional_last}")
+        self.bidirectional_mode = check_mode(self.bidirectional_mode)
         weights = (self.ibn_weight, self.cosine_weight, self.angle_weight)
         if min(weights) < 0 or not sum(weights) > 0:
             raise EmbenchError(f"the loss weights ibn/cosine/angle must be >= 0 and not all 0, got {weights}")
@@ -90,7 +95,7 @@ class BeLLM(ContrastiveMethod):
         if self.options.bidirectional_last > layers:
             raise EmbenchError(f"--bidirectional-last {self.options.bidirectional_last} is more than the {layers} layers "
                                f"of {self.config.model}")
-        make_bidirectional(model.encoder, self.options.bidirectional_last)
+        make_bidirectional(model.encoder, self.options.bidirectional_last, self.options.bidirectional_mode)
         return model
 
     def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
@@ -119,8 +124,7 @@ class BeLLM(ContrastiveMethod):
         """The LoRA adapter and what loading it back needs; a run without LoRA keeps the whole model."""
         m = self.encoder_for_eval(module)
         if not is_peft(m.encoder):
-            out = super().export(module, folder, {**meta, "bidirectional_last": self.options.bidirectional_last})
-            return out
+            return super().export(module, folder, {**meta, **self.bidirectional_meta()})
         from ...models.loader import load_model
 
         folder = Path(folder)
@@ -129,6 +133,10 @@ class BeLLM(ContrastiveMethod):
         m.encoder.save_pretrained(tmp)  # peft: adapter_config.json + adapter_model.safetensors only
         base = load_model(self.config.model)  # config and fingerprint only: the weights are not read
         write_adapter_meta(tmp, **{**meta, "base_model": self.config.model, "base_fingerprint": base.fingerprint,
-                                   "bidirectional_last": self.options.bidirectional_last, "prompt": m.prompt,
+                                   **self.bidirectional_meta(), "prompt": m.prompt,
                                    "pooling": m.pooling, "max_length": m.max_length})
         return replace_folder(tmp, folder)
+
+    def bidirectional_meta(self) -> dict[str, Any]:
+        """What a checkpoint keeps so that it loads back in the attention it was trained with."""
+        return {"bidirectional_last": self.options.bidirectional_last, "bidirectional_mode": self.options.bidirectional_mode}

@@ -88,6 +88,7 @@ class SupSimCSEOptions(SimCSEOptions):
     fn_loss: str = "infonce"  # infonce (Eq. 7) | bce (the authors' code: BCE on the softmax probabilities)
     fn_protect_hard: bool = True  # Eq. 6 keeps the own hard negative; the authors' code does not
     fn_max_length: int | None = None  # the frozen encoder's maximum length (default: its own)
+    fn_guide_pooling: str | None = None  # the frozen encoder's pooling (default: its own; the code: cls_before_pooler)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -112,7 +113,7 @@ class SupSimCSE(_SimCSE):
         model = super().build(device)
         o = self.options
         if o.false_negative_filter:
-            self.guide = fn.Guide(o.false_negative_filter, device, o.fn_max_length)
+            self.guide = fn.Guide(o.false_negative_filter, device, o.fn_max_length, o.fn_guide_pooling)
         return model
 
     def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
