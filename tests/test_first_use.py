@@ -104,6 +104,7 @@ def test_a_name_that_matches_no_record_is_a_warning_that_lists_the_models(tmp_pa
     assert "models found: model-a" in r.output and "model-a=Ours" not in r.output  # the name used says nothing
 
 
+@pytest.mark.slow  # encodes STS12 with the real model (about 12 s)
 def test_a_data_root_that_does_not_exist_is_an_error_even_when_every_record_is_stored(env, minilm_path):
     import embench
     from embench.core.errors import EmbenchError
