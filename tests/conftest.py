@@ -121,3 +121,38 @@ def report_tools(request) -> dict[str, str]:
 
 
 from slurm_cluster import slurm, slurm_cluster  # noqa: E402, F401 (a Slurm cluster on this machine, for tests/test_slurm_*.py)
+
+
+@pytest.fixture()
+def captured(monkeypatch):
+    """The keyword arguments each command (run, mteb run, compare, audit, analyze) passes to the Python API,
+    without running a model."""
+    import typer
+
+    import embench
+    import embench.audit.protocol  # noqa: F401  imported first: it must keep the real evaluate() once the test ends
+
+    calls: dict[str, dict] = {}
+
+    def evaluate(model, suite=None, **kwargs):
+        calls["evaluate"] = kwargs
+        return embench.Evaluation(records=[])
+
+    def compare(a, b, suite=None, **kwargs):
+        calls["compare"] = kwargs
+        raise typer.Exit(0)
+
+    def audit(model, **kwargs):
+        calls["audit"] = kwargs
+        raise typer.Exit(0)
+
+    def analysis(models, out, **kwargs):
+        calls["analyze"] = kwargs
+        raise typer.Exit(0)
+
+    analysis.options = {}
+    monkeypatch.setattr("embench.api.evaluate", evaluate)
+    monkeypatch.setattr("embench.api.compare", compare)
+    monkeypatch.setattr("embench.audit.protocol.audit", audit)
+    monkeypatch.setattr("embench.analysis.registry.get", lambda name: analysis)
+    return calls

@@ -5,11 +5,9 @@ from __future__ import annotations
 import inspect
 import typing
 
-import pytest
 import typer
 from typer.testing import CliRunner
 
-import embench
 from embench.audit.knobs import KNOBS, PROTOCOL_KNOBS
 from embench.cli import app
 from embench.evaluation.protocols import CHOICES, EvalProtocol
@@ -58,30 +56,6 @@ def test_cli_dtype_names_are_the_encoders():
 def test_prompt_is_one_shared_option_of_run_audit_analyze_and_mteb():
     shared = {path: _options(*path)["--prompt"] for path in (("run",), ("audit",), ("analyze",), ("mteb", "run"))}
     assert len({option.help for option in shared.values()}) == 1
-
-
-@pytest.fixture()
-def captured(monkeypatch):
-    """The keyword arguments each command passes to the API, without running a model."""
-    calls: dict[str, dict] = {}
-
-    def evaluate(model, suite=None, **kwargs):
-        calls["evaluate"] = kwargs
-        return embench.Evaluation(records=[])
-
-    def audit(model, **kwargs):
-        calls["audit"] = kwargs
-        raise typer.Exit(0)
-
-    def analysis(models, out, **kwargs):
-        calls["analyze"] = kwargs
-        raise typer.Exit(0)
-
-    analysis.options = {}
-    monkeypatch.setattr("embench.api.evaluate", evaluate)
-    monkeypatch.setattr("embench.audit.protocol.audit", audit)
-    monkeypatch.setattr("embench.analysis.registry.get", lambda name: analysis)
-    return calls
 
 
 def test_prompt_and_protocol_options_reach_the_api(captured, tmp_path):

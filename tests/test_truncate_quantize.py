@@ -11,7 +11,6 @@ import json
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 import embench
@@ -117,31 +116,6 @@ def test_cli_names_are_the_precisions():
     from embench.cli.options import PRECISION_NAMES
 
     assert PRECISION_NAMES == PRECISIONS
-
-
-@pytest.fixture()
-def captured(monkeypatch):
-    """The keyword arguments run, mteb run, compare and audit pass to the API, without a model."""
-    import embench.audit.protocol  # noqa: F401  imported first: it must keep the real evaluate() once this test ends
-
-    calls: dict[str, dict] = {}
-
-    def evaluate(model, suite=None, **kwargs):
-        calls["evaluate"] = kwargs
-        return embench.Evaluation(records=[])
-
-    def compare(a, b, suite=None, **kwargs):
-        calls["compare"] = kwargs
-        raise typer.Exit(0)
-
-    def audit(model, **kwargs):
-        calls["audit"] = kwargs
-        raise typer.Exit(0)
-
-    monkeypatch.setattr("embench.api.evaluate", evaluate)
-    monkeypatch.setattr("embench.api.compare", compare)
-    monkeypatch.setattr("embench.audit.protocol.audit", audit)
-    return calls
 
 
 def test_the_options_reach_the_api_of_run_mteb_compare_and_audit(captured):
