@@ -18,6 +18,7 @@ from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
 from .encoding.encoder_interface import Encoder
 from .encoding.engine import Engine
+from .encoding.prompted import shared_pass_texts
 from .encoding.vector_axes import VectorAxis, check_dims, one_axis, vector_axes
 from .evaluation.comparison import Comparison, Side, compare_sides
 from .evaluation.evaluation_view import Evaluation
@@ -236,10 +237,9 @@ def _add_intervals(result: Evaluation, settings: IntervalSettings, store: Result
 
 def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine, protocol: EvalProtocol,
             root: DataRoot) -> Iterator[tuple[Record, Items | None]]:
-    """Encode the texts of every pending task in one pass, then score each; yields each record (and its
-    per-item outcomes) as it is done."""
+    """Encode every pending task's texts in one pass, then score each; yield each record (and its items) when done."""
     start = time.perf_counter()
-    shares = engine.prefetch([prepared.texts for *_, prepared in pending])
+    shares = engine.prefetch([shared_pass_texts(engine.encoder, prepared) for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
     check_dims([p[3] for p in pending], engine.dim, engine.encoder.name)  # before any task is scored
     weights = [s["encoded"] for s in shares] if sum(s["encoded"] for s in shares) else [len(p.texts) for *_, p in pending]

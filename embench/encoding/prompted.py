@@ -32,3 +32,12 @@ def prompted_engine(engine: Any, request: Mapping[str, str | None]) -> Any:
         child.stats = engine.stats  # one run's counts, whichever prompt encoded a text
         children[key] = child
     return children[key]
+
+
+def shared_pass_texts(encoder: Any, prepared: Any) -> Any:
+    """The texts of a prepared task to encode in a run's one shared pass under the encoder's own prompt: none of
+    an MTEB task's when the model has prompts to choose per task or side, since mteb asks for those texts under
+    the chosen prompts (through :func:`prompted_engine`) and vectors of the loaded prompt would go unused."""
+    prompts = getattr(encoder, "prompt_set", None)
+    choosing = prompts is not None and not prompts.fixed and bool(prompts.named() or prompts.instruction)
+    return [] if choosing and "mteb_task" in prepared.meta else prepared.texts

@@ -9,6 +9,7 @@ regression and validation scheme through :func:`embench.tasks.senteval.transfer.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 from ...core.errors import EmbenchError
 from ...data.root import DataRoot
 from ...evaluation.protocols import EvalProtocol
-from ..base import Prepared
+from ..base import Prepared, RowTask
 from ..sts.reader import senteval_text
 from ..sts.scoring import PairGroup, regressor_prepared, similarity_prepared
 from .declaration import Declaration, read_declaration
@@ -41,10 +42,12 @@ def senteval_scale(gold: np.ndarray, low: float, high: float) -> np.ndarray:
     return 1 + 4 * (gold - low) / (high - low)
 
 
-class FileTask:
-    """What both kinds share: the declaration, its files, and reading them once per version of each file."""
+class FileTask(RowTask, ABC):
+    """What both kinds share: the declaration (the row whose name and display the task takes), its files, and
+    reading them once per version of each file."""
 
     kind: str
+    data = property(lambda self: self.decl)  # RowTask's name and display read the declaration
 
     def __init__(self, decl: Declaration):
         self.decl, self.stamp = decl, stamp(decl.path)
@@ -54,14 +57,6 @@ class FileTask:
     def load(cls, path: str | Path) -> FileTask:
         decl = read_declaration(path)
         return (PairsTask if decl.kind == "pairs" else ClassificationTask)(decl)
-
-    @property
-    def name(self) -> str:
-        return self.decl.name
-
-    @property
-    def display(self) -> str:
-        return self.decl.display or self.decl.name
 
     @property
     def description(self) -> str:
@@ -82,11 +77,13 @@ class FileTask:
             self._read[split] = (stamp(path), self._read_split(split))
         return self._read[split][1]
 
+    @abstractmethod
     def _read_split(self, split: str) -> Any:
-        raise NotImplementedError
+        """One split's rows, as the kind reads them."""
 
+    @abstractmethod
     def sizes(self) -> str:
-        raise NotImplementedError
+        """The splits' sizes, for ``embench list tasks``."""
 
     def current(self) -> Declaration:
         """The declaration, when the task file is still the one read (else the record would name a file it was
