@@ -60,6 +60,16 @@ def tiny_model(tmp_path_factory, minilm_path):
 
 
 @pytest.fixture(scope="session")
+def tiny_llama_dir(tiny_model) -> Path:
+    """A randomly initialised 2-layer Llama (hidden 32) with MiniLM's real tokenizer: the decoder-LLM paths."""
+    from transformers import LlamaConfig, LlamaModel
+
+    return tiny_model("tiny-llama-bellm", lambda vocab: LlamaModel(LlamaConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+        intermediate_size=64, max_position_embeddings=128)))
+
+
+@pytest.fixture(scope="session")
 def tiny_bert_dir(tiny_model) -> Path:
     """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's real tokenizer, saved as a folder."""
     from transformers import BertConfig, BertModel

@@ -17,15 +17,6 @@ from embench.train.methods.base import Batch, Outputs
 from embench.train.methods.bellm import BeLLM, BeLLMOptions, pair_ranking_loss
 
 
-@pytest.fixture(scope="module")
-def tiny_llama_dir(tiny_model):
-    from transformers import LlamaConfig, LlamaModel
-
-    return tiny_model("tiny-llama-bellm", lambda vocab: LlamaModel(LlamaConfig(
-        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-        intermediate_size=64, max_position_embeddings=128)))
-
-
 def _method(**opts):
     from embench.train import make_config, resolve
 
@@ -90,12 +81,15 @@ def test_the_recipe_says_where_each_value_comes_from():
     assert cfg.prompt == 'The representative word for sentence {text} is:"' and cfg.method_options.bidirectional_last == 1
     # the README's run: BiLLM_START_INDEX=31 through the billm package, --load_kbit 4
     assert (cfg.method_options.bidirectional_mode, cfg.load_kbit) == ("billm", 4)
+    assert cfg.precision == "fp16-mixed"  # their --fp16 1: fp16 autocast with a loss scale
     paper = resolve(make_config(method="bellm", model="m", prompt="bellm"))
     assert paper.prompt == 'The representative word for {text} is:"'
     assert (paper.method_options.bidirectional_mode, paper.load_kbit) == ("sum", 0)  # the method: Eq. 5, unquantised
+    assert paper.precision == "auto"
     cites = RECIPES.get("bellm").cites
     assert "from the paper" in cites and "README" in cites
-    assert all(w in cites for w in ("BiLLM_START_INDEX=31", "sum-code", "angle_emb/bellm/modeling_llama.py", "bellm-eval"))
+    assert all(w in cites for w in ("BiLLM_START_INDEX=31", "sum-code", "angle_emb/bellm/modeling_llama.py", "bellm-eval",
+                                    "--precision fp16-mixed"))
 
 
 def test_4bit_qlora_is_an_option_that_needs_lora_a_cuda_gpu_and_bitsandbytes(monkeypatch, tiny_llama_dir):

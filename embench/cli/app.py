@@ -11,9 +11,10 @@ import typer
 from rich.markup import escape
 
 from ..core.errors import EmbenchError
+from ..core.out_of_memory import is_out_of_memory
 from ..core.signals import terminate_as_interrupt, terminated
 from .commands import COMMANDS
-from .out_of_memory import is_out_of_memory, out_of_memory_message
+from .out_of_memory import out_of_memory_message
 from .output import err, show_warning
 
 app = typer.Typer(
@@ -55,7 +56,7 @@ def main() -> None:
         # the message is plain text: a '[' in a task name or path must not be read as rich markup
         # soft_wrap: a long path stays one piece that can be copied, not cut at the terminal's width
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(getattr(e, "exit_status", 2))  # 3: out of memory (train/fit_memory.py), as below
     except typer.Abort:  # an interrupt no command caught: nothing of its own to keep
         err.print(f"[yellow]{'stopped by SIGTERM' if terminated() else 'interrupted'}[/]: what was finished is kept (encoded "
                   "texts in the embedding cache, finished tasks in the results folder); run the same command again to "

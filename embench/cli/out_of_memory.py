@@ -15,13 +15,6 @@ ADVICE = {
 ADVICE["compare"] = ADVICE["audit"] = ADVICE["mteb"] = ADVICE["grid"] = ADVICE["run"]
 
 
-def is_out_of_memory(e: BaseException) -> bool:
-    """torch's OutOfMemoryError (CUDA, MPS) or the host's MemoryError, without importing torch."""
-    text = str(e).lower()[:300]  # CUDA: "out of memory"; the CPU allocator: "not enough memory"
-    return (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
-            or "out of memory" in text or "not enough memory" in text)
-
-
 def out_of_memory_message(e: BaseException, command: str | None) -> str:
     where = "the host's memory" if isinstance(e, MemoryError) else "GPU memory"
     first = str(e).strip().splitlines()[0][:240] if str(e).strip() else type(e).__name__

@@ -47,8 +47,11 @@ def merge(batches: list[Batch]) -> Batch:
 
 def cached_step(method: Method, runner: torch.nn.Module, batches: list[Batch], dist: DistInfo,
                 autocast: Callable[[], contextlib.AbstractContextManager], device: torch.device,
-                no_sync: Callable[[], contextlib.AbstractContextManager]) -> tuple[torch.Tensor, dict[str, float]]:
-    """Back-propagate the loss of ``batches`` taken as one batch; returns (loss, logs)."""
+                no_sync: Callable[[], contextlib.AbstractContextManager],
+                scale: Callable[[torch.Tensor], torch.Tensor] = lambda loss: loss) -> tuple[torch.Tensor, dict[str, float]]:
+    """Back-propagate the loss of ``batches`` taken as one batch; returns (loss, logs). ``scale``: fp16's loss
+    scale (``mixed_precision.py``), applied once to the objective (the cached gradients carry it on) and to
+    each micro-batch's own auxiliary loss."""
     states, firsts = [], []
     with torch.no_grad():
         for b in batches:
@@ -58,7 +61,7 @@ def cached_step(method: Method, runner: torch.nn.Module, batches: list[Batch], d
     names = list(firsts[0].reps)
     cached = {k: torch.cat([o.reps[k] for o in firsts]).detach().requires_grad_(True) for k in names}
     loss, logs = method.objective(Outputs(cached), merge(batches), dist)
-    loss.backward()
+    scale(loss).backward()
     grads = {k: cached[k].grad.split([o.reps[k].shape[0] for o in firsts]) for k in names}
     aux_total: torch.Tensor | None = None
     after = RandomState(device)  # the stream continues from where one pass over the batch leaves it
@@ -70,7 +73,7 @@ def cached_step(method: Method, runner: torch.nn.Module, batches: list[Batch], d
             surrogate = sum((out.reps[k] * grads[k][i].to(out.reps[k].dtype)).sum() for k in names)
             if out.aux is not None:
                 part = out.aux / len(batches)
-                surrogate = surrogate + part
+                surrogate = surrogate + scale(part)
                 aux_total = part.detach() if aux_total is None else aux_total + part.detach()
                 logs = {**logs, **out.logs}
             surrogate.backward()

@@ -68,10 +68,11 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     kwargs = {**extra, **family.load_kwargs(), "torch_dtype": torch.float32, **kbit_load_kwargs(cfg.load_kbit, device)}
     mlm_head = None
     if mlm:
-        full = AutoModelForMaskedLM.from_config(config, torch_dtype=torch.float32) if cfg.from_scratch else AutoModelForMaskedLM.from_pretrained(hf, config=config, **kwargs)
+        full = (_random_init(AutoModelForMaskedLM, config, family, cfg, device) if cfg.from_scratch
+                else AutoModelForMaskedLM.from_pretrained(hf, config=config, **kwargs))
         encoder, mlm_head = full.base_model, _mlm_head(full)
     elif cfg.from_scratch:
-        encoder = AutoModel.from_config(config, torch_dtype=torch.float32)
+        encoder = _random_init(AutoModel, config, family, cfg, device)
     else:
         encoder = AutoModel.from_pretrained(hf, config=config, **kwargs)
     encoder = family.apply_patch(encoder, cfg.model)
@@ -80,12 +81,7 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     tokenizer.padding_side = family.padding_side
     freeze(encoder, cfg.freeze_embeddings, cfg.freeze_layers)
     if cfg.gradient_checkpointing:
-        # non-reentrant checkpointing works with frozen inputs and with DDP
-        kwargs = {"use_reentrant": False}
-        if hasattr(encoder, "activation_checkpointing_enable"):  # transformers >= 5.x renamed it
-            encoder.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
-        else:
-            encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        checkpoint_activations(encoder)
     if cfg.load_kbit:  # QLoRA: peft's preparation before the adapters, as the BeLLM authors' loader does
         encoder = prepare_kbit(encoder, cfg.gradient_checkpointing)
     if cfg.lora_r:
@@ -94,6 +90,25 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
         encoder = add_lora(encoder, cfg)
     placed = encoder if cfg.load_kbit else encoder.to(device)  # quantised weights were placed as they were read
     return Backbone(placed, tokenizer, family, mlm_head.to(device) if mlm_head is not None else None)
+
+
+def checkpoint_activations(encoder: nn.Module) -> None:
+    """Activations recomputed in backward (gradient checkpointing), here or once a run finds it needs it
+    (``fit_memory.py``); non-reentrant checkpointing works with frozen inputs and with DDP."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(encoder, "activation_checkpointing_enable"):  # transformers >= 5.x renamed it
+        encoder.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def _random_init(auto: Any, config: Any, family: Family, cfg: TrainConfig, device: str) -> nn.Module:
+    """``config`` randomly initialised where it will train and in the dtype it will train in (bf16 under
+    ``--precision bf16``, else fp32 master weights), not on the host and then copied: a LLaMA-2-7B config in
+    fp32 is 27 GB of host memory and a long initialisation on the CPU's cores before the copy."""
+    dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
+    with torch.device(device):
+        return auto.from_config(config, torch_dtype=dtype, **family.load_kwargs())
 
 
 def _has_tokenizer(p: Path) -> bool:

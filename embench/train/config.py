@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 
-PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16-mixed", "fp16-mixed", "bf16")
 
 
 @dataclass
@@ -62,8 +62,9 @@ class TrainConfig:
     seed: int = 42
     # machinery
     device: str | None = None
-    precision: str = "auto"  # auto (bf16-mixed on GPUs that have it, else fp32) | fp32 | bf16-mixed | bf16 (weights too)
+    precision: str = "auto"  # auto (bf16-mixed on GPUs that have it, else fp32) | fp32 | bf16-mixed | fp16-mixed (loss scaled) | bf16 (weights too)
     gradient_checkpointing: bool = False
+    auto_fit: bool = True  # a step that would not fit: more micro-batches, then checkpointing (fit_memory.py)
     compile: bool = False
     eval_steps: int | None = None  # 0 = no evaluation; the last step is then the kept checkpoint
     eval_tasks: list[str] | None = None  # default ["STSBenchmark-dev"]; the first selects the best checkpoint

@@ -131,3 +131,14 @@ def mean_over_processes(value: float) -> float:
         t = t.cuda()
     dist.all_reduce(t)
     return float(t.item()) / dist.get_world_size()
+
+
+def broadcast_ints(values: list[int]) -> list[int]:
+    """The main process's ``values`` on every process (a choice one process makes for all); as given when alone."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.int64)
+    if dist.get_backend() == "nccl":
+        t = t.cuda()
+    dist.broadcast(t, src=0)
+    return [int(v) for v in t.tolist()]

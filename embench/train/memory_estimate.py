@@ -99,9 +99,10 @@ def _configs(encoder: Any) -> list[Any]:
     return [t.config for n in ("encoder_1", "encoder_2") if getattr(t := getattr(encoder, n, None), "config", None) is not None]
 
 
-def estimate_step(trainer: Any) -> StepMemory | None:
-    """The memory one step of ``trainer`` (set up: model, examples, optimiser) will take; None where the
-    model is not one this estimate knows (no transformer config, no tokenizer)."""
+def estimate_step(trainer: Any, checkpointing: bool | None = None) -> StepMemory | None:
+    """The memory one step of ``trainer`` (set up: model, examples, optimiser) will take, with activations
+    recomputed in backward or not (default: as the run is set); None where the model is not one this
+    estimate knows (no transformer config, no tokenizer)."""
     cfg, method, model = trainer.cfg, trainer.method, trainer.model
     inner = method.encoder_for_eval(model)
     configs = _configs(getattr(inner, "encoder", None))
@@ -127,8 +128,9 @@ def estimate_step(trainer: Any) -> StepMemory | None:
     # torch falls back to the unfused path that keeps it (measured: sdpa and eager alike), as eager always does
     eager = any(getattr(c, "_attn_implementation", None) == "eager" for c in configs)
     unfused = eager or (dropout and not cuda)
-    value_bytes = 2 if trainer.precision in ("bf16", "bf16-mixed") else 4
-    acts = sum(layer_activation_bytes(c, micro, length, attention_matrices=unfused, checkpointing=cfg.gradient_checkpointing,
+    value_bytes = 2 if trainer.precision in ("bf16", "bf16-mixed", "fp16-mixed") else 4
+    acts = sum(layer_activation_bytes(c, micro, length, attention_matrices=unfused,
+                                      checkpointing=cfg.gradient_checkpointing if checkpointing is None else checkpointing,
                                       value_bytes=value_bytes) for c in configs)
     trained = sum(p.numel() * p.element_size() for p in trainer.params)
     state = 3 * trained  # a gradient and Adam's two moments per trained weight (the weights are in use already)
@@ -147,8 +149,9 @@ def grad_accumulation_to_fit(est: StepMemory, cfg: Any, world_size: int) -> int 
     return None
 
 
-def say_step_memory(trainer: Any, announce: Callable[[str], None]) -> StepMemory | None:
-    """Say the estimate before the first step (``announce``), and warn when it exceeds half the device's memory."""
+def say_step_memory(trainer: Any, announce: Callable[[str], None], warn: bool = True) -> StepMemory | None:
+    """Say the estimate before the first step (``announce``), and (``warn``) warn when it exceeds half the
+    device's memory: where the run does not fit it on its own (``--no-auto-fit``; ``fit_memory.py``)."""
     try:
         est = estimate_step(trainer)
     except Exception as e:  # noqa: BLE001  (an estimate must never stop a run)
@@ -162,7 +165,7 @@ def say_step_memory(trainer: Any, announce: Callable[[str], None]) -> StepMemory
             f"gradients and optimiser state, {human(est.activations)} of activations for {est.texts} texts a pass "
             f"of up to {est.length} tokens){has}")
     announce(line)
-    if est.available and est.total > WARN_SHARE * est.available:
+    if warn and est.available and est.total > WARN_SHARE * est.available:
         k = grad_accumulation_to_fit(est, cfg, trainer.dist.world_size)
         fix = (f"--grad-accumulation {k} gives the same update (the loss still sees the whole batch) in about "
                f"{human(est.with_accumulation(k / cfg.grad_accumulation))}" if k else

@@ -88,8 +88,9 @@ RECIPES.add("bellm", Recipe(
     "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
     "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4), --load_kbit 4 (load_kbit 4: NF4 QLoRA as their "
-    "model.py loads it, CUDA and bitsandbytes only: --set load_kbit=0 trains unquantised weights; their --fp16 1 "
-    "mixed precision has no embench equivalent, --precision auto is bf16 autocast on a GPU), and BiLLM_START_INDEX=31 on "
+    "model.py loads it, CUDA and bitsandbytes only: --set load_kbit=0 trains unquantised weights), their --fp16 1 "
+    "(--precision fp16-mixed: fp16 autocast with a dynamic loss scale, as Hugging Face's Trainer runs it; --precision "
+    "bf16-mixed is the choice on a GPU with bf16, needing no scale), and BiLLM_START_INDEX=31 on "
     "the 32-layer LLaMA, i.e. the billm package's stack with the last layer's mask removed, padding mask included "
     "(--bidirectional-mode billm; the paper's Eq. 5 sum is the method's default, --bidirectional-mode sum; the authors' "
     "AnglE code of Dec 2023, SeanLee97/AnglE angle_emb/bellm/modeling_llama.py, is --bidirectional-mode sum-code). From "
@@ -100,7 +101,7 @@ RECIPES.add("bellm", Recipe(
      "bidirectional_mode": "billm", "load_kbit": 4, "lora_r": 32, "lora_alpha": 32.0,
      "lora_dropout": 0.1, "lr": 5e-4, "seed": 42, "max_length": 60, "epochs": 1, "batch_size": 256, "temperature": 0.05,
      "ibn_weight": 1.0, "cosine_weight": 0.0, "angle_weight": 0.0, "pooling": "last_token", "warmup_steps": 100,
-     "eval_steps": 0}))
+     "precision": "fp16-mixed", "eval_steps": 0}))
 # As the authors' scripts (tianyuzong/JTCSE train_jtcse_{bert,roberta}.py) run: the loss terms in their code forms
 # (unsup_infonce_loss and icnce on the 2B x 2B interleaved views, LTN_loss with its 1e-4 floor and ratio / 2),
 # torch.optim.AdamW(model.parameters(), lr) (so PyTorch's weight decay 0.01), no scheduler (a constant rate), no

@@ -57,6 +57,8 @@ def resume_state(trainer: Any) -> None:
     trainer.model.load_state_dict(state["model"])
     trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])
+    if "grad_scaler" in state and trainer.scaler.is_enabled():  # fp16's loss scale goes on from where it was
+        trainer.scaler.load_state_dict(state["grad_scaler"])
     take_new_optimiser_options(trainer.optimizer, trainer.scheduler, trainer.cfg, state.get("config", {}))
     checkpoints.set_rng_state(state["rng"])
     trainer.start, trainer.best_score = state["step"], state.get("best_score")

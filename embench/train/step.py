@@ -6,34 +6,19 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import random
 from typing import Any
 
 import torch
 
-from ..models.precision import warn_if_emulated
+from ..core.out_of_memory import is_out_of_memory
 from . import distributed
-from .accumulation import cached_step
+from .accumulation import RandomState, cached_step
 from .batch_order import batch_indices
 from .divergence import diverged
-
-
-def resolve_precision(asked: str, device: str) -> str:
-    """``auto``: bf16 autocast on a GPU that has bf16, else fp32; any bf16 on hardware that emulates it is warned of."""
-    precision = asked
-    if precision == "auto":
-        precision = "bf16-mixed" if device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
-    if precision != "fp32":
-        warn_if_emulated(device.split(":")[0], "bf16")  # bf16 training on a CPU without bf16 arithmetic is slow
-    return precision
-
-
-def precision_context(precision: str, device: str) -> contextlib.AbstractContextManager:
-    """bf16 autocast over fp32 weights for ``bf16-mixed``; nothing for fp32 and bf16 weights."""
-    if precision != "bf16-mixed":
-        return contextlib.nullcontext()
-    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+from .fit_memory import after_out_of_memory, micro_sizes, record_refit, release_memory
 
 
 def no_sync(runner: torch.nn.Module) -> contextlib.AbstractContextManager:
@@ -43,32 +28,57 @@ def no_sync(runner: torch.nn.Module) -> contextlib.AbstractContextManager:
 
 
 def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
-    """Step ``step`` of trainer ``t``: (the global loss, the gradient norm, the method's logs)."""
+    """Step ``step`` of trainer ``t``: (the global loss, the gradient norm, the method's logs). A step that runs
+    out of memory is taken again split further, from the same random state (``fit_memory.py``)."""
     cfg = t.cfg
     t.method.step = step  # the method may schedule by it (an annealed temperature): methods/base.py
     idx = batch_indices(len(t.examples), cfg.batch_size, step, cfg.seed, t.dist)
-    rng = random.Random(f"{cfg.seed}:{step}:{t.dist.rank}")
-    micro = len(idx) // cfg.grad_accumulation
-    batches = [t.method.batch(t.examples, idx[i : i + micro], rng) for i in range(0, len(idx), micro)]
-    t.optimizer.zero_grad(set_to_none=True)
+    while True:
+        t.optimizer.zero_grad(set_to_none=True)
+        state, error = RandomState(torch.device(t.device)), None
+        try:
+            value, logs = forward_backward(t, step, idx)
+        except Exception as e:  # noqa: BLE001  (only an out of memory is handled; anything else goes on up)
+            if not is_out_of_memory(e):
+                raise
+            error = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        if error is None:
+            break
+        # here, out of the handler, the failed attempt's frames and the tensors they held are gone
+        t.optimizer.zero_grad(set_to_none=True)
+        release_memory(t.device)
+        state.restore()
+        t.step_fit = after_out_of_memory(t, step, error)
+        record_refit(t, step)
+    t.scaler.unscale_(t.optimizer)  # the clip and the logged norm see the true gradients
+    clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+    gnorm = float(torch.nn.utils.clip_grad_norm_(t.params, clip))
+    if not math.isfinite(gnorm) and not t.scaler.is_enabled():
+        t.optimizer.zero_grad(set_to_none=True)
+        check_finite(t, "gradient norm", gnorm, step)
+    t.scaler.step(t.optimizer)  # with fp16 loss scaling, a step whose gradients overflowed is skipped, the scale halved
+    t.scaler.update()
+    t.scheduler.step()
+    return value, gnorm, logs
+
+
+def forward_backward(t: Any, step: int, idx: list[int]) -> tuple[float, dict[str, float]]:
+    """The loss of this process's examples ``idx`` in ``t.step_fit.micro_batches`` parts, back-propagated."""
+    rng = random.Random(f"{t.cfg.seed}:{step}:{t.dist.rank}")
+    bounds = [0, *itertools.accumulate(micro_sizes(len(idx), t.step_fit.micro_batches))]
+    batches = [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
     if len(batches) == 1:
         with t.autocast():
             loss, logs = t.method.loss(t.runner, batches[0], t.dist)
         value = distributed.mean_over_processes(float(loss.detach()))  # the global loss, checked before backward
         check_finite(t, "loss", value, step)
-        loss.backward()
+        t.scaler.scale(loss).backward()  # fp16: scaled so that small gradients do not underflow (no-op otherwise)
     else:
-        loss, logs = cached_step(t.method, t.runner, batches, t.dist, t.autocast, torch.device(t.device), t.no_sync)
+        loss, logs = cached_step(t.method, t.runner, batches, t.dist, t.autocast, torch.device(t.device), t.no_sync,
+                                 t.scaler.scale)
         value = distributed.mean_over_processes(float(loss))
         check_finite(t, "loss", value, step)
-    clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
-    gnorm = float(torch.nn.utils.clip_grad_norm_(t.params, clip))
-    if not math.isfinite(gnorm):
-        t.optimizer.zero_grad(set_to_none=True)
-        check_finite(t, "gradient norm", gnorm, step)
-    t.optimizer.step()
-    t.scheduler.step()
-    return value, gnorm, logs
+    return value, logs
 
 
 def check_finite(t: Any, what: str, value: float, step: int) -> None:

@@ -34,16 +34,17 @@ from .callbacks import Evaluator
 from .config import TrainConfig
 from .configure import missing_requirements
 from .divergence import diverged
+from .fit_memory import StepFit, choose_before_first_step
 from .footprint import Footprint, measure
-from .memory_estimate import say_step_memory
 from .methods import METHODS
 from .metrics_log import MetricsLog
+from .mixed_precision import eval_dtype, grad_scaler, precision_context, resolve_precision
 from .out_lock import OutputLock
 from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
 from .selection import Selection, choose, warn_if_untrained_was_best
-from .step import no_sync, optimiser_step, precision_context, resolve_precision
+from .step import no_sync, optimiser_step
 from .throughput import Throughput
 from .weights_health import CollapseWatch, weights_problem
 
@@ -91,6 +92,7 @@ class Trainer:
         self.best_score: float | None = None
         self.best_step, self.initial, self.start = 0, None, 0
         self.selection: Selection | None = None
+        self.step_fit = StepFit(cfg.grad_accumulation, cfg.gradient_checkpointing)  # how a step runs; setup() may split it more
 
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -103,7 +105,7 @@ class Trainer:
         if cfg.eval_steps:
             self.evaluator = Evaluator(cfg.eval_tasks or [], cfg.eval_analyses, self.root, self.out,
                                        batch_size=cfg.eval_batch_size, max_length=cfg.eval_max_length,
-                                       dtype="bf16" if self.precision != "fp32" else "fp32")
+                                       dtype=eval_dtype(self.precision))
             self.selection = choose(cfg.select_on, self.evaluator.metrics, self.evaluator.directions)
         _seed(cfg.seed + dist.rank)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -124,9 +126,10 @@ class Trainer:
         if not self.params:
             raise EmbenchError("every parameter is frozen: nothing to train")
         self.optimizer = make_optimizer(self.params, cfg)
+        self.scaler = grad_scaler(self.precision, self.device)
         self.scheduler = make_scheduler(self.optimizer, self.total, self.warmup, cfg.lr_schedule)
-        if dist.is_main:  # before the first step: a step that cannot fit is said now, not found out after minutes
-            say_step_memory(self, lambda line: announce(cfg.progress, line))
+        # before the first step: a step that cannot fit is said (and split) now, not found out after minutes
+        self.step_fit = choose_before_first_step(self, lambda line: announce(cfg.progress, line))
         self.runner: torch.nn.Module = self.model
         if dist.enabled:  # unused heads are frozen by the module, so every trained parameter gets a gradient
             self.runner = torch.nn.parallel.DistributedDataParallel(
@@ -141,7 +144,7 @@ class Trainer:
             self.metrics_path.unlink(missing_ok=True)
             write_json(self.out / "train_config.json", {
                 **cfg.to_dict(), "resolved_total_steps": self.total, "warmup_steps": self.warmup, "examples": n,
-                "world_size": dist.world_size, "device": self.device, "precision": self.precision,
+                "world_size": dist.world_size, "device": self.device, "precision": self.precision, **self.step_fit.record(),
                 "pooling": getattr(self.method.encoder_for_eval(self.model), "pooling", cfg.pooling)})
 
     # -- one step --------------------------------------------------------------------------------
@@ -193,6 +196,7 @@ class Trainer:
                                         scheduler=self.scheduler, step=step, extra={
                                             "best_score": self.best_score, "best_step": self.best_step,
                                             "initial_score": self.initial, "config": self.cfg.to_dict(),
+                                            **({"grad_scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
                                             "data_fingerprint": self.data_fingerprint})
         distributed.barrier()
 

@@ -1,0 +1,93 @@
+"""fp16 autocast with a dynamic loss scale (``--precision fp16-mixed``, the BeLLM authors' ``--fp16 1``): the
+loss is scaled before backward and the gradients unscaled before clipping, once, on the whole-batch and the
+GradCache paths; an overflowed step is skipped and the scale halved, not called a divergence; the scale
+goes on after a resume."""
+
+from __future__ import annotations
+
+import gzip
+import math
+
+import pytest
+import torch
+
+from embench.train import Trainer, make_config
+from embench.train.mixed_precision import eval_dtype, grad_scaler, precision_context
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, data_root):
+    path = tmp_path_factory.mktemp("corpus") / "wiki.txt"
+    lines = gzip.open(data_root / "corpora" / "wiki1m-prefix.txt.gz", "rt", encoding="utf-8").read().splitlines()
+    path.write_text("\n".join(lines[:64]) + "\n")
+    return path
+
+
+def _trainer(model, corpus, data_root, out, **kw) -> Trainer:
+    options = dict(max_steps=1, eval_steps=0, progress=False, dropout=0.0, pooling="mean", mlp="none", lr=1e-3,
+                   max_length=24, batch_size=16, precision="fp16-mixed")
+    t = Trainer(make_config(method="unsup-simcse", model=str(model), data=[str(corpus)], data_root=str(data_root),
+                            out=str(out), **{**options, **kw}))
+    t.setup()
+    return t
+
+
+def _delta(before, trainer):
+    return {k: trainer.model.state_dict()[k] - v for k, v in before.items()}
+
+
+def test_the_context_and_scaler_of_each_precision():
+    assert torch.get_autocast_dtype("cpu") is not None
+    with precision_context("fp16-mixed", "cpu"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float16
+    with precision_context("bf16-mixed", "cpu"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+    with precision_context("fp32", "cpu"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+    assert grad_scaler("fp16-mixed", "cpu").is_enabled() and not grad_scaler("bf16-mixed", "cpu").is_enabled()
+    assert (eval_dtype("fp16-mixed"), eval_dtype("bf16-mixed"), eval_dtype("fp32")) == ("fp16", "bf16", "fp32")
+
+
+@pytest.mark.parametrize("accumulation", [1, 4])
+def test_an_fp16_step_is_the_fp32_step_with_the_scale_taken_out(tiny_bert_dir, corpus, data_root, tmp_path, accumulation):
+    ref = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "fp32", precision="fp32")
+    before = {k: v.clone() for k, v in ref.model.state_dict().items()}
+    loss32, gnorm32, _ = ref.step(0)
+    d32 = _delta(before, ref)
+    t = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "fp16", grad_accumulation=accumulation)
+    assert t.scaler.is_enabled() and t.scaler.get_scale() == 2.0**16  # torch's initial scale, before any step
+    # a tiny model's gradients overflow fp16 at 2^16 (the first steps of a run are skipped until the scale fits):
+    # a scale that fits, to compare one taken step
+    scale = 2.0**8
+    t.scaler = torch.amp.GradScaler("cpu", init_scale=scale)
+    loss16, gnorm16, _ = t.step(0)
+    d16 = _delta(before, t)
+    # the logged norm is the unscaled one (a scale left in, or applied twice under GradCache, is 65536x off)
+    assert gnorm16 == pytest.approx(gnorm32, rel=0.02) and loss16 == pytest.approx(loss32, abs=0.01)
+    cos = torch.nn.functional.cosine_similarity(torch.cat([d.flatten() for d in d16.values()]),
+                                                torch.cat([d.flatten() for d in d32.values()]), dim=0)
+    assert cos > 0.99, float(cos)
+    assert t.scaler.get_scale() == scale  # no overflow: the scale grows only after 2,000 good steps
+
+
+def test_an_overflowed_fp16_step_is_skipped_and_the_scale_halved(tiny_bert_dir, corpus, data_root, tmp_path):
+    t = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "inf")
+    before = {k: v.clone() for k, v in t.model.state_dict().items()}
+    p = next(q for q in t.model.parameters() if q.requires_grad)
+    hook = p.register_hook(lambda g: g * float("inf"))
+    _, gnorm, _ = t.step(0)  # no "diverged" stop: an fp16 overflow is what the scale is for
+    hook.remove()
+    assert not math.isfinite(gnorm) and t.scaler.get_scale() == 2.0**15
+    assert all(torch.equal(v, t.model.state_dict()[k]) for k, v in before.items())  # the update was skipped
+
+
+def test_a_resumed_fp16_run_keeps_its_loss_scale(tiny_bert_dir, corpus, data_root, tmp_path):
+    first = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "run", max_steps=2, save_steps=1)
+    first.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)  # as after overflows
+    first.step(0)
+    first.save_resume(1)
+    scale = first.scaler.get_scale()
+    again = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "run", max_steps=2, save_steps=1, resume=True)
+    assert again.scaler.get_scale() == scale and scale != 2.0**16 and again.start == 1
