@@ -37,7 +37,7 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
         t.optimizer.zero_grad(set_to_none=True)
         state, error = RandomState(torch.device(t.device)), None
         try:
-            value, logs = forward_backward(t, step, idx)
+            loss, logs = forward_backward(t, step, idx)
         except Exception as e:  # noqa: BLE001  (only an out of memory is handled; anything else goes on up)
             if not is_out_of_memory(e):
                 raise
@@ -52,7 +52,12 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
         record_refit(t, step)
     t.scaler.unscale_(t.optimizer)  # the clip and the logged norm see the true gradients
     clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
-    gnorm = float(torch.nn.utils.clip_grad_norm_(t.params, clip))
+    norm = torch.nn.utils.clip_grad_norm_(t.params, clip)
+    # the loss and the norm read in one wait for the device, once the backward is queued: a float() of the
+    # loss before backward would leave a GPU idle while the host queues the backward's kernels
+    value, gnorm = torch.stack([loss.float(), norm.float().to(loss.device)]).tolist()
+    value = distributed.mean_over_processes(value)  # the global loss
+    check_finite(t, "loss", value, step)  # before any update
     if not math.isfinite(gnorm) and not t.scaler.is_enabled():
         t.optimizer.zero_grad(set_to_none=True)
         check_finite(t, "gradient norm", gnorm, step)
@@ -62,23 +67,20 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     return value, gnorm, logs
 
 
-def forward_backward(t: Any, step: int, idx: list[int]) -> tuple[float, dict[str, float]]:
-    """The loss of this process's examples ``idx`` in ``t.step_fit.micro_batches`` parts, back-propagated."""
+def forward_backward(t: Any, step: int, idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
+    """The loss of this process's examples ``idx`` in ``t.step_fit.micro_batches`` parts, back-propagated;
+    returns it detached (read by the caller with the gradient norm)."""
     rng = random.Random(f"{t.cfg.seed}:{step}:{t.dist.rank}")
     bounds = [0, *itertools.accumulate(micro_sizes(len(idx), t.step_fit.micro_batches))]
     batches = [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
     if len(batches) == 1:
         with t.autocast():
             loss, logs = t.method.loss(t.runner, batches[0], t.dist)
-        value = distributed.mean_over_processes(float(loss.detach()))  # the global loss, checked before backward
-        check_finite(t, "loss", value, step)
         t.scaler.scale(loss).backward()  # fp16: scaled so that small gradients do not underflow (no-op otherwise)
     else:
         loss, logs = cached_step(t.method, t.runner, batches, t.dist, t.autocast, torch.device(t.device), t.no_sync,
                                  t.scaler.scale)
-        value = distributed.mean_over_processes(float(loss))
-        check_finite(t, "loss", value, step)
-    return value, logs
+    return loss.detach(), logs
 
 
 def check_finite(t: Any, what: str, value: float, step: int) -> None:
