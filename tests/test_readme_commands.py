@@ -163,6 +163,7 @@ def test_every_readme_train_command_resolves_its_configuration(line, argv, tmp_p
     if "--seeds" in argv:
         out = _values(argv, "--out", "-o")[0]
         assert all(f"seed {s}: {out}/seed-{s}" in res.output for s in range(1, 6)), res.output
-    data = _values(argv, "--train-data") or [d for d in (res.output.split("\ndata:\n")[1].split("\n") if "\ndata:\n" in res.output
-                                                          else []) if d.startswith("- ")]
+    import yaml  # --show prints YAML (each recipe option's source a comment on its line): read it as YAML
+
+    data = _values(argv, "--train-data") or yaml.safe_load(res.output)["data"]
     assert data, f"README:{line}: no training data, neither given nor the recipe's"

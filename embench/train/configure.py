@@ -59,6 +59,17 @@ def missing_requirements(cfg: TrainConfig) -> dict[str, str]:
             if getattr(cfg, k, None) is None and opts.get(k) is None}
 
 
+def given_options(file: str | Path | None = None, **overrides: Any) -> set[str]:
+    """The options the user gave, in ``file`` or as ``overrides`` (as :func:`make_config` takes them; ``None``
+    is not given), a method's nested ones by their own names: what ``--show`` marks as set here."""
+    raw = _normalised(read_config_file(file)) if file is not None else {}
+    raw.update(_normalised({k: v for k, v in overrides.items() if v is not None}))
+    names = {k for k in raw if k != "method_options"}
+    if isinstance(raw.get("method_options"), dict):
+        names |= set(_normalised(raw["method_options"]))
+    return names
+
+
 def _normalised(raw: dict[str, Any]) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in raw.items()}
 

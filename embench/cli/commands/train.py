@@ -101,7 +101,9 @@ def train(
         overrides["progress"] = False
     cfg = make_config(config, **overrides)
     if show:
-        _show(resolve(cfg), seeds, seed)
+        from ...train.configure import given_options
+
+        _show(resolve(cfg), seeds, seed, given_options(config, **overrides))
         return
     err = message_console()
     if seeds is not None or executor != "local":
@@ -213,14 +215,14 @@ def _seed_lines(cfg, spec: str, seed: int | None) -> list[str]:
             "(mean and spread over the seeds)"]
 
 
-def _show(cfg, seeds: str | None = None, seed: int | None = None) -> None:
+def _show(cfg, seeds: str | None = None, seed: int | None = None, given=frozenset()) -> None:
     """The resolved configuration as YAML (a valid --config file), headed by the recipe's citation, where the
-    model comes from, and with --seeds the runs it makes (their seed and folder replace ``seed`` and ``out``)."""
+    model comes from, and with --seeds the runs it makes (their seed and folder replace ``seed`` and ``out``);
+    each option the recipe sets cites its source on its line, each one ``given`` here says so."""
     import sys
 
-    import yaml
-
     from ...train import RECIPES
+    from ...train.annotated_config import LEGEND, annotated_yaml
 
     if cfg.recipe:
         r = RECIPES.get(cfg.recipe)
@@ -235,4 +237,6 @@ def _show(cfg, seeds: str | None = None, seed: int | None = None) -> None:
         for line in _seed_lines(cfg, seeds, seed):
             sys.stdout.write(f"# {line}\n")
     sys.stdout.write("# batch_size is the GLOBAL batch (all processes x accumulation steps)\n")
-    sys.stdout.write(yaml.safe_dump(cfg.to_dict(), sort_keys=False, width=120))
+    if cfg.recipe or given:
+        sys.stdout.write(f"# {LEGEND}\n")
+    sys.stdout.write(annotated_yaml(cfg, given))

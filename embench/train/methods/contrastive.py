@@ -20,7 +20,7 @@ from .base import Batch, Method, Outputs
 
 @dataclass
 class ContrastiveOptions:
-    temperature: float = 0.05  # SimCSE Table D.1; cropping paper §2.3
+    temperature: float = 0.05  # SimCSE Table D.1; cropping paper §3.1
     mlm_weight: float = 0.0  # lambda of SimCSE App. D: loss + lambda * MLM (0 = off)
     mlm_probability: float = 0.15
 

@@ -1,5 +1,5 @@
 """Crop augmentation and its dropout baseline (González-Márquez, Berens & Kobak, "Cropping
-outperforms dropout", §2.3 and A.1).
+outperforms dropout", §3.1 and A.1).
 
 * ``crop``: two distinct chunks of ``t`` consecutive sentences of one document are a positive pair.
 * ``dropout``: one chunk twice, two dropout masks (the paper's SimCSE-style baseline).
@@ -24,7 +24,7 @@ from .contrastive import ContrastiveMethod, ContrastiveOptions
 @dataclass
 class CropOptions(ContrastiveOptions):
     crop_sentences: int = 2  # t
-    crop_min_chars: int = 100  # sentences outside [min, max] characters are dropped (§2.3)
+    crop_min_chars: int = 100  # sentences outside [min, max] characters are dropped (§3.1)
     crop_max_chars: int = 250
 
 

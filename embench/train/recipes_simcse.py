@@ -1,0 +1,61 @@
+"""SimCSE's recipes (Gao et al. 2021), BERT-base: ``simcse-unsup`` and ``simcse-sup``.
+
+Each value beside its source: the paper's section or table, or the line of the official script
+(princeton-nlp/SimCSE ``run_unsup_example.sh``, ``run_sup_example.sh``) that sets it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .recipes import Recipe
+
+
+def _common(script: str) -> dict[str, tuple[Any, str]]:
+    """What both SimCSE recipes share, cited to the paper and to ``script``."""
+    return {
+        "model": ("bert-base-uncased", f"SimCSE §6.1 'Training details' (BERT, uncased) and Table A.1's BERT-base "
+                                       f"column; {script} --model_name_or_path bert-base-uncased"),
+        "max_length": (32, f"{script} --max_seq_length 32 (the paper gives none)"),
+        "warmup_ratio": (0.0, f"{script} sets no warm-up: Hugging Face Trainer's default 0 (its train.py)"),
+        "eval_steps": (250, f"SimCSE App. A: STS-B dev every 250 steps, the best checkpoint kept ({script} "
+                            "evaluates every 125: --eval-steps 125)"),
+        "eval_tasks": (["STSBenchmark-dev"], f"SimCSE App. A: the STS-B development set picks the checkpoint "
+                                             f"({script} --metric_for_best_model stsb_spearman)"),
+        "temperature": (0.05, f"SimCSE App. D, Table D.1 (tau 0.05 best); {script} --temp 0.05"),
+    }
+
+
+SIMCSE_UNSUP = Recipe.cited(
+    "simcse-unsup", "unsupervised SimCSE, BERT-base: 1 epoch of 10^6 Wikipedia sentences",
+    "SimCSE Table A.1 (unsup. BERT-base: batch 64, lr 3e-5), §3 and App. A (1 epoch, STS-B dev every 250 steps, "
+    "keep the best), run_unsup_example.sh (max_seq_length 32, temp 0.05, --mlp_only_train, pooler cls)",
+    {**_common("run_unsup_example.sh"),
+     "method": ("unsup-simcse", "SimCSE §3: the same sentence twice, dropout noise as the augmentation"),
+     "data": (["corpora"], "SimCSE §3 (fn. 2): 10^6 English Wikipedia sentences (wiki1m_for_simcse.txt: "
+                           "--train-data FILE); 'corpora' is the data root's stand-in"),
+     "batch_size": (64, "SimCSE Table A.1 (unsup., BERT-base); run_unsup_example.sh --per_device_train_batch_size 64 "
+                        "on one GPU"),
+     "lr": (3e-5, "SimCSE Table A.1 (unsup., BERT-base); run_unsup_example.sh --learning_rate 3e-5"),
+     "epochs": (1, "SimCSE App. A (unsupervised: one epoch); run_unsup_example.sh --num_train_epochs 1"),
+     "pooling": ("cls_before_pooler", "SimCSE App. A and §6.3, Table 6: [CLS] without the MLP at test "
+                                      "(run_unsup_example.sh --pooler_type cls --mlp_only_train)"),
+     "mlp": ("train", "SimCSE §6.3, Table 6: the MLP over [CLS] in training only; run_unsup_example.sh --mlp_only_train")})
+
+SIMCSE_SUP = Recipe.cited(
+    "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives (the paper's data is "
+                  "nli_for_simcse.csv, --train-data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
+    "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), §4 (3 epochs, alpha = 1), run_sup_example.sh "
+    "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
+    {**_common("run_sup_example.sh"),
+     "method": ("sup-simcse", "SimCSE §4: entailment pairs as positives, contradictions as hard negatives (Eq. 5)"),
+     "data": (["snli"], "SimCSE §6.1 'Training details': SNLI + MNLI, 314k (nli_for_simcse.csv: --train-data FILE); "
+                        "'snli' is SentEval's SNLI dev/test, the data root's stand-in"),
+     "batch_size": (512, "SimCSE Table A.1 (sup., BERT-base); run_sup_example.sh: 4 GPUs x "
+                         "--per_device_train_batch_size 128"),
+     "lr": (5e-5, "SimCSE Table A.1 (sup., BERT-base); run_sup_example.sh --learning_rate 5e-5"),
+     "epochs": (3, "SimCSE App. A (supervised: 3 epochs); run_sup_example.sh --num_train_epochs 3"),
+     "pooling": ("cls", "SimCSE §6.3, Table 6: [CLS] with the MLP for supervised SimCSE; run_sup_example.sh "
+                        "--pooler_type cls"),
+     "mlp": ("keep", "SimCSE §6.3: the MLP kept at test for supervised SimCSE (run_sup_example.sh: no --mlp_only_train)"),
+     "hard_negative_weight": (1.0, "SimCSE §6.3, Table 7: alpha = 1 (each anchor's own hard negative unweighted)")})
