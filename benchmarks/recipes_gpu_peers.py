@@ -1,0 +1,78 @@
+"""The references beside the SimCSE recipe's row in ``recipes_gpu.py``, at the same shape (BERT-base, the
+recipe's batch and maximum length, bf16 autocast over fp32 weights on a GPU, fp32 on a CPU):
+
+* sentence-transformers' trainer with MultipleNegativesRankingLoss (scale 20 = 1 / 0.05), each sentence its
+  own positive: ``benchmarks/train.py``'s peer function, reused. It needs the ``datasets`` package; without it
+  the row says so.
+* a plain loop, the 40 lines anyone would write (issue 31's calibration): the two dropout views as one
+  batch, [CLS] vectors, cosine / 0.05, cross-entropy, fused AdamW, no host sync inside the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from gpu_rates import non_embedding_params, sync
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:300]
+
+
+def st_trainer(folder: Path, texts: list[str], batch: int, max_length: int, warmup: int, steps: int, device: str,
+               tmp: Path) -> dict:
+    """Steps/s of sentence-transformers' trainer (a row that says why when it cannot run)."""
+    row = {"name": "sentence-transformers trainer (MNRL)", "batch_size": batch, "max_length": max_length}
+    try:
+        import datasets  # noqa: F401
+    except ImportError as e:  # not installed, or installed against another pyarrow: which one is said
+        missing = isinstance(e, ModuleNotFoundError) and e.name == "datasets"
+        return {**row, "status": "not run: datasets not installed" if missing else f"not run: {first_line(e)}"}
+    import sentence_transformers
+    import train as peer  # benchmarks/train.py
+
+    args = argparse.Namespace(batch_size=batch, max_length=max_length, warmup=warmup, steps=steps, device=device)
+    try:
+        sps = peer.sentence_transformers_trainer(str(folder), texts, args, tmp)
+    except Exception as e:  # a peer that fails is a row too
+        return {**row, "status": "failed", "error": first_line(e)}
+    return {**row, "status": "ok", "steps_per_s": sps, "sentence_transformers": sentence_transformers.__version__}
+
+
+def plain_simcse(folder: Path, texts: list[str], batch: int, max_length: int, warmup: int, steps: int, device: str,
+                 rate: float) -> dict:
+    """Steps/s, tokens/s and MFU (6 N tokens/s over ``rate``) of the plain unsupervised SimCSE loop."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder, dtype=torch.float32, attn_implementation="sdpa").to(device).train()
+    cuda = device.startswith("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-5, fused=cuda)
+    tokens, start = 0, time.perf_counter()
+    for step in range(warmup + steps):
+        if step == warmup:
+            sync(device)
+            tokens, start = 0, time.perf_counter()
+        part = texts[step * batch : (step + 1) * batch]
+        enc = tok(part + part, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        tokens += int(enc["attention_mask"].sum())
+        enc = {k: v.to(device, non_blocking=True) for k, v in enc.items()}
+        with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
+            z = model(**enc).last_hidden_state[:, 0]
+            a, b = z[:batch].float(), z[batch:].float()
+            sims = F.cosine_similarity(a[:, None], b[None], dim=-1) / 0.05
+            loss = F.cross_entropy(sims, torch.arange(batch, device=device))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    sync(device)
+    dt = time.perf_counter() - start
+    n = non_embedding_params(model)
+    return {"name": "plain loop (eager)", "status": "ok", "batch_size": batch, "max_length": max_length,
+            "steps_per_s": steps / dt, "tokens_per_s": tokens / dt, "mfu": 6 * n * tokens / dt / rate,
+            "non_embedding_params": n}
