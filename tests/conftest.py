@@ -60,6 +60,34 @@ def tiny_model(tmp_path_factory, minilm_path):
 
 
 @pytest.fixture(scope="session")
+def wiki_corpus(tmp_path_factory, data_root) -> Path:
+    """The first 256 sentences of the Wiki1M prefix, as a training file."""
+    import gzip
+
+    path = tmp_path_factory.mktemp("corpus") / "wiki.txt"
+    lines = gzip.open(data_root / "corpora" / "wiki1m-prefix.txt.gz", "rt", encoding="utf-8").read().splitlines()
+    path.write_text("\n".join(lines[:256]) + "\n")
+    return path
+
+
+@pytest.fixture
+def simcse_trainer(tiny_bert_dir, wiki_corpus, data_root):
+    """``simcse_trainer(out, model=None, **options)``: a set-up Trainer of unsupervised SimCSE on ``wiki_corpus``
+    whose steps can be compared exactly (one step, fp32, dropout off, mean pooling, batch 32, lr 1e-3)."""
+    from embench.train import Trainer, make_config
+
+    def make(out, model=None, **kw):
+        options = dict(max_steps=1, eval_steps=0, progress=False, dropout=0.0, pooling="mean", mlp="none", lr=1e-3,
+                       max_length=24, batch_size=32, precision="fp32")
+        trainer = Trainer(make_config(method="unsup-simcse", model=str(model or tiny_bert_dir), data=[str(wiki_corpus)],
+                                      data_root=str(data_root), out=str(out), **{**options, **kw}))
+        trainer.setup()
+        return trainer
+
+    return make
+
+
+@pytest.fixture(scope="session")
 def tiny_llama_dir(tiny_model) -> Path:
     """A randomly initialised 2-layer Llama (hidden 32) with MiniLM's real tokenizer: the decoder-LLM paths."""
     from transformers import LlamaConfig, LlamaModel

@@ -5,33 +5,14 @@ goes on after a resume."""
 
 from __future__ import annotations
 
-import gzip
 import math
 
 import pytest
 import torch
 
-from embench.train import Trainer, make_config
 from embench.train.mixed_precision import eval_dtype, grad_scaler, precision_context
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, data_root):
-    path = tmp_path_factory.mktemp("corpus") / "wiki.txt"
-    lines = gzip.open(data_root / "corpora" / "wiki1m-prefix.txt.gz", "rt", encoding="utf-8").read().splitlines()
-    path.write_text("\n".join(lines[:64]) + "\n")
-    return path
-
-
-def _trainer(model, corpus, data_root, out, **kw) -> Trainer:
-    options = dict(max_steps=1, eval_steps=0, progress=False, dropout=0.0, pooling="mean", mlp="none", lr=1e-3,
-                   max_length=24, batch_size=16, precision="fp16-mixed")
-    t = Trainer(make_config(method="unsup-simcse", model=str(model), data=[str(corpus)], data_root=str(data_root),
-                            out=str(out), **{**options, **kw}))
-    t.setup()
-    return t
 
 
 def _delta(before, trainer):
@@ -51,12 +32,12 @@ def test_the_context_and_scaler_of_each_precision():
 
 
 @pytest.mark.parametrize("accumulation", [1, 4])
-def test_an_fp16_step_is_the_fp32_step_with_the_scale_taken_out(tiny_bert_dir, corpus, data_root, tmp_path, accumulation):
-    ref = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "fp32", precision="fp32")
+def test_an_fp16_step_is_the_fp32_step_with_the_scale_taken_out(simcse_trainer, tmp_path, accumulation):
+    ref = simcse_trainer(tmp_path / "fp32", precision="fp32")
     before = {k: v.clone() for k, v in ref.model.state_dict().items()}
     loss32, gnorm32, _ = ref.step(0)
     d32 = _delta(before, ref)
-    t = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "fp16", grad_accumulation=accumulation)
+    t = simcse_trainer(tmp_path / "fp16", grad_accumulation=accumulation, precision="fp16-mixed")
     assert t.scaler.is_enabled() and t.scaler.get_scale() == 2.0**16  # torch's initial scale, before any step
     # a tiny model's gradients overflow fp16 at 2^16 (the first steps of a run are skipped until the scale fits):
     # a scale that fits, to compare one taken step
@@ -72,8 +53,8 @@ def test_an_fp16_step_is_the_fp32_step_with_the_scale_taken_out(tiny_bert_dir, c
     assert t.scaler.get_scale() == scale  # no overflow: the scale grows only after 2,000 good steps
 
 
-def test_an_overflowed_fp16_step_is_skipped_and_the_scale_halved(tiny_bert_dir, corpus, data_root, tmp_path):
-    t = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "inf")
+def test_an_overflowed_fp16_step_is_skipped_and_the_scale_halved(simcse_trainer, tmp_path):
+    t = simcse_trainer(tmp_path / "inf", precision="fp16-mixed")
     before = {k: v.clone() for k, v in t.model.state_dict().items()}
     p = next(q for q in t.model.parameters() if q.requires_grad)
     hook = p.register_hook(lambda g: g * float("inf"))
@@ -83,11 +64,11 @@ def test_an_overflowed_fp16_step_is_skipped_and_the_scale_halved(tiny_bert_dir, 
     assert all(torch.equal(v, t.model.state_dict()[k]) for k, v in before.items())  # the update was skipped
 
 
-def test_a_resumed_fp16_run_keeps_its_loss_scale(tiny_bert_dir, corpus, data_root, tmp_path):
-    first = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "run", max_steps=2, save_steps=1)
+def test_a_resumed_fp16_run_keeps_its_loss_scale(simcse_trainer, tmp_path):
+    first = simcse_trainer(tmp_path / "run", max_steps=2, save_steps=1, precision="fp16-mixed")
     first.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)  # as after overflows
     first.step(0)
     first.save_resume(1)
     scale = first.scaler.get_scale()
-    again = _trainer(tiny_bert_dir, corpus, data_root, tmp_path / "run", max_steps=2, save_steps=1, resume=True)
+    again = simcse_trainer(tmp_path / "run", max_steps=2, save_steps=1, resume=True, precision="fp16-mixed")
     assert again.scaler.get_scale() == scale and scale != 2.0**16 and again.start == 1

@@ -51,26 +51,16 @@ class TripletMargin(Method):
 METHODS.add("triplet-margin", TripletMargin)
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, data_root):
-    import gzip
-
-    path = tmp_path_factory.mktemp("corpus") / "wiki.txt"
-    lines = gzip.open(data_root / "corpora" / "wiki1m-prefix.txt.gz", "rt", encoding="utf-8").read().splitlines()
-    path.write_text("\n".join(lines[:256]) + "\n")
-    return path
-
-
-def test_a_method_defined_in_a_test_trains_through_the_trainer_and_the_cli(tiny_bert_dir, corpus, data_root, tmp_path):
+def test_a_method_defined_in_a_test_trains_through_the_trainer_and_the_cli(tiny_bert_dir, wiki_corpus, data_root, tmp_path):
     import embench
 
-    r = train(make_config(method="triplet-margin", model=str(tiny_bert_dir), data=[str(corpus)], data_root=str(data_root),
+    r = train(make_config(method="triplet-margin", model=str(tiny_bert_dir), data=[str(wiki_corpus)], data_root=str(data_root),
                           out=str(tmp_path / "api"), max_steps=4, eval_steps=0, log_steps=1, progress=False, margin=0.3))
     logged = [h for h in r.history if "loss" in h]
     assert len(logged) == 4 and all("active" in h for h in logged)
     assert json.loads((tmp_path / "api/train_config.json").read_text())["method_options"] == {"margin": 0.3}
     assert embench.load_model(r.best_dir).encode_batch(["a test"]).shape == (1, 32)
-    res = CliRunner().invoke(app, ["train", "--method", "triplet-margin", "--model", str(tiny_bert_dir), "--train-data", str(corpus),
+    res = CliRunner().invoke(app, ["train", "--method", "triplet-margin", "--model", str(tiny_bert_dir), "--train-data", str(wiki_corpus),
                                    "--data", str(data_root), "--out", str(tmp_path / "cli"), "--max-steps", "2",
                                    "--eval-steps", "0", "--set", "margin=0.2", "--quiet"])
     assert res.exit_code == 0, res.output
@@ -80,38 +70,33 @@ def test_a_method_defined_in_a_test_trains_through_the_trainer_and_the_cli(tiny_
 
 
 # -- accumulation, gradient checkpointing and precision --------------------------------------------
-def _first_update(tiny_bert_dir, corpus, data_root, out, **kw):
+def _first_update(make, out, **kw):
     """The weights after one step of unsupervised SimCSE (fp32, dropout off) and the step's loss."""
-    options = dict(max_steps=1, eval_steps=0, progress=False, dropout=0.0, pooling="mean", mlp="none", lr=1e-3,
-                   max_length=24, batch_size=32, precision="fp32")
-    cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(corpus)], data_root=str(data_root),
-                      out=str(out), **{**options, **kw})
-    trainer = Trainer(cfg)
-    trainer.setup()
+    trainer = make(out, **kw)
     loss, _, _ = trainer.step(0)
     return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}, loss, trainer
 
 
-def test_four_micro_batches_of_8_give_the_update_of_one_batch_of_32(tiny_bert_dir, corpus, data_root, tmp_path):
-    whole, loss, _ = _first_update(tiny_bert_dir, corpus, data_root, tmp_path / "a")
-    accumulated, loss4, _ = _first_update(tiny_bert_dir, corpus, data_root, tmp_path / "b", grad_accumulation=4)
+def test_four_micro_batches_of_8_give_the_update_of_one_batch_of_32(simcse_trainer, tmp_path):
+    whole, loss, _ = _first_update(simcse_trainer, tmp_path / "a")
+    accumulated, loss4, _ = _first_update(simcse_trainer, tmp_path / "b", grad_accumulation=4)
     assert loss4 == pytest.approx(loss, rel=1e-5)
     worst = max(float((whole[k] - accumulated[k]).abs().max()) for k in whole)
     assert worst < 1e-6, worst
 
 
-def test_gradient_checkpointing_changes_memory_not_the_update(tiny_bert_dir, corpus, data_root, tmp_path):
-    plain, loss, _ = _first_update(tiny_bert_dir, corpus, data_root, tmp_path / "a")
-    ckpt, loss_ckpt, trainer = _first_update(tiny_bert_dir, corpus, data_root, tmp_path / "b", gradient_checkpointing=True)
+def test_gradient_checkpointing_changes_memory_not_the_update(simcse_trainer, tmp_path):
+    plain, loss, _ = _first_update(simcse_trainer, tmp_path / "a")
+    ckpt, loss_ckpt, trainer = _first_update(simcse_trainer, tmp_path / "b", gradient_checkpointing=True)
     enc = trainer.model.encoder
     assert getattr(enc, "is_activation_checkpointing", None) or enc.is_gradient_checkpointing
     assert loss_ckpt == pytest.approx(loss, rel=1e-6)
     assert max(float((plain[k] - ckpt[k]).abs().max()) for k in plain) < 1e-6
 
 
-def test_bf16_precision_keeps_the_weights_in_bf16(tiny_bert_dir, corpus, data_root, tmp_path):
-    _, loss, _ = _first_update(tiny_bert_dir, corpus, data_root, tmp_path / "a", mlp="train")
-    _, bf16_loss, t = _first_update(tiny_bert_dir, corpus, data_root, tmp_path / "b", mlp="train", precision="bf16")
+def test_bf16_precision_keeps_the_weights_in_bf16(simcse_trainer, tmp_path):
+    _, loss, _ = _first_update(simcse_trainer, tmp_path / "a", mlp="train")
+    _, bf16_loss, t = _first_update(simcse_trainer, tmp_path / "b", mlp="train", precision="bf16")
     assert {p.dtype for p in t.model.parameters()} == {torch.bfloat16}  # SimCSE's MLP head too
     assert bf16_loss == pytest.approx(loss, abs=0.05)  # the same objective, in bf16
 
@@ -185,10 +170,10 @@ def test_crop_warm_up_is_ten_percent_of_one_epoch_whatever_the_epochs(tiny_bert_
 
 
 # -- parameter-efficient training and evaluation callbacks ------------------------------------------
-def test_lora_trains_only_the_adapters_and_exports_a_merged_model(tiny_bert_dir, corpus, data_root, tmp_path):
+def test_lora_trains_only_the_adapters_and_exports_a_merged_model(tiny_bert_dir, wiki_corpus, data_root, tmp_path):
     import embench
 
-    cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(corpus)], data_root=str(data_root),
+    cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(wiki_corpus)], data_root=str(data_root),
                       out=str(tmp_path / "lora"), max_steps=3, eval_steps=0, progress=False, pooling="mean", mlp="none",
                       lr=1e-2, max_length=24, batch_size=16, lora_r=4, lora_alpha=8, lora_dropout=0.0)
     t = Trainer(cfg)
@@ -202,8 +187,8 @@ def test_lora_trains_only_the_adapters_and_exports_a_merged_model(tiny_bert_dir,
 
 
 @pytest.mark.slow
-def test_evaluation_callbacks_score_tasks_and_analyses_and_select_on_one(tiny_bert_dir, corpus, data_root, tmp_path):
-    cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(corpus)], data_root=str(data_root),
+def test_evaluation_callbacks_score_tasks_and_analyses_and_select_on_one(tiny_bert_dir, wiki_corpus, data_root, tmp_path):
+    cfg = make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(wiki_corpus)], data_root=str(data_root),
                       out=str(tmp_path / "ev"), max_steps=2, eval_steps=2, progress=False, pooling="mean", lr=1e-3,
                       max_length=24, batch_size=16, eval_tasks=["STSBenchmark-dev"],
                       eval_analyses=["knn:datasets=twentynewsgroups,limit=300,k=5"], select_on="knn:datasets=twentynewsgroups,limit=300,k=5")
