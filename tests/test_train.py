@@ -452,6 +452,18 @@ def test_mlm_auxiliary_loss_and_freezing_embeddings_and_first_layers(tiny_bert_d
     assert any(not torch.equal(before[k], after[k]) for k in trained_keys)
 
 
+def test_a_models_own_length_is_its_tokenizers_within_its_positions():
+    from types import SimpleNamespace as NS
+
+    from embench.models.max_length import model_max_length
+
+    assert model_max_length(NS(max_position_embeddings=512), NS(model_max_length=256)) == 256
+    # a tokenizer saved with a smaller model (512 asked, 128 positions): the positions bound it
+    assert model_max_length(NS(max_position_embeddings=128), NS(model_max_length=512)) == 128
+    assert model_max_length(NS(max_position_embeddings=514, model_type="roberta"), NS(model_max_length=10**30)) == 512
+    assert model_max_length(NS(), NS(model_max_length=10**30)) == 512
+
+
 @pytest.mark.slow
 def test_checkpoints_are_evaluated_and_exported_at_the_models_own_length_unless_asked(tiny_bert_dir, data_root, tmp_path,
                                                                                         monkeypatch):

@@ -21,12 +21,14 @@ def check_max_length(max_length: int | None, config: Any) -> None:
 
 
 def model_max_length(config: Any, tokenizer: Any) -> int:
-    """The longest input a model takes as it was released: its tokenizer's ``model_max_length``, else its
-    position embeddings (RoBERTa's two reserved positions off), else 512."""
+    """The longest input a model takes as it was released: its tokenizer's ``model_max_length``, within its
+    position embeddings (RoBERTa's two reserved positions off; a tokenizer saved with a model of fewer
+    positions must not ask for more), else 512."""
+    pos = getattr(config, "max_position_embeddings", None)
+    positions = None
+    if isinstance(pos, int) and pos > 0:
+        positions = pos - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else pos
     tok_max = getattr(tokenizer, "model_max_length", None)
     if isinstance(tok_max, int) and 0 < tok_max < 100_000:
-        return tok_max
-    pos = getattr(config, "max_position_embeddings", None)
-    if isinstance(pos, int) and pos > 0:
-        return pos - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else pos
-    return 512
+        return min(tok_max, positions) if positions else tok_max
+    return positions or 512

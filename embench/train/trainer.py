@@ -35,7 +35,8 @@ from .config import TrainConfig
 from .configure import missing_requirements
 from .divergence import diverged
 from .fit_memory import StepFit, choose_before_first_step
-from .footprint import Footprint, measure
+from .footprint import Footprint, human, measure
+from .frozen_weights import hold_frozen_weights
 from .methods import METHODS
 from .metrics_log import MetricsLog
 from .mixed_precision import eval_dtype, grad_scaler, precision_context, resolve_precision
@@ -120,6 +121,8 @@ class Trainer:
         self.model = self.method.build(self.device)
         if self.precision == "bf16":  # every weight (heads a method added too) and so the optimiser states
             self.model.to(torch.bfloat16)
+        elif cfg.lora_r and self.method.exports_adapter_alone and (freed := hold_frozen_weights(self.model, self.precision)):
+            announce(cfg.progress, f"memory: the frozen base weights held in {self.precision[:4]}, as autocast computes with them ({human(freed)} less)")
         if cfg.compile:
             self.model.encoder.compile()  # in place: state_dict keys stay those of the model
         self.params = [p for p in self.model.parameters() if p.requires_grad]

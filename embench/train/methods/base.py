@@ -79,6 +79,9 @@ class Method(ABC):
     data_kind: ClassVar[str] = "sentences"  # sentences | triplets | documents (data/training_sets.py)
     Options: ClassVar[type] = NoOptions
     defaults: ClassVar[dict[str, Any]] = {}
+    # True where a LoRA run's checkpoint is the adapter alone (never merged into the base): its frozen base
+    # weights may then be held in the autocast dtype (train/frozen_weights.py)
+    exports_adapter_alone: ClassVar[bool] = False
 
     def __init__(self, config: TrainConfig):
         self.config = config

@@ -81,6 +81,7 @@ class BeLLM(ContrastiveMethod):
     description = "BeLLM: decoder LLM, bidirectional last layer(s), representative-word prompt, LoRA, NLI contrastive"
     data_kind = "triplets"
     Options = BeLLMOptions
+    exports_adapter_alone = True  # export() saves the LoRA adapter and names the base
     # the paper's (§3.2, §4.1): prompt, last token, LoRA 32/32/0.1, lr 2e-4; max length 60 is the authors' README
     defaults = {"pooling": "last_token", "prompt": PROMPTS["bellm"], "lr": 2e-4, "lora_r": 32, "lora_alpha": 32.0,
                 "lora_dropout": 0.1, "batch_size": 64, "max_length": 60, "epochs": 1, "warmup_ratio": 0.0,
