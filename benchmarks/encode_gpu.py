@@ -21,8 +21,15 @@ warm-up pass over 12,288 of the texts (three of the engine's tokenisation chunks
 A method's rate is 2 x non-embedding parameters x real tokens (the model's own tokenisation) per second;
 ``frac_of_matmul`` divides it by the bf16 8192^3 ``torch.mm`` rate. Cosines compare each method's vectors
 with sentence-transformers' at batch 64, text by text. ``--profile NAME`` adds a torch profiler table of
-one embench pass over that model. ``--check-fp32`` compares all-MiniLM-L6-v2's fp32 vectors on the GPU
-with the CPU's, and bf16 with fp32. Writes ``OUT.json`` (with a ``summary`` per model shape) and ``OUT.md``.
+one embench pass over that model (and of one pass with CUDA graphs, where they run). ``--check-fp32`` compares
+all-MiniLM-L6-v2's fp32 vectors on the GPU with the CPU's, and bf16 with fp32. Writes ``OUT.json`` (with a
+``summary`` per model shape) and ``OUT.md``.
+
+``--cuda-graphs NAMES`` (default bert-base and all-MiniLM-L6-v2, the host-bound ones) adds embench with
+``load_model(..., cuda_graphs=True)`` (``embench/encoding/cuda_graphs.py``): a first pass on a fresh encoder
+(every graph captured in it), the same warm-up and timed pass as the eager rows (``embench+cuda-graphs@BUDGET``,
+the figure compared with ``embench@BUDGET``), and one more pass, every shape's graph captured by then
+(``(steady)``), each with the graphs' counts (captured, replayed, eager batches, capture seconds).
 """
 
 from __future__ import annotations
@@ -34,8 +41,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import gpu_rates  # beside this file
 import numpy as np
 import torch
+from gpu_rates import non_embedding_params
 
 DEVICE = "cuda"
 TINY = False
@@ -85,25 +94,8 @@ def build_shape(name: str, minilm: Path, tmp: Path) -> Path:
     return folder
 
 
-def non_embedding_params(model: torch.nn.Module) -> int:
-    """Parameters of the transformer layers (and final norm): embeddings, the LM head and BERT's pooler excluded."""
-    return sum(p.numel() for n, p in model.named_parameters()
-               if "embed" not in n and not n.startswith(("pooler", "lm_head")))
-
-
 def matmul_rate(n: int = 8192, reps: int = 30) -> float:
-    if DEVICE == "cpu":
-        n, reps = 1024, 3
-    a = torch.randn(n, n, device=DEVICE, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=DEVICE, dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    sync()
-    start = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    sync()
-    return 2 * n**3 * reps / (time.perf_counter() - start)
+    return gpu_rates.matmul_rate(DEVICE, n, reps)
 
 
 def sync() -> None:
@@ -279,12 +271,67 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
             runs["embench+compile"] = {"error": f"{type(e).__name__}: {e}"[:500]}
             print("  compile failed:", runs["embench+compile"]["error"], flush=True)
         compiled = None
+    if name in args.cuda_graphs:
+        graphs_rows(name, folder, texts, warm_texts, pooling, default_budget, runs, summary, record, ref,
+                    embench_vecs[default_budget])
     print(f"  {name}: {json.dumps(summary)}", flush=True)
     if args.profile == name:
         out["profile"] = profile(enc, texts)
+        if name in args.cuda_graphs and DEVICE == "cuda":  # the same pass with graphs, every shape captured first
+            graphed = embench.load_model(str(folder), device=DEVICE, dtype="bf16", cuda_graphs=True,
+                                         pooling=None if name == "all-MiniLM-L6-v2" else pooling)
+            for _ in range(2):  # a shape's graph is captured at its second batch
+                Engine(graphed, cache_dir=None).embed(texts)
+            out["profile_cuda_graphs"] = profile(graphed, texts)
+            graphed = None
     enc = None
     empty_cache()
     return out
+
+
+def graphs_rows(name: str, folder: Path, texts: list[str], warm_texts: list[str], pooling: str, budget: int,
+                runs: dict, summary: dict, record, ref: np.ndarray, eager: np.ndarray) -> None:
+    """embench with CUDA graphs per bucketed shape: a fresh encoder's first pass, the eager rows' warm-up and
+    timed pass, and a steady pass (every shape captured), each with what the graphs did in it and its vectors
+    against the eager engine's at the same budget (padding must change none beyond bf16 rounding)."""
+    import embench
+    from embench.encoding.engine import Engine
+
+    graphed = embench.load_model(str(folder), device=DEVICE, dtype="bf16", cuda_graphs=True,
+                                 pooling=None if name == "all-MiniLM-L6-v2" else pooling)
+    graphed.model  # noqa: B018  (the weights are read before the clock starts, as the eager rows' warm-up reads them)
+
+    def counts() -> dict:
+        return dict(graphed.graphs.stats) if graphed.graphs is not None else {}  # off CUDA: no graphs (a warning)
+
+    def one(label: str, ts: list[str]) -> None:
+        before = counts()
+        sync()
+        peak_reset()
+        start = time.perf_counter()
+        vecs = Engine(graphed, batch_tokens=budget, cache_dir=None).embed(ts)
+        sync()
+        after = counts()
+        record(label, vecs, time.perf_counter() - start, peak_bytes(),
+               graphs={k: round(v - before.get(k, 0), 4) for k, v in after.items()})
+        runs[label]["cosine_vs_st64_min"] = round(float(cosines(vecs, ref).min()), 6)
+        runs[label]["cosine_vs_st64_mean"] = round(float(cosines(vecs, ref).mean()), 7)
+        runs[label]["cosine_vs_eager_min"] = round(float(cosines(vecs, eager).min()), 7)
+
+    try:
+        one("embench+cuda-graphs (first pass)", texts)
+        Engine(graphed, batch_tokens=budget, cache_dir=None).embed(warm_texts)  # the eager rows' warm-up
+        one(f"embench+cuda-graphs@{budget}", texts)
+        one("embench+cuda-graphs (steady)", texts)
+    except Exception as e:  # a failure is a figure too
+        runs["embench+cuda-graphs"] = {"error": f"{type(e).__name__}: {e}"[:500]}
+        print("  cuda graphs failed:", runs["embench+cuda-graphs"]["error"], flush=True)
+        return
+    summary["frac_of_matmul_cuda_graphs"] = runs[f"embench+cuda-graphs@{budget}"]["frac_of_matmul"]
+    summary["frac_of_matmul_cuda_graphs_steady"] = runs["embench+cuda-graphs (steady)"]["frac_of_matmul"]
+    summary["cuda_graphs_vs_eager"] = round(summary["frac_of_matmul_cuda_graphs"] / runs[f"embench@{budget}"]["frac_of_matmul"], 3)
+    summary["cosine_vs_eager_min_cuda_graphs"] = min(runs[k]["cosine_vs_eager_min"] for k in runs if k.startswith("embench+cuda"))
+    summary["cosine_vs_st_min_cuda_graphs"] = runs[f"embench+cuda-graphs@{budget}"]["cosine_vs_st64_min"]
 
 
 def profile(enc, texts: list[str]) -> str:
@@ -323,24 +370,28 @@ def write_md(path: Path, result: dict) -> None:
              f"unique texts of sts-all; torch {result['torch']}, transformers {result['transformers']}, "
              f"sentence-transformers {result['sentence_transformers']}. Written by `benchmarks/encode_gpu.py`.", "",
              "| model | embench (fraction of matmul) | vs ST batch 64 | vs ST best batch | vs plain loop | min cosine vs ST "
-             "| with --compile (second pass) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| with --compile (second pass) | with --cuda-graphs (same protocol / steady) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, m in result["models"].items():
         s = m["summary"]
         comp = f"{s['frac_of_matmul_compiled']:.3f}" if "frac_of_matmul_compiled" in s else "not run"
+        graphs = (f"{s['frac_of_matmul_cuda_graphs']:.3f} / {s['frac_of_matmul_cuda_graphs_steady']:.3f}"
+                  if "frac_of_matmul_cuda_graphs" in s else "not run")
         lines.append(f"| {name} | {s['frac_of_matmul']:.3f} | {s['vs_st_same_batch']:.2f}x | {s['vs_st_best_batch']:.2f}x | "
-                     f"{s['vs_plain_loop']:.2f}x | {s['cosine_vs_st_min']:.5f} | {comp} |")
+                     f"{s['vs_plain_loop']:.2f}x | {s['cosine_vs_st_min']:.5f} | {comp} | {graphs} |")
     lines += ["", "Every run (seconds, tokens/s, fraction of the matmul rate, peak GPU memory):", ""]
     for name, m in result["models"].items():
         lines += [f"## {name}", "", f"{m['non_embedding_params'] / 1e6:.0f}M non-embedding parameters, {m['tokens']} tokens, "
                   f"pooling {m['pooling']}, attention {m['attn_implementation']}", "",
-                  "| run | s | tokens/s | of matmul | peak GiB | min cosine vs ST@64 |", "|---|---:|---:|---:|---:|---:|"]
+                  "| run | s | tokens/s | of matmul | peak GiB | min cosine vs ST@64 | CUDA graphs in the pass |",
+                  "|---|---:|---:|---:|---:|---:|---|"]
         for label, r in m["runs"].items():
             if "error" in r:
-                lines.append(f"| {label} | failed: {r['error']} | | | | |")
+                lines.append(f"| {label} | failed: {r['error']} | | | | | |")
                 continue
+            graphs = ", ".join(f"{k} {v}" for k, v in r.get("graphs", {}).items())
             lines.append(f"| {label} | {r['seconds']:.3f} | {r['tokens_per_s']:,} | {r['frac_of_matmul']:.3f} | "
-                         f"{r['peak_gib']:.2f} | {r['cosine_vs_st64_min']:.5f} |")
+                         f"{r['peak_gib']:.2f} | {r['cosine_vs_st64_min']:.5f} | {graphs} |")
         lines.append("")
     if "vectors" in result:
         lines += ["## Same vectors", "", "```json", json.dumps(result["vectors"], indent=1), "```", ""]
@@ -354,6 +405,8 @@ def main() -> None:
     ap.add_argument("--budgets", default="32768", type=lambda s: [int(x) for x in s.split(",") if x])
     ap.add_argument("--compile", default="bert-base,qwen2-1.5b", type=lambda s: [x for x in s.split(",") if x],
                     help="models also run with load_model(..., compile=True)")
+    ap.add_argument("--cuda-graphs", default="bert-base,all-MiniLM-L6-v2", type=lambda s: [x for x in s.split(",") if x],
+                    help="models also run with load_model(..., cuda_graphs=True)")
     ap.add_argument("--st-batches", default="128,256,512,1024", type=lambda s: [int(x) for x in s.split(",") if x])
     ap.add_argument("--profile", default=None, help="a model name: add a profiler table of one embench pass")
     ap.add_argument("--check-fp32", action="store_true")

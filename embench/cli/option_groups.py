@@ -37,6 +37,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "batch_size": (o.BatchSizeOpt, None),
     "batch_tokens": (o.BatchTokensOpt, None),
     "compile_model": (o.CompileOpt, False),
+    "cuda_graphs": (o.CudaGraphsOpt, False),
     "data": (o.DataOpt, None),
     "results_dir": (o.ResultsOpt, None),
     "cache_dir": (o.CacheDirOpt, None),
@@ -49,7 +50,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
 # the groups commands take whole
 MODEL = ("normalize", "pooling", "layer", "max_length", "prompt", "bidirectional_last", "bidirectional_mode", "adapter",
          "dtype", "revision", "prompt_name")
-ENCODING = ("device", "batch_size", "batch_tokens", "compile_model")
+ENCODING = ("device", "batch_size", "batch_tokens", "compile_model", "cuda_graphs")
 STORAGE = ("data", "results_dir", "cache_dir", "no_cache")
 VECTORS = ("truncate_dim", "quantize")  # applied to the vectors after the engine (encoding/vector_axes.py)
 
@@ -65,6 +66,8 @@ class Given(dict):
                 out["use_cache"] = not v
             elif name == "compile_model":
                 out["compile"] = v or None  # None: the model's default, so an unset flag leaves no trace in records
+            elif name == "cuda_graphs":
+                out[name] = v or None
             elif name == "results_dir":
                 out["results_dir"] = o.cli_results(v)
             elif name == "task_file":

@@ -60,6 +60,9 @@ BatchSizeOpt = Annotated[int | None, typer.Option(
 CompileOpt = Annotated[bool, typer.Option(
     "--compile", help="Run the model's forward through torch.compile (GPUs; pays when a pass is long enough to repay "
                       "the compilation, which takes tens of seconds).")]
+CudaGraphsOpt = Annotated[bool, typer.Option(
+    "--cuda-graphs", help="Replay each batch's forward pass as a CUDA graph, batches padded to a few bucketed shapes "
+                          "(GPUs; the same vectors; for small, host-bound encoders; elsewhere no effect).")]
 BatchTokensOpt = Annotated[int | None, typer.Option(
     help="Padded tokens per batch at most (texts x longest text); default: none on a CPU, 65536 on a GPU; "
                 "0: cut batches by --batch-size alone.")]

@@ -95,10 +95,17 @@ def _tokenised_chunks(pool: ThreadPoolExecutor, encoder, texts: list[str], chunk
 
 
 def _chunk_batches(engine: Any, texts: list[str], tokens: dict, chunk: np.ndarray) -> Iterator[tuple[np.ndarray, list[str], dict]]:
-    """The batches of one tokenised chunk, longest texts first."""
+    """The batches of one tokenised chunk, longest texts first. With CUDA graphs (``--cuda-graphs``) batches are
+    cut by bucketed widths and padded to the bucket's shape (:mod:`.cuda_graphs`)."""
     lengths = np.fromiter(map(len, tokens["input_ids"]), dtype=np.int64, count=len(chunk))
     order = np.argsort(-lengths, kind="stable")
-    for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
+    graphs = getattr(engine.encoder, "graphs", None)
+    widths = lengths[order] if graphs is None else graphs.widths(lengths[order])
+    for lo, hi in cut_batches(widths, engine.batch_size, engine.batch_tokens):
         local = order[lo:hi]
-        enc = engine.encoder.collate({k: [v[i] for i in local] for k, v in tokens.items()})
+        features = {k: [v[i] for i in local] for k, v in tokens.items()}
+        if graphs is None:
+            enc = engine.encoder.collate(features)
+        else:
+            enc = engine.encoder.collate(features, graphs.shape(int(widths[lo]), hi - lo, engine.batch_size, engine.batch_tokens))
         yield chunk[local], [texts[i] for i in chunk[local]], enc

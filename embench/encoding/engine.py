@@ -280,7 +280,7 @@ def _forward(engine: Engine, batch: list[str], views: list, enc: dict) -> list:
     import torch
 
     try:
-        return engine.encoder.encode_views(batch, views, enc, as_tensors=True)
+        return (getattr(engine.encoder, "graphs", None) or engine.encoder).encode_views(batch, views, enc, as_tensors=True)  # cuda_graphs.py
     except torch.cuda.OutOfMemoryError:
         width = int(enc["input_ids"].shape[1])
         torch.cuda.empty_cache()

@@ -100,6 +100,7 @@ class HFEncoder(SentenceEncode):
         self.compiled = False  # torch.compile the model's forward when it is loaded (load_model(..., compile=True))
         self.load_spec: tuple[str, dict[str, Any]] | None = None  # (name, load_model options): reloadable elsewhere
         self.prompt_set: Any = None  # the model's named prompts, for a side or task to pick from (models/prompts.py)
+        self.graphs: Any = None  # CUDA graphs per batch shape (load_model(..., cuda_graphs=True): encoding/cuda_graphs.py)
 
     def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
@@ -118,7 +119,7 @@ class HFEncoder(SentenceEncode):
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
         v.batch_tokens = self.batch_tokens
-        v.compiled, v.load_spec, v.prompt_set = self.compiled, self.load_spec, self.prompt_set
+        v.compiled, v.load_spec, v.prompt_set, v.graphs = self.compiled, self.load_spec, self.prompt_set, self.graphs
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
         if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
             v.settings.extra["final_norm"] = True
@@ -189,10 +190,10 @@ class HFEncoder(SentenceEncode):
         ids = self.pretokenize(texts)["input_ids"]
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
 
-    def collate(self, features: dict[str, list[list[int]]]) -> dict[str, torch.Tensor]:
-        """Pad pretokenised rows to the longest on the tokenizer's side, with their attention mask
-        (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device."""
-        return pad_rows(features, self.tokenizer, self.device)
+    def collate(self, features: dict[str, list[list[int]]], shape: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
+        """Pad pretokenised rows to the longest (or to ``shape``, rows x width) on the tokenizer's side, with their
+        attention mask (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device."""
+        return pad_rows(features, self.tokenizer, self.device, shape)
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.collate(self.pretokenize(texts))

@@ -53,14 +53,19 @@ def token_ids(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, li
     return out
 
 
-def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str) -> dict[str, torch.Tensor]:
+def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str,
+             shape: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     """Pad unpadded rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does, with
     the attention mask of the padding. On a GPU the padded ids go through pinned memory in a copy that does
-    not wait for the device."""
+    not wait for the device. ``shape`` (rows, width): pad to it instead (the CUDA graphs' fixed shapes,
+    ``encoding/cuda_graphs.py``); each added row is one pad token under mask 1, so that no row is wholly masked."""
     pads = {"input_ids": tokenizer.pad_token_id, "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0)}
+    if shape is not None and shape[0] > len(features["input_ids"]):
+        extra = shape[0] - len(features["input_ids"])
+        features = {name: list(seqs) + [[pads[name]]] * extra for name, seqs in features.items() if name in pads}
     rows = features["input_ids"]
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    width = int(lengths.max())
+    width = int(lengths.max()) if shape is None else max(int(shape[1]), int(lengths.max()))
     cols = np.arange(width)
     # where each row's tokens go: from the left, or after the padding on the left
     real = cols >= (width - lengths)[:, None] if tokenizer.padding_side == "left" else cols < lengths[:, None]

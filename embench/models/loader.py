@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError, ModelLoadError
+from ..encoding.cuda_graphs import shape_graphs
 from .aliases import alias_name
 from .bidirectional import settle_bidirectional, with_bidirectional
 from .catalogue import row_for, row_settings
@@ -84,6 +85,7 @@ def load_model(
     adapter: str | os.PathLike | None = None,
     batch_tokens: int | None = None,
     compile: bool = False,
+    cuda_graphs: bool = False,
     revision: str | None = None,
     prompt_name: str | None = None,
 ) -> HFEncoder:
@@ -109,7 +111,8 @@ def load_model(
     checkpoint's weights in that dtype (an in-memory module keeps its weights and runs under autocast);
     ``batch_tokens`` is the token budget of the engine's batches for this encoder (default: the device's);
     ``compile`` runs the model's forward through ``torch.compile`` (dynamic shapes), which pays on a GPU
-    when the pass is long enough to repay the compilation. ``revision``: a hub commit, branch or tag (default: a known
+    when the pass is long enough to repay the compilation; ``cuda_graphs`` replays each batch's forward as a CUDA graph of
+    its bucketed shape (a GPU only; the same vectors: :mod:`embench.encoding.cuda_graphs`). ``revision``: a hub commit, branch or tag (default: a known
     model's pinned one, :mod:`.catalogue`); ``prompt_name``: one of the model's prompts (default: its own, :mod:`.prompts`).
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
@@ -119,7 +122,7 @@ def load_model(
             pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
             family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last,
             bidirectional_mode=bidirectional_mode, adapter=adapter,
-            batch_tokens=batch_tokens, compile=compile, revision=revision, prompt_name=prompt_name).items() if v is not None})
+            batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs or None, revision=revision, prompt_name=prompt_name).items() if v is not None})
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
         if revision is not None or prompt_name is not None:
             raise EmbenchError("--revision and --prompt-name name one checkpoint's; an ensemble's members take their own")
@@ -195,6 +198,7 @@ def load_model(
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
     encoder.batch_tokens = batch_tokens
     encoder.compiled = bool(compile)
+    encoder.graphs = shape_graphs(device, settings.max_length) if cuda_graphs else None  # off CUDA: a warning
     encoder.load_spec = spec
     encoder.prompt_set = prompts
     if st_cfg.get("dense"):
