@@ -75,6 +75,12 @@ def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str,
             arr = np.full((len(seqs), width), pads[name], dtype=np.int64)
             arr[real] = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(lengths.sum()))
             arrays[name] = arr
-    gpu = not device.startswith("cpu")
-    return {name: (torch.from_numpy(a).pin_memory().to(device, non_blocking=True) if gpu else torch.from_numpy(a))
-            for name, a in arrays.items()}
+    return to_device({name: torch.from_numpy(a) for name, a in arrays.items()}, device)
+
+
+def to_device(tensors: dict[str, torch.Tensor], device: str | torch.device) -> dict[str, torch.Tensor]:
+    """Host tensors on ``device``: on CUDA through pinned memory in a copy that does not wait for the device (a
+    copy from pageable memory waits for every kernel queued before it, so the host could not run ahead)."""
+    if not str(device).startswith("cuda"):
+        return {name: t.to(device) for name, t in tensors.items()}
+    return {name: t.pin_memory().to(device, non_blocking=True) for name, t in tensors.items()}

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..models.families import apply_prompt
+from ..models.fast_tokens import to_device
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 
 
@@ -48,7 +49,7 @@ class SentenceModel(nn.Module):
                              max_length=self.max_length, return_tensors="pt")
         if torch.is_grad_enabled():
             self.tokens += int(enc["attention_mask"].sum())
-        return {k: v.to(self.device) for k, v in enc.items()}
+        return to_device(dict(enc), self.device)  # pinned and asynchronous on a GPU
 
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
