@@ -153,6 +153,10 @@ def test_the_model_card_says_the_recipe_data_steps_scores_and_version_of_the_run
     assert card.startswith("---\n") and "library_name: sentence-transformers" in card
     recipe = RECIPES.get("simcse-sup")
     assert "`simcse-sup`" in card and recipe.cites in card and "SimCSE: Simple Contrastive Learning" in card
+    # each option the recipe sets: the run's value beside the recipe's and its source; the departures show
+    assert f"| `lr` | `5e-05` | `5e-05` | {recipe.sources['lr']} |" in card
+    assert f"| `batch_size` | `8` | `512` | {recipe.sources['batch_size']} |" in card
+    assert f"| `temperature` | `0.05` | `0.05` | {recipe.sources['temperature']} |" in card
     assert f"| `{data}` | nli.csv | `{file_sha256(data)}` |" in card
     assert f"kept: step {r.best_step} of {r.steps}" in card and f"embench {__version__}" in card
     logged = [h for h in r.history if "eval/STSBenchmark-dev" in h and h["step"] == r.best_step][0]

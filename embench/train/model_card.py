@@ -82,12 +82,31 @@ def _recipe(meta: dict[str, Any], method: str) -> list[str]:
     recipe = meta.get("recipe")
     if recipe:
         r = RECIPES.get(recipe)
-        out += [f"- recipe `{r.name}`: {r.description}", f"- follows: {r.cites}"]
+        out += [f"- recipe `{r.name}`: {r.description}", f"- follows: {r.cites}"] + _recipe_table(r, meta)
     else:
         out.append("- no recipe: the method's defaults and the run's own options (below)")
     if method and method in METHODS:
         out.append(f"- method `{method}`: {METHODS.description(method)}")
     return [*out, ""]
+
+
+def _recipe_table(recipe: Any, meta: dict[str, Any]) -> list[str]:
+    """Each option the recipe sets: this run's value beside the recipe's and where the recipe's comes from
+    (a run that departs from its recipe says where, not only that it named one)."""
+    if not recipe.sources:
+        return []
+    cfg = meta.get("config") or {}
+    run = {**cfg, **(cfg.get("method_options") or {})}
+    rows = ["", "| option | this run | the recipe's | source |", "|---|---|---|---|"]
+    for option, value in recipe.values.items():
+        rows.append(f"| `{option}` | {_cell(run.get(option))} | {_cell(value)} | {_cell(recipe.sources[option], code=False)} |")
+    return rows
+
+
+def _cell(value: Any, code: bool = True) -> str:
+    """A value in a markdown table cell: its pipes escaped, in code font unless it is prose."""
+    text = str(value).replace("|", "\\|").replace("\n", " ")
+    return f"`{text}`" if code else text
 
 
 def _papers(recipe: str | None, method: str) -> tuple[str, ...]:
