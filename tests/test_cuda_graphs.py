@@ -168,27 +168,6 @@ def test_cuda_graphs_on_a_cpu_warn_and_change_neither_vectors_nor_cache_key(tiny
     assert enc.load_spec[1]["cuda_graphs"] is True and "cuda_graphs" not in plain.load_spec[1]  # another process asks too
 
 
-def test_cuda_graphs_reach_the_loader_from_the_cli(env, tiny_bert_dir, monkeypatch):
-    from typer.testing import CliRunner
-
-    import embench.api as api
-    from embench.cli import app
-    from embench.core.errors import EmbenchError
-
-    seen = {}
-
-    def capture(name, **options):
-        seen.update(options)
-        raise EmbenchError("captured")
-
-    monkeypatch.setattr(api, "load_model", capture)
-    result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--cuda-graphs"])
-    assert "captured" in str(result.exception) and seen["cuda_graphs"] is True
-    seen.clear()
-    CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12"])
-    assert "cuda_graphs" not in seen  # unset: the loader's default
-
-
 def test_a_run_through_the_graph_path_scores_the_same_and_says_so_in_provenance(env, tiny_bert_dir, one_thread):
     plain = embench.evaluate(embench.load_model(tiny_bert_dir, device="cpu", pooling="mean"), tasks=["STS12"],
                              batch_size=64, save=False, progress=False, use_cache=False)

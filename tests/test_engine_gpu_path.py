@@ -212,8 +212,10 @@ def test_compile_reaches_the_loader_from_the_cli_and_compiles_the_forward(env, t
         raise EmbenchError("captured")
 
     monkeypatch.setattr(api, "load_model", capture)
-    result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--compile", "--batch-tokens", "4096"])
+    result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--compile", "--batch-tokens", "4096",
+                                      "--cuda-graphs"])
     assert "captured" in str(result.exception) and seen["compile"] is True and seen["batch_tokens"] == 4096
+    assert seen["cuda_graphs"] is True
     enc = embench.load_model(tiny_bert_dir, device="cpu", compile=True)
     assert enc.compiled and getattr(enc.model, "_compiled_call_impl", None) is not None
     assert not embench.load_model(tiny_bert_dir, device="cpu").compiled
