@@ -168,6 +168,7 @@ def test_cuda_graphs_on_a_cpu_warn_and_change_neither_vectors_nor_cache_key(tiny
     assert enc.load_spec[1]["cuda_graphs"] is True and "cuda_graphs" not in plain.load_spec[1]  # another process asks too
 
 
+@pytest.mark.slow  # over a second: a whole run (fast tier under a minute)
 def test_a_run_through_the_graph_path_scores_the_same_and_says_so_in_provenance(env, tiny_bert_dir, one_thread):
     plain = embench.evaluate(embench.load_model(tiny_bert_dir, device="cpu", pooling="mean"), tasks=["STS12"],
                              batch_size=64, save=False, progress=False, use_cache=False)

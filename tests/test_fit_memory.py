@@ -93,6 +93,7 @@ def test_uneven_micro_batches_then_checkpointing_give_the_same_update(simcse_tra
     _same_gradients(expected, got)
 
 
+@pytest.mark.slow  # over a second: a whole run (fast tier under a minute)
 def test_nothing_left_to_try_is_one_message(simcse_trainer, tmp_path, monkeypatch):
     _oom_above(monkeypatch, rows=0)
     t = simcse_trainer(tmp_path / "api", batch_size=4)

@@ -50,6 +50,7 @@ def test_tiny_run_gives_a_finite_row_per_recipe_and_a_report_naming_each(recipes
     assert "sentence-transformers trainer (MNRL)" in md and "a smoke run" in md
 
 
+@pytest.mark.slow  # over a second: a whole run (fast tier under a minute)
 def test_a_recipe_that_fails_is_a_row_with_its_error_not_a_crash(recipes_gpu, data_root, minilm_path, tmp_path,
                                                                  one_thread):
     out = tmp_path / "rg"
