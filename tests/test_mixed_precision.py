@@ -72,3 +72,21 @@ def test_a_resumed_fp16_run_keeps_its_loss_scale(simcse_trainer, tmp_path):
     scale = first.scaler.get_scale()
     again = simcse_trainer(tmp_path / "run", max_steps=2, save_steps=1, resume=True, precision="fp16-mixed")
     assert again.scaler.get_scale() == scale and scale != 2.0**16 and again.start == 1
+
+
+def test_an_fp16_loss_that_overflows_skips_the_step_until_it_never_stops(simcse_trainer, tmp_path, monkeypatch):
+    from embench.train import step as step_module
+    from embench.train.divergence import TrainingDivergedError
+    from embench.train.methods.simcse import UnsupSimCSE
+
+    t = simcse_trainer(tmp_path / "nan", precision="fp16-mixed", max_steps=4)
+    real = UnsupSimCSE.objective
+    monkeypatch.setattr(UnsupSimCSE, "objective", lambda self, *a: (real(self, *a)[0] * float("nan"), {}))
+    before = {k: v.clone() for k, v in t.model.state_dict().items()}
+    loss, _, _ = t.step(0)  # an overflow: skipped, the scale halved, no stop
+    assert math.isnan(loss) and t.scaler.get_scale() == 2.0**15
+    assert all(torch.equal(v, t.model.state_dict()[k]) for k, v in before.items())
+    monkeypatch.setattr(step_module, "FP16_PATIENCE", 3)
+    t.step(1)
+    with pytest.raises(TrainingDivergedError, match="loss became nan at step 3"):
+        t.step(2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
 import random
 from typing import Any
@@ -19,6 +20,8 @@ from .accumulation import RandomState, cached_step
 from .batch_order import batch_indices
 from .divergence import diverged
 from .fit_memory import after_out_of_memory, micro_sizes, record_refit, release_memory
+
+log = logging.getLogger(__name__)
 
 
 def no_sync(runner: torch.nn.Module) -> contextlib.AbstractContextManager:
@@ -57,7 +60,8 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     # loss before backward would leave a GPU idle while the host queues the backward's kernels
     value, gnorm = torch.stack([loss.float(), norm.float().to(loss.device)]).tolist()
     value = distributed.mean_over_processes(value)  # the global loss
-    check_finite(t, "loss", value, step)  # before any update
+    if not overflowed_fp16(t, value):
+        check_finite(t, "loss", value, step)  # before any update
     if not math.isfinite(gnorm) and not t.scaler.is_enabled():
         t.optimizer.zero_grad(set_to_none=True)
         check_finite(t, "gradient norm", gnorm, step)
@@ -81,6 +85,25 @@ def forward_backward(t: Any, step: int, idx: list[int]) -> tuple[torch.Tensor, d
         loss, logs = cached_step(t.method, t.runner, batches, t.dist, t.autocast, torch.device(t.device), t.no_sync,
                                  t.scaler.scale)
     return loss.detach(), logs
+
+
+FP16_PATIENCE = 20  # fp16 overflows in a row after which a non-finite loss is a divergence, not an overflow
+
+
+def overflowed_fp16(t: Any, loss: float) -> bool:
+    """Under fp16 loss scaling, a non-finite loss is an overflow of fp16's range: the step is skipped (its gradients
+    are non-finite too, so the scaler skips it) and the scale halved, as Hugging Face's ``--fp16`` the BeLLM authors
+    ran does, up to ``FP16_PATIENCE`` in a row; then, or in any other precision, it is a divergence."""
+    if not t.scaler.is_enabled() or math.isfinite(loss):
+        t.fp16_overflows = 0
+        return False
+    t.fp16_overflows = getattr(t, "fp16_overflows", 0) + 1
+    if t.fp16_overflows < FP16_PATIENCE:
+        log.warning("the loss overflowed fp16 (%s, %d in a row): this step is skipped and the loss scale halved; "
+                    "%d in a row stop the run (--precision bf16-mixed has fp32's range)", loss, t.fp16_overflows,
+                    FP16_PATIENCE)
+        return True
+    return False
 
 
 def check_finite(t: Any, what: str, value: float, step: int) -> None:
