@@ -43,7 +43,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the helpers beside this file; em
 
 from gpu_rates import matmul_rate, non_embedding_params  # noqa: E402
 from recipes_gpu_models import GUIDE_SHAPE, RECIPE_SHAPE, SHAPES, Folders, is_decoder  # noqa: E402
-from recipes_gpu_peers import first_line, plain_simcse, st_trainer  # noqa: E402
+from recipes_gpu_peers import first_line, simcse_peers  # noqa: E402
 from recipes_gpu_report import save  # noqa: E402
 
 # the papers' training sets, where the notes state their size (shared/papers/*.notes.md)
@@ -178,26 +178,6 @@ def whole_recipe(name: str, row: dict) -> dict:
             "paper_recipe_hours": paper_h}
 
 
-def peers(folders: Folders, args, rate: float, tmp: Path) -> list[dict]:
-    """sentence-transformers' trainer and the plain loop at simcse-unsup's shape (BERT-base, its batch and length)."""
-    from embench.data import DataRoot
-    from embench.data.training_sets import load
-    from embench.train.recipes import RECIPES
-
-    vals = RECIPES.get("simcse-unsup").values
-    batch, length = vals["batch_size"], vals["max_length"]
-    texts = load("sentences", ["corpora"], DataRoot.resolve(args.data))[: batch * (args.warmup + args.steps + 2)]
-    folder = folders.weights("bert-base")
-    rows = [st_trainer(folder, texts, batch, length, args.warmup, args.steps, args.device, tmp / "st")]
-    try:
-        rows.append(plain_simcse(folder, texts, batch, length, args.warmup, args.steps, args.device, rate))
-    except Exception as e:
-        rows.append({"name": "plain loop (eager)", "status": "failed", "error": first_line(e)})
-    for r in rows:
-        print(json.dumps(r), flush=True)
-    return rows
-
-
 def parse_set(items: list[str]) -> dict:
     import yaml
 
@@ -222,6 +202,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: all-MiniLM-L6-v2's)")
     ap.add_argument("--tiny", action="store_true", help="2 layers x 64 of every shape: a smoke run on any device")
     ap.add_argument("--no-peers", action="store_true", help="leave out sentence-transformers' trainer and the plain loop")
+    ap.add_argument("--simcse-batches", default="", help="also these batch sizes for SimCSE against the plain loop, e.g. 64,512")
+    ap.add_argument("--compile-peers", action="store_true", help="SimCSE with --compile beside the plain compiled loop (CUDA)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a training option for every recipe")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -259,7 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
         encoders = [t for t in todo if not (t[2] and is_decoder(t[2]))]
         for i, (label, recipe, shape) in enumerate(encoders + [t for t in todo if t not in encoders]):
             if i == len(encoders) and not args.no_peers:
-                report["peers"] = peers(folders, args, rate, tmp)
+                report["peers"] = simcse_peers(folders, args, rate, tmp, run_recipe)
             report["rows"].append({"recipe": label, "status": "did not finish: the run was stopped during it"})
             save(report, args.out)  # what a time limit that ends the run here leaves
             row = (run_recipe(label, recipe, shape, folders, args, rate, tmp) if shape else
@@ -268,7 +250,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(json.dumps(row, default=str), flush=True)
             save(report, args.out)
         if len(encoders) == len(todo) and not args.no_peers:
-            report["peers"] = peers(folders, args, rate, tmp)
+            report["peers"] = simcse_peers(folders, args, rate, tmp, run_recipe)
             save(report, args.out)
     return report
 

@@ -5,7 +5,10 @@ recipe's batch and maximum length, bf16 autocast over fp32 weights on a GPU, fp3
   own positive: ``benchmarks/train.py``'s peer function, reused. It needs the ``datasets`` package; without it
   the row says so.
 * a plain loop, the 40 lines anyone would write (issue 31's calibration): the two dropout views as one
-  batch, [CLS] vectors, cosine / 0.05, cross-entropy, fused AdamW, no host sync inside the loop.
+  batch, [CLS] vectors, cosine / 0.05, cross-entropy, fused AdamW, no host sync inside the loop; with
+  ``--compile-peers`` also through ``torch.compile``, beside embench's ``--compile`` (CUDA only: compiling on
+  a CPU takes minutes). ``--simcse-batches 64,512`` repeats embench and the plain loops at those batches
+  (issue 31's targets: at least the plain compiled loop's speed at 64 and 512).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def st_trainer(folder: Path, texts: list[str], batch: int, max_length: int, warm
 
 
 def plain_simcse(folder: Path, texts: list[str], batch: int, max_length: int, warmup: int, steps: int, device: str,
-                 rate: float) -> dict:
+                 rate: float, compiled: bool = False) -> dict:
     """Steps/s, tokens/s and MFU (6 N tokens/s over ``rate``) of the plain unsupervised SimCSE loop."""
     from transformers import AutoModel, AutoTokenizer
 
@@ -53,6 +56,9 @@ def plain_simcse(folder: Path, texts: list[str], batch: int, max_length: int, wa
     model = AutoModel.from_pretrained(folder, dtype=torch.float32, attn_implementation="sdpa").to(device).train()
     cuda = device.startswith("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=3e-5, fused=cuda)
+    n = non_embedding_params(model)
+    if compiled:
+        model = torch.compile(model)
     tokens, start = 0, time.perf_counter()
     for step in range(warmup + steps):
         if step == warmup:
@@ -72,7 +78,41 @@ def plain_simcse(folder: Path, texts: list[str], batch: int, max_length: int, wa
         opt.zero_grad(set_to_none=True)
     sync(device)
     dt = time.perf_counter() - start
-    n = non_embedding_params(model)
-    return {"name": "plain loop (eager)", "status": "ok", "batch_size": batch, "max_length": max_length,
+    return {"name": f"plain loop ({'compiled' if compiled else 'eager'})", "status": "ok", "batch_size": batch,
+            "max_length": max_length,
             "steps_per_s": steps / dt, "tokens_per_s": tokens / dt, "mfu": 6 * n * tokens / dt / rate,
             "non_embedding_params": n}
+
+
+def simcse_peers(folders, args, rate: float, tmp: Path, run_recipe) -> list[dict]:
+    """At simcse-unsup's shape (BERT-base, its length; its batch, then ``--simcse-batches``): sentence-transformers'
+    trainer (the recipe's batch), the plain loop, embench's recipe at the other batches (``run_recipe``), and
+    with ``--compile-peers`` on CUDA both compiled."""
+    import json
+
+    from embench.data import DataRoot
+    from embench.data.training_sets import load
+    from embench.train.recipes import RECIPES
+
+    vals = RECIPES.get("simcse-unsup").values
+    batches = list(dict.fromkeys([vals["batch_size"], *(int(b) for b in args.simcse_batches.split(",") if b.strip())]))
+    length = vals["max_length"]
+    texts = load("sentences", ["corpora"], DataRoot.resolve(args.data))[: max(batches) * (args.warmup + args.steps + 2)]
+    folder = folders.weights("bert-base")
+    compiled = [False] + ([True] if args.compile_peers and args.device.startswith("cuda") else [])
+    rows = [st_trainer(folder, texts, vals["batch_size"], length, args.warmup, args.steps, args.device, tmp / "st")]
+    for batch in batches:
+        for comp in compiled:
+            try:
+                rows.append(plain_simcse(folder, texts, batch, length, args.warmup, args.steps, args.device, rate, comp))
+            except Exception as e:  # a peer that fails is a row too
+                rows.append({"name": f"plain loop ({'compiled' if comp else 'eager'})", "batch_size": batch,
+                             "status": "failed", "error": first_line(e)})
+            if batch != vals["batch_size"] or comp:  # the recipe's own row is embench eager at its batch
+                setting = {**args.set, "batch_size": batch, "compile": comp}
+                row = run_recipe(f"simcse-unsup (batch {batch}{', compiled' if comp else ''})", "simcse-unsup", "bert-base",
+                                 folders, argparse.Namespace(**{**vars(args), "set": setting}), rate, tmp)
+                rows.append({**row, "name": f"embench ({'compiled' if comp else 'eager'})", "batch_size": batch})
+    for r in rows:
+        print(json.dumps(r, default=str), flush=True)
+    return rows
