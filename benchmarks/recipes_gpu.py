@@ -2,7 +2,7 @@
 utilisation and the time the whole recipe would take; SimCSE beside sentence-transformers' trainer and a plain loop.
 
     PYTHONPATH=. python benchmarks/recipes_gpu.py --device cuda --data build/gpu/data --out OUT/recipes
-    python benchmarks/recipes_gpu.py --tiny --device cpu --out /tmp/rg      # a smoke run: 2 layers x 64
+    python benchmarks/recipes_gpu.py --tiny --device cpu --out OUT         # a smoke run: 2 layers x 64
 
 Each recipe runs with every setting its ``RECIPES`` entry gives (batch, maximum length, method, pooling, LoRA,
 precision, ...); only the model (random weights of the paper's configuration: ``recipes_gpu_models.py``, or

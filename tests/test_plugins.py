@@ -48,7 +48,7 @@ class AnnealedInfoNCE(Method):
 
 
 class NotAMethod:
-    pass
+    """A plug-in object that is no Method: refused by the registry."""
 '''
 POOLER = '''
 import torch

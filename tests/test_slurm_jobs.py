@@ -59,8 +59,8 @@ def test_submitits_requeue_signal_still_reaches_submitit_and_the_sigterm_of_the_
 
 
 def test_submitits_not_requeued_error_ends_the_job_past_a_tasks_except_exception():
-    class UncompletedJobError(RuntimeError):  # what submitit raises when a job timed out too often to requeue
-        pass
+    class UncompletedJobError(RuntimeError):
+        """What submitit raises when a job timed out too often to requeue."""
 
     def handler(signum, frame):
         raise UncompletedJobError("Job not requeued because: timed-out too many times.")

@@ -3,6 +3,8 @@ had already tried, and the options that make the same work fit; never a tracebac
 
 from __future__ import annotations
 
+from ..core.errors import first_line
+
 # what each command can turn down, in the order worth trying
 ADVICE = {
     "train": "--grad-accumulation N (the same global batch in N micro-batches), --gradient-checkpointing, "
@@ -17,7 +19,7 @@ ADVICE["compare"] = ADVICE["audit"] = ADVICE["mteb"] = ADVICE["grid"] = ADVICE["
 
 def out_of_memory_message(e: BaseException, command: str | None) -> str:
     where = "the host's memory" if isinstance(e, MemoryError) else "GPU memory"
-    first = str(e).strip().splitlines()[0][:240] if str(e).strip() else type(e).__name__
+    first = first_line(e, 240)
     tried = (" embench had already split the batch that failed and tried it again in halves;"
              if command in ("run", "compare", "audit", "mteb", "grid", "analyze") else "")
     fix = ADVICE.get(command or "", ADVICE["run"])

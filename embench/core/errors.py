@@ -69,3 +69,9 @@ class EmbeddingError(EmbenchError, ValueError):
 
 class ChecksumError(EmbenchError):
     """A downloaded or local data file whose sha256 differs from the manifest."""
+
+
+def first_line(e: BaseException, limit: int | None = None) -> str:
+    """The first line of ``e``'s message, cut at ``limit`` characters (its type's name when it has none)."""
+    text = str(e).strip()
+    return text.splitlines()[0][:limit] if text else type(e).__name__

@@ -104,8 +104,6 @@ def _chunk_batches(engine: Any, texts: list[str], tokens: dict, chunk: np.ndarra
     for lo, hi in cut_batches(widths, engine.batch_size, engine.batch_tokens):
         local = order[lo:hi]
         features = {k: [v[i] for i in local] for k, v in tokens.items()}
-        if graphs is None:
-            enc = engine.encoder.collate(features)
-        else:
-            enc = engine.encoder.collate(features, graphs.shape(int(widths[lo]), hi - lo, engine.batch_size, engine.batch_tokens))
+        shape = None if graphs is None else graphs.shape(int(widths[lo]), hi - lo, engine.batch_size, engine.batch_tokens)
+        enc = engine.encoder.collate(features, shape)
         yield chunk[local], [texts[i] for i in chunk[local]], enc

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..core.errors import EmbenchError
+from ..core.errors import EmbenchError, first_line
 from .aliases import ALIASES, HUB_IDS
 from .local_models import find_local_model
 
@@ -53,7 +53,7 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
 
         return Path(snapshot_download(hub_id, revision=revision))
     except Exception as e:  # offline, unknown repo or revision, gated, ...
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        msg = first_line(e)
         offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
         at = "" if revision is None else (f" at revision {revision!r}" + (
             ", which the local Hugging Face cache does not hold (fetch it once online, or give --revision "

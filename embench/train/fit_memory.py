@@ -55,6 +55,11 @@ class StepFit:
                  else f"one pass of {examples} example(s)")
         return split + (" with gradient checkpointing" if self.checkpointing else "")
 
+    @classmethod
+    def as_set(cls, cfg: Any) -> StepFit:
+        """How the run's own options split a step (``--grad-accumulation``, ``--gradient-checkpointing``)."""
+        return cls(cfg.grad_accumulation, cfg.gradient_checkpointing)
+
     def record(self) -> dict[str, Any]:
         """For train_config.json and the metrics."""
         return {"micro_batches": self.micro_batches, "gradient_checkpointing_used": self.checkpointing}
@@ -96,16 +101,16 @@ def choose_before_first_step(trainer: Any, announce: Callable[[str], None]) -> S
     from . import distributed
 
     cfg, dist = trainer.cfg, trainer.dist
-    chosen = StepFit(cfg.grad_accumulation, cfg.gradient_checkpointing)
+    as_set = chosen = StepFit.as_set(cfg)
     if dist.is_main:
         est = say_step_memory(trainer, announce, warn=not cfg.auto_fit)
         if est is not None and cfg.auto_fit and est.available:
-            chosen = _fitting(trainer, est, chosen)
-    chosen = StepFit(*distributed.broadcast_ints([chosen.micro_batches, int(chosen.checkpointing)]))
-    chosen = StepFit(chosen.micro_batches, bool(chosen.checkpointing))
-    if chosen.checkpointing and not cfg.gradient_checkpointing:
+            chosen = _fitting(trainer, est, as_set)
+    parts, checkpointing = distributed.broadcast_ints([chosen.micro_batches, int(chosen.checkpointing)])
+    chosen = StepFit(parts, bool(checkpointing))
+    if chosen.checkpointing and not as_set.checkpointing:
         checkpoint_activations(trainer.model)
-    if dist.is_main and chosen != StepFit(cfg.grad_accumulation, cfg.gradient_checkpointing):
+    if dist.is_main and chosen != as_set:
         announce(f"memory: each step runs as {chosen.describe(per_process_examples(cfg, dist.world_size))} (GradCache: "
                  f"the loss still sees the whole batch of {cfg.batch_size}), so that it fits; --no-auto-fit runs it as set")
     return chosen

@@ -24,6 +24,7 @@ import torch
 from ..models.families import apply_prompt
 from .batch_order import batch_indices
 from .footprint import human
+from .mixed_precision import AUTOCAST
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def estimate_step(trainer: Any, checkpointing: bool | None = None) -> StepMemory
     # torch falls back to the unfused path that keeps it (measured: sdpa and eager alike), as eager always does
     eager = any(getattr(c, "_attn_implementation", None) == "eager" for c in configs)
     unfused = eager or (dropout and not cuda)
-    value_bytes = 2 if trainer.precision in ("bf16", "bf16-mixed", "fp16-mixed") else 4
+    value_bytes = 2 if trainer.precision == "bf16" or trainer.precision in AUTOCAST else 4  # 16-bit activations
     acts = sum(layer_activation_bytes(c, micro, length, attention_matrices=unfused,
                                       checkpointing=cfg.gradient_checkpointing if checkpointing is None else checkpointing,
                                       value_bytes=value_bytes) for c in configs)

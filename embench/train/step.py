@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..core.errors import first_line
 from ..core.out_of_memory import is_out_of_memory
 from . import distributed
 from .accumulation import RandomState, cached_step
@@ -36,18 +37,19 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     cfg = t.cfg
     t.method.step = step  # the method may schedule by it (an annealed temperature): methods/base.py
     idx = batch_indices(len(t.examples), cfg.batch_size, step, cfg.seed, t.dist)
+    t.optimizer.zero_grad(set_to_none=True)
     while True:
-        t.optimizer.zero_grad(set_to_none=True)
         state, error = RandomState(torch.device(t.device)), None
         try:
             loss, logs = forward_backward(t, step, idx)
         except Exception as e:  # noqa: BLE001  (only an out of memory is handled; anything else goes on up)
             if not is_out_of_memory(e):
                 raise
-            error = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            error = first_line(e, 200)
         if error is None:
             break
-        # here, out of the handler, the failed attempt's frames and the tensors they held are gone
+        # here, out of the handler, the failed attempt's frames and the tensors they held are gone; its
+        # gradients are let go before the memory is
         t.optimizer.zero_grad(set_to_none=True)
         release_memory(t.device)
         state.restore()

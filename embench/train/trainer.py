@@ -93,7 +93,7 @@ class Trainer:
         self.best_score: float | None = None
         self.best_step, self.initial, self.start = 0, None, 0
         self.selection: Selection | None = None
-        self.step_fit = StepFit(cfg.grad_accumulation, cfg.gradient_checkpointing)  # how a step runs; setup() may split it more
+        self.step_fit = StepFit.as_set(cfg)  # how a step runs; setup() may split it more
 
     # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
