@@ -131,9 +131,13 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
         hist = [h for h in result.history if "steps_per_s" in h][warmup:]
         sps = statistics.median(h["steps_per_s"] for h in hist)
         tps = statistics.median(h["tokens_per_s"] for h in hist)
+        padded = statistics.median(h.get("padded_tokens_per_s", 0.0) for h in hist)
         n = trainer.non_embedding
+        # mfu counts real tokens (the work a user wants done); mfu_padded the padding too (the device's work,
+        # comparable with a loop over fixed-length random ids)
         row.update(status="ok", steps_per_s=sps, s_per_step=1 / sps, tokens_per_s=tps, tokens_per_step=tps / sps,
-                   non_embedding_params=n, mfu=6 * n * tps / rate, last_loss=result.last_loss)
+                   padded_tokens_per_step=padded / sps, non_embedding_params=n, mfu=6 * n * tps / rate,
+                   mfu_padded=6 * n * padded / rate, last_loss=result.last_loss)
         row.update(fit_record(out, result.history))
         row.update(whole_recipe(name, row))
     except Exception as e:  # out of memory, a missing package, anything: a row, never a crash of the benchmark
@@ -205,6 +209,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--simcse-batches", default="", help="also these batch sizes for SimCSE against the plain loop, e.g. 64,512")
     ap.add_argument("--compile-peers", action="store_true", help="SimCSE with --compile beside the plain compiled loop (CUDA)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a training option for every recipe")
+    ap.add_argument("--memory-gib", type=float, default=None,
+                    help="cap this process's GPU memory (e.g. 80 on a 141 GB H200: issue 31's 80 GB card); the trainer's fitting sees the cap")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     args.set = parse_set(args.set)
@@ -228,12 +234,23 @@ def main(argv: list[str] | None = None) -> dict:
         shape = shape or RECIPE_SHAPE.get(recipe)
         todo.append((label, recipe, shape if shape in SHAPES else None))
     tokenizer = args.tokenizer or resolve_model_path("all-MiniLM-L6-v2")[0]
+    if args.memory_gib and args.device.startswith("cuda"):
+        index = torch.device(args.device).index or 0
+        total = torch.cuda.get_device_properties(index).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, args.memory_gib * 2**30 / total), index)
     rate = matmul_rate(args.device)
     report = {"device": torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device,
               "matmul_tflops": rate / 1e12, "versions": versions(), "tiny": args.tiny, "set": args.set,
+              "memory_cap_gib": args.memory_gib,
               "tokenizer": "all-MiniLM-L6-v2's (BERT uncased WordPiece) for every shape; configs keep the papers' vocabularies",
               "rows": [], "peers": []}
     print(f"{report['device']}: bf16 matmul {rate / 1e12:.1f} TFLOP/s", flush=True)
+
+    def peer_row(row: dict) -> None:
+        report["peers"].append(row)
+        print(json.dumps(row, default=str), flush=True)
+        save(report, args.out)
+
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         folders = Folders(tmp / "models", Path(tokenizer), args.tiny, args.device)
@@ -241,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict:
         encoders = [t for t in todo if not (t[2] and is_decoder(t[2]))]
         for i, (label, recipe, shape) in enumerate(encoders + [t for t in todo if t not in encoders]):
             if i == len(encoders) and not args.no_peers:
-                report["peers"] = simcse_peers(folders, args, rate, tmp, run_recipe)
+                simcse_peers(folders, args, rate, tmp, run_recipe, peer_row)
             report["rows"].append({"recipe": label, "status": "did not finish: the run was stopped during it"})
             save(report, args.out)  # what a time limit that ends the run here leaves
             row = (run_recipe(label, recipe, shape, folders, args, rate, tmp) if shape else
@@ -250,8 +267,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(json.dumps(row, default=str), flush=True)
             save(report, args.out)
         if len(encoders) == len(todo) and not args.no_peers:
-            report["peers"] = simcse_peers(folders, args, rate, tmp, run_recipe)
-            save(report, args.out)
+            simcse_peers(folders, args, rate, tmp, run_recipe, peer_row)
     return report
 
 

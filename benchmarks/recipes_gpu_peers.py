@@ -84,11 +84,11 @@ def plain_simcse(folder: Path, texts: list[str], batch: int, max_length: int, wa
             "non_embedding_params": n}
 
 
-def simcse_peers(folders, args, rate: float, tmp: Path, run_recipe) -> list[dict]:
+def simcse_peers(folders, args, rate: float, tmp: Path, run_recipe, on_row) -> None:
     """At simcse-unsup's shape (BERT-base, its length; its batch, then ``--simcse-batches``): sentence-transformers'
     trainer (the recipe's batch), the plain loop, embench's recipe at the other batches (``run_recipe``), and
-    with ``--compile-peers`` on CUDA both compiled."""
-    import json
+    with ``--compile-peers`` on CUDA both compiled. Each row goes to ``on_row`` as it ends (the caller saves it:
+    a time limit keeps the rows that ran)."""
 
     from embench.data import DataRoot
     from embench.data.training_sets import load
@@ -100,19 +100,16 @@ def simcse_peers(folders, args, rate: float, tmp: Path, run_recipe) -> list[dict
     texts = load("sentences", ["corpora"], DataRoot.resolve(args.data))[: max(batches) * (args.warmup + args.steps + 2)]
     folder = folders.weights("bert-base")
     compiled = [False] + ([True] if args.compile_peers and args.device.startswith("cuda") else [])
-    rows = [st_trainer(folder, texts, vals["batch_size"], length, args.warmup, args.steps, args.device, tmp / "st")]
+    on_row(st_trainer(folder, texts, vals["batch_size"], length, args.warmup, args.steps, args.device, tmp / "st"))
     for batch in batches:
         for comp in compiled:
             try:
-                rows.append(plain_simcse(folder, texts, batch, length, args.warmup, args.steps, args.device, rate, comp))
+                on_row(plain_simcse(folder, texts, batch, length, args.warmup, args.steps, args.device, rate, comp))
             except Exception as e:  # a peer that fails is a row too
-                rows.append({"name": f"plain loop ({'compiled' if comp else 'eager'})", "batch_size": batch,
-                             "status": "failed", "error": first_line(e)})
+                on_row({"name": f"plain loop ({'compiled' if comp else 'eager'})", "batch_size": batch,
+                        "status": "failed", "error": first_line(e)})
             if batch != vals["batch_size"] or comp:  # the recipe's own row is embench eager at its batch
                 setting = {**args.set, "batch_size": batch, "compile": comp}
                 row = run_recipe(f"simcse-unsup (batch {batch}{', compiled' if comp else ''})", "simcse-unsup", "bert-base",
                                  folders, argparse.Namespace(**{**vars(args), "set": setting}), rate, tmp)
-                rows.append({**row, "name": f"embench ({'compiled' if comp else 'eager'})", "batch_size": batch})
-    for r in rows:
-        print(json.dumps(r, default=str), flush=True)
-    return rows
+                on_row({**row, "name": f"embench ({'compiled' if comp else 'eager'})", "batch_size": batch})

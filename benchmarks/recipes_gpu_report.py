@@ -41,7 +41,8 @@ def summary_line(row: dict) -> str:
     if row.get("status") != "ok":  # what it got to (an out of memory: its split and peak) and why it stopped
         why = row.get("status", "") + (f": {row['error']}" if row.get("error") else "")
         return f"{head} {why} | — | — | {fmt(row.get('peak_memory_gib'), '.1f')} | — | — |"
-    return (f"{head} {row['steps_per_s']:.2f} | {row['tokens_per_s']:,.0f} | {100 * row['mfu']:.1f} % | "
+    padded = f" ({100 * row['mfu_padded']:.1f} %)" if row.get("mfu_padded") else ""
+    return (f"{head} {row['steps_per_s']:.2f} | {row['tokens_per_s']:,.0f} | {100 * row['mfu']:.1f} %{padded} | "
             f"{fmt(row.get('peak_memory_gib'), '.1f')} | {duration(row.get('recipe_hours'))} | "
             f"{duration(row.get('paper_recipe_hours'))} |")
 
@@ -62,7 +63,9 @@ def detail(row: dict) -> list[str]:
         ("steps: warm-up + measured", f"{fmt(row.get('warmup'))} + {fmt(row.get('steps'))}"),
         ("steps/s (s/step)", f"{fmt(row.get('steps_per_s'), '.3f')} ({fmt(row.get('s_per_step'), '.3f')})"),
         ("tokens/s (tokens a step)", f"{fmt(row.get('tokens_per_s'), ',.0f')} ({fmt(row.get('tokens_per_step'), ',.0f')})"),
-        ("MFU", f"{100 * row['mfu']:.2f} %" if row.get("mfu") is not None else "—"),
+        ("MFU (real tokens)", f"{100 * row['mfu']:.2f} %" if row.get("mfu") is not None else "—"),
+        ("MFU with padding (padded tokens a step)", f"{100 * row['mfu_padded']:.2f} % ({row['padded_tokens_per_step']:,.0f})"
+         if row.get("mfu_padded") else "—"),
         ("peak GPU memory", f"{fmt(row.get('peak_memory_gib'), '.2f')} GiB"),
         ("whole recipe, this data root", f"{fmt(row.get('recipe_steps'), ',')} steps, {duration(row.get('recipe_hours'))}"),
         ("whole recipe, the paper's data", f"{fmt(row.get('paper_data'))}: {fmt(row.get('paper_recipe_steps'), ',')} steps, "
@@ -108,12 +111,16 @@ def markdown(report: dict) -> str:
         f"{v['transformers']}, peft {fmt(v.get('peft'))}, sentence-transformers {fmt(v.get('sentence_transformers'))}, "
         f"datasets {fmt(v.get('datasets'))}, bitsandbytes {fmt(v.get('bitsandbytes'))}. bf16 matrix-multiply rate "
         f"measured in the run: {report['matmul_tflops']:.1f} TFLOP/s. Tokenizer: {report['tokenizer']}."
-        + (f" Options set for every recipe: {json.dumps(report['set'])}." if report.get("set") else ""), "",
+        + (f" Options set for every recipe: {json.dumps(report['set'])}." if report.get("set") else "")
+        + (f" GPU memory capped at {report['memory_cap_gib']:g} GiB for the process (the trainer's fitting sees the cap)."
+           if report.get("memory_cap_gib") else ""), "",
         "Each recipe runs as `embench train --recipe NAME` would (its batch, length, method, pooling, LoRA, "
         "precision; the trainer's own memory fitting), on random weights of the paper's model, evaluation off. "
         "MFU = 6 N tokens/s over the measured matmul rate, N = non-embedding parameters trained and frozen (under "
         "LoRA: the frozen base's forward, backward through its activations and recomputed forward are 6 N a token); "
-        "the whole recipe = its steps (epochs x examples // batch) x the measured s/step.", "",
+        "the whole recipe = its steps (epochs x examples // batch) x the measured s/step. MFU counts real tokens; "
+        "in brackets, the padded tokens the device computed (each batch padded to its longest text), the measure "
+        "comparable with a loop over fixed-length ids.", "",
         "| recipe | model | batch x length | precision | LoRA / kbit | micro-batches / checkpointing | steps/s | tokens/s "
         "| MFU | peak GiB | whole recipe (this data root) | whole recipe (paper's data) |",
         "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",

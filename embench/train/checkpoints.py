@@ -25,6 +25,7 @@ import torch
 
 from ..core.atomic import atomic_file, replace_folder, write_json
 from ..core.errors import EmbenchError
+from ..core.signals import interrupts_held
 
 log = logging.getLogger(__name__)
 RESUME_DIR = "checkpoint-last"
@@ -95,9 +96,10 @@ def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, s
     }
     # under a name of its own (even if a second run slipped past the lock); a full disk leaves no half-written
     # state beside the good one
-    with atomic_file(folder / "state.pt") as fh:
-        torch.save(state, fh)
-    write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
+    with interrupts_held():  # an interrupt lands once both files are whole
+        with atomic_file(folder / "state.pt") as fh:
+            torch.save(state, fh)
+        write_json(folder / "step.json", {"step": step, **{k: v for k, v in extra.items() if k != "config"}})
     return folder
 
 

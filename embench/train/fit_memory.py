@@ -5,6 +5,11 @@ the paper trains a 7B one. The global batch cannot shrink: in-batch negatives ma
 the step is split into micro-batches through GradCache (``accumulation.py``: the objective still sees the
 whole batch, and the update is that of one batch), and only when one example a micro-batch would still not
 fit are activations recomputed in backward (gradient checkpointing: a third more compute, so tried last).
+A split costs a third more compute too (GradCache's first pass, without gradients), so checkpointing in one
+pass was tried first on an H200 (LLaMA-2-7B shape, the bellm recipe, 256 SNLI triplets a step): 5.99 s a
+step against 5.14 s in 8 micro-batches and 5.03 s in 10. One pass pads all 768 texts to the longest of them
+(45.7k tokens a step for 15.8k real ones, against 33.0k in 8 micro-batches), which outweighs its larger
+matrix products (reports/training/gpu/recipes.md).
 
 Two moments choose: before the first step, from the estimate of ``memory_estimate.py`` (the smallest
 number of micro-batches that fits ``FIT_SHARE`` of the device, larger micro-batches running faster); and

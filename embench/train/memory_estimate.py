@@ -71,10 +71,13 @@ def layer_activation_bytes(config: Any, texts: int, length: int, *, attention_ma
 
 
 def available_bytes(device: str) -> int | None:
-    """The memory of ``device``: the GPU's, or this machine's physical memory."""
+    """The memory of ``device``: the GPU's (its share under ``torch.cuda.set_per_process_memory_fraction``, a cap
+    this process's allocations cannot pass), or this machine's physical memory."""
     try:
         if device.startswith("cuda"):
-            return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
+            dev = torch.device(device).index or 0  # the fraction's functions take an index, not "cuda"
+            share = getattr(torch.cuda, "get_per_process_memory_fraction", lambda _d: 1.0)(dev)
+            return int(torch.cuda.get_device_properties(dev).total_memory * min(1.0, share))
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError, RuntimeError):
         return None

@@ -25,6 +25,8 @@ class SentenceModel(nn.Module):
         super().__init__()
         self.mlm_head = mlm_head
         self.tokens = 0  # real tokens seen in training passes (for tokens/s and MFU)
+        self.padded_tokens = 0  # ... with their padding: what the device computed (a hardware MFU)
+        self._ready: dict[tuple[str, ...], tuple[dict[str, torch.Tensor], int]] = {}  # pretokenize()'s, by texts
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.pooling = POOLERS.canonical(pooling)
@@ -45,11 +47,28 @@ class SentenceModel(nn.Module):
         return next(self.parameters()).device
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        """``texts`` as the encoder's inputs on its device: those of :meth:`pretokenize` when it had them."""
+        ready = self._ready.get(tuple(texts))
+        enc, real = ready if ready is not None else self._tokenized(texts)
+        if torch.is_grad_enabled():  # counted when trained on, however often (GradCache's first pass has no grad)
+            self.tokens += real
+            self.padded_tokens += enc["attention_mask"].numel()
+        return enc
+
+    def pretokenize(self, passes: list[list[str]]) -> None:
+        """Tokenize the texts of later passes now (each a list of texts), forgetting any earlier ones. The trainer
+        calls it with the next step's passes while the device still runs this step's backward, so the host's
+        tokenizing overlaps the device's work instead of leaving the device idle between steps."""
+        self._ready = {tuple(texts): self._tokenized(texts) for texts in passes}
+
+    def forget_pretokenized(self) -> None:
+        self._ready = {}
+
+    def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
         enc = self.tokenizer(apply_prompt(self.prompt, texts), padding=True, truncation=True,
                              max_length=self.max_length, return_tensors="pt")
-        if torch.is_grad_enabled():
-            self.tokens += int(enc["attention_mask"].sum())
-        return to_device(dict(enc), self.device)  # pinned and asynchronous on a GPU
+        real = int(enc["attention_mask"].sum())
+        return to_device(dict(enc), self.device), real  # pinned and asynchronous on a GPU
 
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""

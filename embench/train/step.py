@@ -21,6 +21,8 @@ from .accumulation import RandomState, cached_step
 from .batch_order import batch_indices
 from .divergence import diverged
 from .fit_memory import after_out_of_memory, micro_sizes, record_refit, release_memory
+from .methods.base import Batch
+from .module import SentenceModel
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +38,11 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     out of memory is taken again split further, from the same random state (``fit_memory.py``)."""
     cfg = t.cfg
     t.method.step = step  # the method may schedule by it (an annealed temperature): methods/base.py
-    idx = batch_indices(len(t.examples), cfg.batch_size, step, cfg.seed, t.dist)
     t.optimizer.zero_grad(set_to_none=True)
     while True:
         state, error = RandomState(torch.device(t.device)), None
         try:
-            loss, logs = forward_backward(t, step, idx)
+            loss, logs = forward_backward(t, step_batches(t, step))
         except Exception as e:  # noqa: BLE001  (only an out of memory is handled; anything else goes on up)
             if not is_out_of_memory(e):
                 raise
@@ -55,6 +56,8 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
         state.restore()
         t.step_fit = after_out_of_memory(t, step, error)
         record_refit(t, step)
+    if step + 1 < t.total:
+        pretokenize_next(t, step + 1)  # while the device runs this step's backward
     t.scaler.unscale_(t.optimizer)  # the clip and the logged norm see the true gradients
     clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
     norm = torch.nn.utils.clip_grad_norm_(t.params, clip)
@@ -73,12 +76,33 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     return value, gnorm, logs
 
 
-def forward_backward(t: Any, step: int, idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
-    """The loss of this process's examples ``idx`` in ``t.step_fit.micro_batches`` parts, back-propagated;
-    returns it detached (read by the caller with the gradient norm)."""
+def step_batches(t: Any, step: int) -> list[Batch]:
+    """This process's examples of step ``step`` in ``t.step_fit.micro_batches`` parts (the same for the same step:
+    the order and the method's ``rng`` are seeded by it)."""
+    idx = batch_indices(len(t.examples), t.cfg.batch_size, step, t.cfg.seed, t.dist)
     rng = random.Random(f"{t.cfg.seed}:{step}:{t.dist.rank}")
     bounds = [0, *itertools.accumulate(micro_sizes(len(idx), t.step_fit.micro_batches))]
-    batches = [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
+    return [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
+
+
+def pretokenize_next(t: Any, step: int) -> None:
+    """Tokenize step ``step``'s texts now, and queue their copy to the device, in every :class:`SentenceModel`
+    of the trained module. Called once this step's backward is queued: on a GPU the host tokenizes while the
+    device computes, where a plain loop with no host wait in it overlaps them the same way. At batch 512 x 32
+    tokens the host's share (~1,000 texts) was a fifth of an H200 step (benchmarks/recipes_gpu.py). Nothing of
+    the step changes: its texts, order and random state are the same; a pass whose texts were not foreseen
+    (a method with its own ``pass_texts``, a split changed after an out of memory) tokenizes as before."""
+    models = [m for m in t.runner.modules() if isinstance(m, SentenceModel)]
+    if not models:
+        return
+    passes = [t.method.pass_texts(b) for b in step_batches(t, step)]
+    for m in models:
+        m.pretokenize(passes)
+
+
+def forward_backward(t: Any, batches: list[Batch]) -> tuple[torch.Tensor, dict[str, float]]:
+    """The loss of this process's ``batches`` (one step's micro-batches), back-propagated; returns it detached
+    (read by the caller with the gradient norm)."""
     if len(batches) == 1:
         with t.autocast():
             loss, logs = t.method.loss(t.runner, batches[0], t.dist)

@@ -15,7 +15,8 @@ class Throughput:
         self.restart()
 
     def restart(self) -> None:
-        self.t, self.steps, self.tokens = time.perf_counter(), 0, getattr(self.inner, "tokens", 0)
+        self.t, self.steps = time.perf_counter(), 0
+        self.tokens, self.padded = getattr(self.inner, "tokens", 0), getattr(self.inner, "padded_tokens", 0)
 
     def stepped(self) -> None:
         self.steps += 1
@@ -24,7 +25,10 @@ class Throughput:
         """The speed since the last reading (which starts a new window)."""
         dt = max(time.perf_counter() - self.t, 1e-9)
         tps = (getattr(self.inner, "tokens", 0) - self.tokens) * self.world_size / dt
-        speed = {"steps_per_s": self.steps / dt, "tokens_per_s": tps, "model_tflops_per_s": 6 * self.n_params * tps / 1e12}
+        padded = (getattr(self.inner, "padded_tokens", 0) - self.padded) * self.world_size / dt
+        # padded: what the device computed, padding included (a batch is padded to its longest text)
+        speed = {"steps_per_s": self.steps / dt, "tokens_per_s": tps, "padded_tokens_per_s": padded,
+                 "model_tflops_per_s": 6 * self.n_params * tps / 1e12}
         self.restart()
         return speed
 

@@ -115,10 +115,15 @@ class Method(ABC):
                              max_length=cfg.max_length, prompt=cfg.prompt or bb.family.prompt,
                              mlm_head=bb.mlm_head).to(device)
 
+    def pass_texts(self, batch: Batch) -> list[str]:
+        """The texts ``forward`` gives the module in its one call: every view's, view after view. The trainer
+        tokenizes them ahead (``step.py``); a method whose ``forward`` passes other texts overrides this."""
+        return [t for name in batch.texts for t in batch.texts[name]]
+
     def forward(self, module: nn.Module, batch: Batch) -> Outputs:
         """Every view through ``module`` in ONE call (distinct dropout masks per view, as SimCSE does)."""
         names = list(batch.texts)
-        z = module([t for name in names for t in batch.texts[name]])
+        z = module(self.pass_texts(batch))
         return Outputs(dict(zip(names, z.float().chunk(len(names)), strict=True)))
 
     @abstractmethod

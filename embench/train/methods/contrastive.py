@@ -46,7 +46,7 @@ class ContrastiveMethod(Method):
         if not self.options.mlm_weight:
             return super().forward(module, batch)
         names = list(batch.texts)
-        z, logits, labels = module([t for n in names for t in batch.texts[n]], self.options.mlm_probability)
+        z, logits, labels = module(self.pass_texts(batch), self.options.mlm_probability)
         mlm = losses.mlm_loss(logits, labels)
         return Outputs(dict(zip(names, z.float().chunk(len(names)), strict=True)), self.options.mlm_weight * mlm,
                        {"mlm_loss": float(mlm.detach())})

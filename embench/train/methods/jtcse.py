@@ -123,8 +123,7 @@ class JTCSE(Method):
     def forward(self, module: nn.Module, batch: Batch) -> Outputs:
         """Both views of the batch through both towers in one call; reps are keyed ``<tensor>/<view>``
         (B rows each), so micro-batches and processes concatenate view by view."""
-        texts = batch.texts["anchor"] + batch.texts["positive"]
-        got = module(texts)
+        got = module(self.pass_texts(batch))  # anchor's texts, then positive's (its batch's two views)
         reps = {}
         for key, value in got.items():
             a, b = value.float().chunk(2)
