@@ -121,6 +121,7 @@ def markdown(report: dict) -> str:
         "the whole recipe = its steps (epochs x examples // batch) x the measured s/step. MFU counts real tokens; "
         "in brackets, the padded tokens the device computed (each batch padded to its longest text), the measure "
         "comparable with a loop over fixed-length ids.", "",
+        *[line for note in report.get("notes", []) for line in (note, "")],
         "| recipe | model | batch x length | precision | LoRA / kbit | micro-batches / checkpointing | steps/s | tokens/s "
         "| MFU | peak GiB | whole recipe (this data root) | whole recipe (paper's data) |",
         "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
