@@ -78,11 +78,24 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
 
 def step_batches(t: Any, step: int) -> list[Batch]:
     """This process's examples of step ``step`` in ``t.step_fit.micro_batches`` parts (the same for the same step:
-    the order and the method's ``rng`` are seeded by it)."""
+    the order and the method's ``rng`` are seeded by it), grouped by length when there are several."""
     idx = batch_indices(len(t.examples), t.cfg.batch_size, step, t.cfg.seed, t.dist)
+    parts = t.step_fit.micro_batches
+    if parts > 1 and t.cfg.group_by_length:
+        idx = grouped_by_length(t.method.example_lengths(t.examples, idx), idx)
     rng = random.Random(f"{t.cfg.seed}:{step}:{t.dist.rank}")
-    bounds = [0, *itertools.accumulate(micro_sizes(len(idx), t.step_fit.micro_batches))]
+    bounds = [0, *itertools.accumulate(micro_sizes(len(idx), parts))]
     return [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
+
+
+def grouped_by_length(lengths: list[int] | None, idx: list[int]) -> list[int]:
+    """``idx`` ordered by ``lengths`` (stable), so that each micro-batch pads its texts to a length near theirs.
+    A pass is padded to its longest text: the bellm recipe's 256 SNLI triplets in 8 micro-batches pad 15.9k real
+    tokens to 33.7k in the step's own order and to 24.3k grouped (its first 5 steps). The update is that of the whole
+    batch either way (GradCache: the objective sees every example, in whichever order its rows come)."""
+    if lengths is None:
+        return idx
+    return [i for _, i in sorted(zip(lengths, idx, strict=True), key=lambda pair: pair[0])]
 
 
 def pretokenize_next(t: Any, step: int) -> None:

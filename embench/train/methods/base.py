@@ -103,6 +103,18 @@ class Method(ABC):
     def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
         """The (micro-)batch of ``examples[indices]``; ``rng`` is seeded per step and process."""
 
+    def example_lengths(self, examples: Sequence[Any], indices: list[int]) -> list[int] | None:
+        """Characters of each example's longest text, by which a step split into micro-batches groups its
+        examples (``step.py``); None where the texts are made in ``batch`` (crops drawn there)."""
+        lengths = []
+        for i in indices:
+            ex = examples[i]
+            texts = [ex] if isinstance(ex, str) else ex if isinstance(ex, (tuple, list)) else None
+            if not texts or not all(isinstance(t, str) for t in texts):
+                return None
+            lengths.append(max(len(t) for t in texts))
+        return lengths
+
     # -- model -----------------------------------------------------------------------------------
     def build(self, device: str) -> nn.Module:
         return self.sentence_model(device)

@@ -40,6 +40,9 @@ class Crop(ContrastiveMethod):
         return CropCorpus.build(list(super().examples(root)), o.crop_sentences, o.crop_min_chars, o.crop_max_chars,
                                 source=", ".join(self.config.data))
 
+    def example_lengths(self, examples: Sequence[Any], indices: list[int]) -> list[int] | None:
+        return None  # the crops are drawn in batch(): a document's length says little of its crop's
+
     def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
         pairs = [examples.pair(i, rng) for i in indices]
         return Batch({"anchor": [a for a, _ in pairs], "positive": [b for _, b in pairs]})

@@ -1,0 +1,46 @@
+"""A step split into micro-batches groups its examples by length (``step.grouped_by_length``): less padding,
+the update of the whole batch all the same (GradCache: the objective sees every row, in whatever order)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from embench.train.methods.base import Method
+from embench.train.methods.crop import Crop
+from embench.train.step import grouped_by_length, step_batches
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_grouping_is_a_stable_sort_by_length_and_unknown_lengths_keep_the_order():
+    assert grouped_by_length([5, 1, 5, 3], [10, 11, 12, 13]) == [11, 13, 10, 12]
+    assert grouped_by_length(None, [10, 11, 12]) == [10, 11, 12]
+
+
+def test_an_examples_length_is_its_longest_texts():
+    lengths = Method.example_lengths
+    assert lengths(None, ["a", "abc", "ab"], [1, 0]) == [3, 1]
+    assert lengths(None, [("a", "abcd", "ab"), ("abc", "a", "a")], [0, 1]) == [4, 3]  # a triplet: its longest text
+    assert lengths(None, [{"text": "a"}], [0]) is None  # a kind of example it does not know: not grouped
+    assert Crop.example_lengths(None, ["a document"], [0]) is None  # crops are drawn in batch()
+
+
+def test_a_split_step_pads_less_and_gives_the_update_of_the_whole_batch(simcse_trainer, tmp_path):
+    def run(out, **kw):
+        t = simcse_trainer(out, batch_size=32, **kw)
+        loss = t.step(0)[0]
+        grads = {n: p.grad.detach().clone() for n, p in t.model.named_parameters() if p.requires_grad}
+        return t, loss, grads
+
+    whole, loss, grads = run(tmp_path / "whole")
+    grouped, loss_g, grads_g = run(tmp_path / "grouped", grad_accumulation=4)
+    ordered, loss_o, _ = run(tmp_path / "ordered", grad_accumulation=4, group_by_length=False)
+    assert loss_g == pytest.approx(loss, rel=1e-5) and loss_o == pytest.approx(loss, rel=1e-5)
+    for name, g in grads.items():
+        torch.testing.assert_close(grads_g[name], g, rtol=1e-4, atol=1e-7, msg=lambda m, name=name: f"{name}: {m}")
+    # the same examples, fewer padded tokens: each micro-batch pads to a length near its own texts'
+    assert grouped.model.tokens == ordered.model.tokens == whole.model.tokens
+    assert grouped.model.padded_tokens < ordered.model.padded_tokens
+    texts = [sorted(t for b in step_batches(x, 0) for t in b.texts["anchor"]) for x in (grouped, ordered)]
+    assert texts[0] == texts[1]
