@@ -64,3 +64,26 @@ def test_many_processes_write_one_results_folder_and_one_cache_without_loss(tmp_
     assert len(got) == len(texts)
     for t in texts:
         assert np.array_equal(got[text_key(t)], _vector(t)), t
+
+
+def test_a_record_is_never_paired_with_another_writers_items(tmp_path, monkeypatch):
+    """The race the test above can hit: a second writer replaces the items file just after the first wrote it.
+    The first record's checksum is of its own bytes, so its items read back as missing (scored again), never
+    as the second writer's; and a file replaced between the check and the read cannot slip in either."""
+    from embench.core import atomic
+    from embench.evaluation import items as items_module
+
+    store, encoder, proto = ResultStore(tmp_path), {"fingerprint": "f"}, {"seed": 1}
+    other = Items(kind="sts", groups=["all"], values=[np.full(5, 2.0)], gold=None, digest="d")
+
+    def write_then_replaced(path, data, **kw):
+        atomic.write_bytes(path, data, **kw)
+        monkeypatch.setattr(items_module, "write_bytes", atomic.write_bytes)
+        other.save(path)  # the other writer, in between
+
+    monkeypatch.setattr(items_module, "write_bytes", write_then_replaced)
+    mine = Items(kind="sts", groups=["all"], values=[np.full(5, 1.0)], gold=None, digest="d")
+    record = Record(task="T", display="T", kind="sts", model="m", main_score=0.1, scores={"w": 1}, protocol=proto,
+                    encoder=encoder, key=record_key("T", encoder, proto))
+    store.save(record, mine)
+    assert store.load_items(read_record(store.path(record))) is None

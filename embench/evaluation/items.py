@@ -10,13 +10,15 @@ digests are equal. Stored as ``<record>.items.npz`` beside the record's JSON (ar
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
-from ..core.atomic import atomic_file
+from ..core.atomic import write_bytes
 from ..stats import Scored
 
 KINDS = ("correlation", "accuracy")
@@ -43,32 +45,28 @@ class Items:
         return {"kind": self.kind, "groups": self.groups, "n": self.n, "digest": self.digest}
 
     def save(self, path: Path) -> str:
-        """Write atomically; returns the file's sha256."""
+        """Write atomically; returns the sha256 of the bytes written. It is taken from those bytes, not read back
+        from ``path``: another process writing the same record (a grid) may have replaced the file by then, and
+        its checksum would pair this record with the other's items."""
         arrays = {f"values{i}": v for i, v in enumerate(self.values)}
         if self.gold is not None:
             arrays.update({f"gold{i}": g for i, g in enumerate(self.gold)})
         arrays["groups"] = np.array(self.groups, dtype=str)
         arrays["meta"] = np.array([self.kind, self.digest], dtype=str)
-        with atomic_file(path) as fh:
-            np.savez(fh, **arrays)
-        return file_sha256(path)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        data = buffer.getvalue()
+        write_bytes(path, data)
+        return hashlib.sha256(data).hexdigest()
 
     @classmethod
-    def load(cls, path: Path) -> Items:
+    def load(cls, path: Path | IO[bytes]) -> Items:
         with np.load(path, allow_pickle=False) as z:
             groups = [str(g) for g in z["groups"]]
             kind, digest = (str(x) for x in z["meta"])
             values = [z[f"values{i}"] for i in range(len(groups))]
             gold = [z[f"gold{i}"] for i in range(len(groups))] if "gold0" in z.files else None
         return cls(kind=kind, groups=groups, values=values, gold=gold, digest=digest)
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def items_digest(texts: Iterable[str], targets: Iterable[np.ndarray]) -> str:
