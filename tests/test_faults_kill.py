@@ -88,6 +88,7 @@ def test_training_killed_at_each_checkpoint_write_resumes_to_the_uninterrupted_m
     assert max(float((want[k] - got[k]).abs().max()) for k in want) < 1e-5
 
 
+@pytest.mark.slow  # over a second (the fast tier stays under a minute)
 def test_a_download_killed_at_its_write_leaves_no_file_and_the_next_one_completes(tmp_path):
     import gzip
     import hashlib

@@ -58,6 +58,7 @@ def test_micro_batches_are_as_even_as_they_go():
     assert StepFit(8, True).describe(12) == "8 micro-batches of 2 example(s) with gradient checkpointing"
 
 
+@pytest.mark.slow  # over a second (the fast tier stays under a minute)
 def test_a_step_out_of_memory_is_taken_again_split_with_the_update_of_one_batch(simcse_trainer, tmp_path, monkeypatch, caplog):
     whole = simcse_trainer(tmp_path / "whole", batch_size=16)
     loss, _, _ = whole.step(0)

@@ -63,6 +63,7 @@ def _run(tiny_bert_dir, data_root, out, **kw):
                              pooling="mean", **kw))
 
 
+@pytest.mark.slow  # over a second (the fast tier stays under a minute)
 def test_a_lower_is_better_selection_keeps_the_minimum(tiny_bert_dir, data_root, tmp_path, caplog, monkeypatch):
     """Scripted alignments: the maximum (step 1) would be kept under "higher is better"; the minimum (step 2) is."""
     scripted = {0: 0.10, 1: 0.50, 2: 0.30, 3: 0.40}
