@@ -61,9 +61,6 @@ class SentenceModel(nn.Module):
         tokenizing overlaps the device's work instead of leaving the device idle between steps."""
         self._ready = {tuple(texts): self._tokenized(texts) for texts in passes}
 
-    def forget_pretokenized(self) -> None:
-        self._ready = {}
-
     def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
         enc = self.tokenizer(apply_prompt(self.prompt, texts), padding=True, truncation=True,
                              max_length=self.max_length, return_tensors="pt")

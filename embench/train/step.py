@@ -78,14 +78,20 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
 
 def step_batches(t: Any, step: int) -> list[Batch]:
     """This process's examples of step ``step`` in ``t.step_fit.micro_batches`` parts (the same for the same step:
-    the order and the method's ``rng`` are seeded by it), grouped by length when there are several."""
-    idx = batch_indices(len(t.examples), t.cfg.batch_size, step, t.cfg.seed, t.dist)
+    the order and the method's ``rng`` are seeded by it), grouped by length when there are several. The last
+    ones made are kept: ``pretokenize_next`` makes the next step's, which that step then takes as they are."""
     parts = t.step_fit.micro_batches
+    made = getattr(t, "step_batches_made", None)
+    if made is not None and made[0] == (step, parts):
+        return made[1]
+    idx = batch_indices(len(t.examples), t.cfg.batch_size, step, t.cfg.seed, t.dist)
     if parts > 1 and t.cfg.group_by_length:
         idx = grouped_by_length(t.method.example_lengths(t.examples, idx), idx)
     rng = random.Random(f"{t.cfg.seed}:{step}:{t.dist.rank}")
     bounds = [0, *itertools.accumulate(micro_sizes(len(idx), parts))]
-    return [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
+    batches = [t.method.batch(t.examples, idx[a:b], rng) for a, b in itertools.pairwise(bounds)]
+    t.step_batches_made = ((step, parts), batches)
+    return batches
 
 
 def grouped_by_length(lengths: list[int] | None, idx: list[int]) -> list[int]:
