@@ -38,8 +38,15 @@ def test_ctrl_c_during_the_resume_state_write_leaves_a_whole_file_then_interrupt
         save(obj, fh)
 
     monkeypatch.setattr(torch, "save", interrupted_save)
-    with pytest.raises(KeyboardInterrupt):
-        checkpoints.save_resume(tmp_path / "resume", model=model, optimizer=optimizer, scheduler=scheduler, step=7, extra={})
+    # Ctrl-C as an interactive process has it (KeyboardInterrupt): a shell starts a background job with SIGINT
+    # ignored, Python keeps it so, and held signals go back to the handler the process had
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            checkpoints.save_resume(tmp_path / "resume", model=model, optimizer=optimizer, scheduler=scheduler, step=7,
+                                    extra={})
+    finally:
+        signal.signal(signal.SIGINT, before)
     state = torch.load(tmp_path / "resume" / "state.pt", weights_only=True)
     assert state["step"] == 7 and torch.equal(state["model"]["weight"], model.weight.detach())
     assert (tmp_path / "resume" / "step.json").is_file()
