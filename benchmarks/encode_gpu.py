@@ -30,11 +30,16 @@ all-MiniLM-L6-v2's fp32 vectors on the GPU with the CPU's, and bf16 with fp32. W
 (every graph captured in it), the same warm-up and timed pass as the eager rows (``embench+cuda-graphs@BUDGET``,
 the figure compared with ``embench@BUDGET``), and one more pass, every shape's graph captured by then
 (``(steady)``), each with the graphs' counts (captured, replayed, eager batches, capture seconds).
+
+``--chunks FIRST/SIZE,...`` adds embench at the default budget with other tokenisation chunks (a first chunk of
+FIRST texts, tokenised before any forward pass, then chunks of SIZE: ``embench/encoding/batching.py``), rows
+``embench@BUDGET-chunksFIRST/SIZE``; ``summary.best_chunks`` names the fastest against the engine's own sizes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -144,6 +149,19 @@ def plain_loop(model, tok, texts: list[str], budget: int, pooling: str, max_leng
     return out.cpu().numpy()
 
 
+@contextlib.contextmanager
+def chunk_sizes(first: int, size: int):
+    """The engine's GPU tokenisation chunks set to ``first`` texts, then ``size`` each, for the block."""
+    from embench.encoding import batching
+
+    was = batching.GPU_FIRST_CHUNK, batching.GPU_TOKENIZE_CHUNK
+    batching.GPU_FIRST_CHUNK, batching.GPU_TOKENIZE_CHUNK = first, size
+    try:
+        yield
+    finally:
+        batching.GPU_FIRST_CHUNK, batching.GPU_TOKENIZE_CHUNK = was
+
+
 def timed(fn, warm) -> tuple[np.ndarray, float, int]:
     """(vectors, seconds, peak bytes) of ``fn(texts)`` after ``warm`` ran once."""
     warm()
@@ -201,6 +219,16 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
         vecs, secs, peak = timed(run, lambda b=budget: run(warm_texts, b))
         embench_vecs[budget] = record(f"embench@{budget}", vecs, secs, peak, batch_tokens=budget)
 
+    chunk_vecs = {}
+    for first, size in args.chunks:  # the tokenisation chunks' sizes (embench/encoding/batching.py), default budget
+        def run_chunks(ts=texts, f=first, s=size):
+            with chunk_sizes(f, s):
+                return Engine(enc, cache_dir=None).embed(ts)
+
+        label = f"embench@{default_budget}-chunks{first}/{size}"
+        vecs, secs, peak = timed(run_chunks, lambda run_chunks=run_chunks: run_chunks(warm_texts))
+        chunk_vecs[label] = record(label, vecs, secs, peak, first_chunk=first, chunk=size)
+
     st_modules = ([Transformer(str(folder), model_kwargs={"dtype": torch.bfloat16}),
                    Pooling(enc.model.config.hidden_size, pooling_mode="lasttoken")] if decoder else None)
     st = (SentenceTransformer(modules=st_modules, device=DEVICE) if decoder
@@ -236,7 +264,7 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
     if name == "all-MiniLM-L6-v2":  # its pipeline normalises; the plain loop is mean pooling alone
         plain_vecs = {b: v / np.linalg.norm(v, axis=1, keepdims=True) for b, v in plain_vecs.items()}
     for label, vecs in ([(f"embench@{b}", v) for b, v in embench_vecs.items()] + [(f"st@{b}", v) for b, v in st_vecs.items()]
-                        + list(plain_vecs.items())):
+                        + list(plain_vecs.items()) + list(chunk_vecs.items())):
         c = cosines(vecs, ref)
         runs[label]["cosine_vs_st64_min"] = round(float(c.min()), 6)
         runs[label]["cosine_vs_st64_mean"] = round(float(c.mean()), 7)
@@ -251,6 +279,11 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
         "embench_best_budget_frac": best("embench@"),
         "cosine_vs_st_min": runs[f"embench@{default_budget}"]["cosine_vs_st64_min"],
     }
+    if chunk_vecs:  # the best chunk sizes measured, against the engine's own (the first row)
+        fastest = max(chunk_vecs, key=lambda k: runs[k]["frac_of_matmul"])
+        summary["best_chunks"] = {"first_chunk": runs[fastest]["first_chunk"], "chunk": runs[fastest]["chunk"],
+                                  "frac_of_matmul": runs[fastest]["frac_of_matmul"], "vs_default": round(
+                                      runs[fastest]["frac_of_matmul"] / ours, 3)}
     out = {"non_embedding_params": n_params, "tokens": tokens, "texts": len(texts), "max_length": max_length,
            "pooling": pooling, "attn_implementation": getattr(enc.model.config, "_attn_implementation", None),
            "runs": runs, "summary": summary}
@@ -407,6 +440,8 @@ def main() -> None:
                     help="models also run with load_model(..., compile=True)")
     ap.add_argument("--cuda-graphs", default="bert-base,all-MiniLM-L6-v2", type=lambda s: [x for x in s.split(",") if x],
                     help="models also run with load_model(..., cuda_graphs=True)")
+    ap.add_argument("--chunks", default="", type=lambda s: [tuple(int(v) for v in x.split("/")) for x in s.split(",") if x],
+                    help="FIRST/SIZE,...: also run embench with these tokenisation chunks (first chunk, then each)")
     ap.add_argument("--st-batches", default="128,256,512,1024", type=lambda s: [int(x) for x in s.split(",") if x])
     ap.add_argument("--profile", default=None, help="a model name: add a profiler table of one embench pass")
     ap.add_argument("--check-fp32", action="store_true")

@@ -64,7 +64,8 @@ class _Counted:
 def test_bucketed_batches_hold_every_text_once_in_few_shapes_within_the_budget(monkeypatch):
     rng = np.random.default_rng(0)
     texts = [" ".join(["w"] * int(n)) for n in np.clip(rng.lognormal(3.5, 0.8, 20000), 1, 512)]
-    monkeypatch.setattr(batching, "GPU_TOKENIZE_CHUNK", 1024)  # several chunks, as on a GPU
+    monkeypatch.setattr(batching, "GPU_FIRST_CHUNK", 512)  # several chunks, as on a GPU
+    monkeypatch.setattr(batching, "GPU_TOKENIZE_CHUNK", 1024)
     for budget in (65536, 16384):
         engine = type("E", (), {"encoder": _Counted(ShapeGraphs(512)), "batch_size": None, "batch_tokens": budget})()
         seen, shapes = [], set()

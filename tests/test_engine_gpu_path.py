@@ -13,7 +13,7 @@ import embench
 import embench.encoding.batching as batching
 import embench.encoding.engine as engine_mod
 from embench.core.errors import EmbenchError
-from embench.encoding.batching import cut_batches, resolve_batching
+from embench.encoding.batching import cut_batches, resolve_batching, split_chunks
 from embench.encoding.engine import Engine
 from embench.models.fast_tokens import backend_of, token_ids
 from embench.models.pooling import PoolInput, pool_last_token
@@ -37,6 +37,16 @@ def test_cut_batches_keeps_padded_tokens_under_the_budget_and_texts_under_the_ca
     assert list(cut_batches(lengths, 4, None)) == [(0, 4), (4, 8), (8, 11)]
     # a text longer than the budget goes alone
     assert list(cut_batches(np.array([300, 5]), None, 100)) == [(0, 1), (1, 2)]
+
+
+def test_tokenisation_chunks_take_every_text_once_in_order_first_chunk_then_equal_ones():
+    order = np.arange(10)[::-1]
+    assert [c.tolist() for c in split_chunks(order, 3, 4)] == [[9, 8, 7], [6, 5, 4, 3], [2, 1, 0]]
+    assert [c.tolist() for c in split_chunks(order, 2, 8)] == [[9, 8], [7, 6, 5, 4, 3, 2, 1, 0]]
+    assert [c.tolist() for c in split_chunks(order, 10, 4)] == [order.tolist()]  # all in the first
+    assert [c.tolist() for c in split_chunks(order, 20, 4)] == [order.tolist()]
+    with pytest.raises(EmbenchError, match="first=0"):
+        split_chunks(order, 0, 4)
 
 
 def test_batching_defaults_per_device_and_bad_values():
@@ -107,11 +117,12 @@ def test_last_token_pooling_finds_the_last_real_token_for_either_padding():
 
 @pytest.mark.slow  # over 2 s: a CLI run, a model compiled or encoded text by text
 def test_the_gpu_batching_path_gives_the_cpu_path_vectors(tiny_bert_dir, monkeypatch):
-    """Chunked, threaded tokenisation (forced here on a CPU with chunks of 3 texts) and token-budget batches
+    """Chunked, threaded tokenisation (forced here on a CPU with a first chunk of 2 texts, then chunks of 3) and token-budget batches
     give every text the vector the CPU path gives it, in the caller's order."""
     enc = embench.load_model(tiny_bert_dir, device="cpu", pooling="mean")
     texts = TEXTS * 3 + [f"sentence number {i} with some words" for i in range(20)]
     reference = Engine(enc, batch_size=1).embed(texts)
+    monkeypatch.setattr(batching, "GPU_FIRST_CHUNK", 2)
     monkeypatch.setattr(batching, "GPU_TOKENIZE_CHUNK", 3)
     real = engine_mod._batches
     seen = []

@@ -20,8 +20,12 @@ import numpy as np
 from ..core.defaults import BATCH_SIZE, GPU_BATCH_TOKENS
 from ..core.errors import EmbenchError
 
-# On a GPU, texts are tokenised in chunks of this many (ordered by characters, then by tokens inside the
-# chunk) so the first batches start while the rest are tokenised; a CPU tokenises everything first.
+# On a GPU, texts are tokenised in chunks (ordered by characters, then by tokens inside the chunk) so the
+# first batches start while the rest are tokenised; a CPU tokenises everything first. The first chunk is
+# tokenised before any forward pass (the GPU idles meanwhile); a batch never spans two chunks, so the later
+# chunks' size bounds how full a token-budget batch can be. `benchmarks/encode_gpu.py --chunks` measures
+# other sizes against these.
+GPU_FIRST_CHUNK = 4096
 GPU_TOKENIZE_CHUNK = 4096
 
 
@@ -70,11 +74,11 @@ def batches(engine: Any, texts: list[str], on_cpu: bool) -> Iterator[tuple[np.nd
             idx = order[lo:hi]
             yield idx, [texts[i] for i in idx], None
         return
-    if on_cpu or len(texts) <= GPU_TOKENIZE_CHUNK:
+    if on_cpu or len(texts) <= GPU_FIRST_CHUNK:
         chunks = [np.arange(len(texts))]
     else:
         by_chars = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), kind="stable")
-        chunks = [by_chars[c : c + GPU_TOKENIZE_CHUNK] for c in range(0, len(texts), GPU_TOKENIZE_CHUNK)]
+        chunks = split_chunks(by_chars, GPU_FIRST_CHUNK, GPU_TOKENIZE_CHUNK)
     if len(chunks) == 1:
         yield from _chunk_batches(engine, texts, encoder.pretokenize(texts), chunks[0])
         return
@@ -83,6 +87,14 @@ def batches(engine: Any, texts: list[str], on_cpu: bool) -> Iterator[tuple[np.nd
     with ThreadPoolExecutor(max_workers=1) as pool:
         for tokens, chunk in _tokenised_chunks(pool, encoder, texts, chunks):
             yield from _chunk_batches(engine, texts, tokens, chunk)
+
+
+def split_chunks(order: np.ndarray, first: int, size: int) -> list[np.ndarray]:
+    """``order`` cut into a first chunk of ``first`` items and then chunks of ``size`` (the last one shorter)."""
+    if first < 1 or size < 1:
+        raise EmbenchError(f"tokenisation chunks must hold at least one text, got first={first}, size={size}")
+    starts = [0, *range(first, len(order), size)] if len(order) > first else [0]
+    return [order[a:b] for a, b in zip(starts, [*starts[1:], len(order)], strict=True)]
 
 
 def _tokenised_chunks(pool: ThreadPoolExecutor, encoder, texts: list[str], chunks: list[np.ndarray]) -> Iterator[tuple[dict, np.ndarray]]:
