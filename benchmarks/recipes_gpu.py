@@ -9,8 +9,8 @@ precision, ...); only the model (random weights of the paper's configuration: ``
 ``NAME@SHAPE``), the step count, the device and the output are set here, with evaluation off. A recipe that
 needs a second tower (JTCSE) gets a second random tower of the same shape, MultiCSR's frozen guide a random
 BERT-base, and one with no data of its own (MultiCSR's generated triplets) the data root's ``snli``. BeLLM's
-4-bit QLoRA needs bitsandbytes on CUDA; without it the row runs ``load_kbit 0`` (LoRA over unquantised
-weights) and says so. The trainer is embench's own, fit() and all (its memory fitting, micro-batches and
+4-bit QLoRA is measured with bitsandbytes on CUDA; elsewhere the row runs ``load_kbit 0`` (LoRA over
+unquantised weights) and says so. The trainer is embench's own, fit() and all (its memory fitting, micro-batches and
 checkpointing included: the row records what the run ended with), except that it writes no weights: a
 7B resume state is tens of GB of disk, not a training step.
 
@@ -73,6 +73,8 @@ def bench_trainer():
 
 
 def kbit_usable(device: str) -> bool:
+    """QLoRA rows on CUDA with bitsandbytes (the trainer quantises on the CPU too, but a CPU run of this benchmark is
+    its smoke test: it keeps unquantised weights, and no saved weights folder)."""
     try:
         import bitsandbytes  # noqa: F401
     except ImportError:
@@ -103,7 +105,7 @@ def overrides(name: str, shape: str, folders: Folders, args) -> tuple[dict, dict
             over.update(model=str(folders.weights(shape, torch.bfloat16)), from_scratch=False)
         else:
             over["load_kbit"] = 0
-            said["kbit_note"] = (f"load_kbit {vals['load_kbit']} needs bitsandbytes on CUDA, absent here: "
+            said["kbit_note"] = (f"load_kbit {vals['load_kbit']} is measured with bitsandbytes on CUDA, not here: "
                                  "LoRA over unquantised weights (load_kbit 0)")
     return {**over, **args.set}, said
 

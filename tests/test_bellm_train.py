@@ -92,9 +92,9 @@ def test_the_recipe_says_where_each_value_comes_from():
                                     "--precision fp16-mixed"))
 
 
-def test_4bit_qlora_is_an_option_that_needs_lora_a_cuda_gpu_and_bitsandbytes(monkeypatch, tiny_llama_dir):
+def test_4bit_qlora_is_an_option_that_needs_lora_bitsandbytes_and_a_cuda_gpu_or_the_cpu(monkeypatch, tiny_llama_dir):
     """The authors' --load_kbit 4 (4AI/BeLLM model.py: bitsandbytes NF4, double quantisation, float32 compute).
-    bitsandbytes is not a dependency: a CPU run or a missing package is a clear error before any weight is read."""
+    bitsandbytes is not a dependency: another device or a missing package is a clear error before any weight is read."""
     import sys
     import types
 
@@ -108,8 +108,8 @@ def test_4bit_qlora_is_an_option_that_needs_lora_a_cuda_gpu_and_bitsandbytes(mon
     with pytest.raises(EmbenchError, match="load_kbit=4 quantises the base weights.*--lora-r"):
         resolve(make_config(method="bellm", model="m", load_kbit=4, lora_r=0))
     cfg = resolve(make_config(recipe="bellm", model=str(tiny_llama_dir), lora_r=4))
-    with pytest.raises(EmbenchError, match=r"needs a CUDA GPU; this run is on cpu\. .*--set load_kbit=0"):
-        load_backbone(cfg, "cpu")
+    with pytest.raises(EmbenchError, match=r"runs on a CUDA GPU or the CPU; this run is on mps\. .*--set load_kbit=0"):
+        load_backbone(cfg, "mps")
     monkeypatch.setitem(sys.modules, "bitsandbytes", None)  # not installed
     with pytest.raises(EmbenchError, match="needs the bitsandbytes package"):
         kbit_load_kwargs(4, "cuda:0")
@@ -118,7 +118,47 @@ def test_4bit_qlora_is_an_option_that_needs_lora_a_cuda_gpu_and_bitsandbytes(mon
     q = kwargs["quantization_config"]
     assert kwargs["device_map"] == {"": 1} and q.load_in_4bit and not q.load_in_8bit
     assert (q.bnb_4bit_quant_type, q.bnb_4bit_use_double_quant, q.bnb_4bit_compute_dtype) == ("nf4", True, torch.float32)
+    assert kbit_load_kwargs(4, "cpu")["device_map"] == {"": "cpu"}
     assert kbit_load_kwargs(0, "cpu") == {}
+
+
+@pytest.mark.slow
+def test_the_recipe_s_qlora_trains_4bit_base_weights_on_the_cpu_and_saves_an_adapter_that_loads(tiny_llama_dir, data_root,
+                                                                                                tmp_path):
+    """--recipe bellm as the authors run it (load_kbit 4, fp16-mixed) on the CPU with bitsandbytes (a dev dependency):
+    the base's linear layers are NF4 under the adapters and stay as they were read; only the adapters train."""
+    from bitsandbytes.nn import Linear4bit
+
+    from embench.train import Trainer, make_config
+
+    triplets = tmp_path / "nli.csv"
+    triplets.write_text("sent0,sent1,hard_neg\n" + "a man plays a guitar,a person makes music,nobody plays\n" * 4
+                        + "two dogs run in snow,animals are outside,the dogs sleep inside\n" * 4)
+    cfg = make_config(recipe="bellm", model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root),
+                      out=str(tmp_path / "run"), max_steps=8, batch_size=4, max_length=24, lora_r=4, warmup_steps=0,
+                      lr=1e-2, eval_steps=0, log_steps=1, progress=False)
+    trainer = Trainer(cfg)
+    trainer.setup()
+    assert trainer.cfg.load_kbit == 4
+    quantised = {n: m for n, m in trainer.model.encoder.named_modules() if isinstance(m, Linear4bit)}
+    assert quantised and all(m.weight.quant_state.quant_type == "nf4" for m in quantised.values())
+    assert not any(p.requires_grad for n, p in trainer.model.encoder.named_parameters() if "lora_" not in n)
+    packed = {n: m.weight.detach().clone() for n, m in quantised.items()}
+    adapters = {n: p.detach().clone() for n, p in trainer.model.encoder.named_parameters() if "lora_B" in n}
+    result = trainer.fit()
+    losses = [h["loss"] for h in result.history if "loss" in h]
+    assert len(losses) == 8 and all(np.isfinite(losses))
+    assert all(torch.equal(m.weight, packed[n]) for n, m in quantised.items())  # the 4-bit base is not trained
+    moved = [n for n, p in trainer.model.encoder.named_parameters() if n in adapters and not torch.equal(p, adapters[n])]
+    # every adapter's B (zero at the start) trained, once fp16's dynamic loss scale came down from 65,536 (the first
+    # steps overflow and are skipped, as in Hugging Face's Trainer: 8,192 after three)
+    assert len(moved) == len(adapters) and trainer.scaler.get_scale() < 65536
+    meta = json.loads((result.best_dir / "embench_adapter.json").read_text())
+    assert meta["config"]["load_kbit"] == 4 and (result.best_dir / "adapter_model.safetensors").is_file()
+    texts = ["a man plays a guitar", "two dogs run in snow"]
+    tuned = embench.load_model(result.best_dir).encode_batch(texts)  # the adapter over the base read unquantised
+    base = embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode="billm", prompt=meta["prompt"])
+    assert np.isfinite(tuned).all() and not np.allclose(tuned, base.encode_batch(texts), atol=1e-4)
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ def test_tiny_run_gives_a_finite_row_per_recipe_and_a_report_naming_each(recipes
         assert row["fit"]["micro_batches"] in (1, None)  # what train_config.json says (null where it says nothing)
     bellm = saved["rows"][1]
     assert (bellm["model"]["model_type"], bellm["lora_r"], bellm["load_kbit"]) == ("llama", 32, 0)
-    assert "bitsandbytes" in bellm["kbit_note"]  # QLoRA cannot run on a CPU: said, and LoRA over unquantised weights
+    assert "bitsandbytes" in bellm["kbit_note"]  # QLoRA is measured on CUDA: said, and LoRA over unquantised weights here
     assert saved["rows"][0]["paper_recipe_steps"] == 10**6 // 64  # Wiki1M at batch 64, one epoch
     peers = {p["name"]: p for p in saved["peers"]}
     assert math.isfinite(peers["plain loop (eager)"]["steps_per_s"])

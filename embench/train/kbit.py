@@ -3,9 +3,9 @@
 The BeLLM authors train this way: their README runs ``train.py --load_kbit 4 --fp16 1``, and the loader
 it goes through (4AI/BeLLM ``model.py``, ``AnglE.__init__``) reads the model with bitsandbytes (NF4, double
 quantisation, float32 compute, ``llm_int8_threshold`` 6), then calls peft's ``prepare_model_for_kbit_training``
-before adding the adapters. Both are read here the same way. bitsandbytes quantises on a CUDA GPU only and
-is not one of embench's dependencies: asking for it elsewhere, or without the package, is a clear error
-before any weight is read.
+before adding the adapters. Both are read here the same way. bitsandbytes (0.46.1 or later, which
+transformers asks for) quantises on a CUDA GPU and on the CPU; it is not one of embench's dependencies:
+asking for it on another device, or without the package, is a clear error before any weight is read.
 """
 
 from __future__ import annotations
@@ -37,22 +37,25 @@ def check_kbit(bits: Any, lora_r: int, from_scratch: bool = False, precision: st
 
 
 def kbit_load_kwargs(bits: int | None, device: str) -> dict[str, Any]:
-    """``from_pretrained`` keywords that quantise the weights as they are read, on ``device`` (a CUDA GPU)."""
+    """``from_pretrained`` keywords that quantise the weights as they are read, on ``device`` (a CUDA GPU or the CPU)."""
     if not bits:
         return {}
-    if not str(device).startswith("cuda"):
-        raise EmbenchError(f"--set load_kbit={bits} (QLoRA) quantises the base weights with bitsandbytes, which needs "
-                           f"a CUDA GPU; this run is on {device}. Train unquantised weights with {OFF}")
+    device = str(device)
+    if not (device.startswith("cuda") or device == "cpu"):
+        raise EmbenchError(f"--set load_kbit={bits} (QLoRA) quantises the base weights with bitsandbytes, which runs on "
+                           f"a CUDA GPU or the CPU; this run is on {device}. Train unquantised weights with {OFF}")
     try:
         import bitsandbytes  # noqa: F401
     except ImportError:
         raise EmbenchError(f"--set load_kbit={bits} (QLoRA) needs the bitsandbytes package, which is not installed "
-                           f"(pip install bitsandbytes), or train unquantised weights with {OFF}") from None
+                           f"(pip install 'embench[qlora]'), or train unquantised weights with {OFF}") from None
     from transformers import BitsAndBytesConfig
 
     quantisation = BitsAndBytesConfig(load_in_4bit=bits == 4, load_in_8bit=bits == 8, llm_int8_threshold=6.0,
                                       llm_int8_has_fp16_weight=False, bnb_4bit_compute_dtype=torch.float32,
                                       bnb_4bit_use_double_quant=True, bnb_4bit_quant_type="nf4")
+    if device == "cpu":
+        return {"quantization_config": quantisation, "device_map": {"": "cpu"}}
     index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
     return {"quantization_config": quantisation, "device_map": {"": index}}
 

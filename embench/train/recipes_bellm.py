@@ -21,7 +21,7 @@ BELLM = Recipe.cited(
     "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
     "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4), --load_kbit 4 (load_kbit 4: NF4 QLoRA as their "
-    "model.py loads it, CUDA and bitsandbytes only: --set load_kbit=0 trains unquantised weights), their --fp16 1 "
+    "model.py loads it, needs bitsandbytes: --set load_kbit=0 trains unquantised weights), their --fp16 1 "
     "(--precision fp16-mixed: fp16 autocast with a dynamic loss scale, as Hugging Face's Trainer runs it; --precision "
     "bf16-mixed is the choice on a GPU with bf16, needing no scale), and BiLLM_START_INDEX=31 on "
     "the 32-layer LLaMA, i.e. the billm package's stack with the last layer's mask removed, padding mask included "
@@ -41,7 +41,7 @@ BELLM = Recipe.cited(
                                "BiLLM_START_INDEX=31 of LLaMA's 32 layers"),
      "bidirectional_mode": ("billm", f"{_README}: BiLLM_START_INDEX=31 through the billm package, every mask of the last "
                                      "layer removed, padding's too; the paper's Eq. 5 sum is --bidirectional-mode sum"),
-     "load_kbit": (4, f"{_README} --load_kbit 4: NF4 QLoRA as its model.py loads it (CUDA and bitsandbytes only; "
+     "load_kbit": (4, f"{_README} --load_kbit 4: NF4 QLoRA as its model.py loads it (needs bitsandbytes; "
                       "--set load_kbit=0 trains unquantised weights)"),
      "lora_r": (32, f"BeLLM §4, Model Settings (lora_r = 32); {_README} --lora_r 32"),
      "lora_alpha": (32.0, f"BeLLM §4, Model Settings (lora_alpha = 32); {_README} --lora_alpha 32"),
