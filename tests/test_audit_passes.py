@@ -84,13 +84,30 @@ def test_emulated_low_precision_is_detected_from_the_cpu_flags(monkeypatch):
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     assert not precision.native_precision("cpu", "bf16") and not precision.native_precision("cpu", "fp16")
     assert precision.native_precision("cpu", "fp32") and precision.native_precision("cuda:0", "bf16")
-    with pytest.warns(UserWarning, match=r"--dtype bf16 on this CPU has no native bf16 arithmetic .*6x slower"):
+    with pytest.warns(UserWarning, match=r"--dtype bf16 on this CPU has no native bf16 arithmetic .*5-6x slower.*"
+                                         r"Use --dtype fp32"):
         assert precision.warn_if_emulated("cpu", "bf16")
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
     assert precision.native_precision("cpu", "bf16") and not precision.native_precision("cpu", "fp16")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not precision.warn_if_emulated("cpu", "bf16")
+
+
+def test_training_in_emulated_fp16_or_bf16_warns_naming_the_precision(monkeypatch):
+    from embench.train.mixed_precision import resolve_precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))  # bf16 native, fp16 not
+    with pytest.warns(UserWarning, match=r"--precision fp16-mixed on this CPU has no native fp16 .*Use --precision fp32"):
+        assert resolve_precision("fp16-mixed", "cpu") == "fp16-mixed"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_precision("bf16-mixed", "cpu") == "bf16-mixed"
+        assert resolve_precision("fp16-mixed", "cuda:0") == "fp16-mixed"  # a GPU computes it natively
+        assert resolve_precision("fp32", "cpu") == "fp32"
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2"}))
+    with pytest.warns(UserWarning, match=r"--precision bf16 on this CPU has no native bf16"):
+        resolve_precision("bf16", "cpu")
 
 
 def test_loading_a_model_in_emulated_bf16_warns(tiny_bert_dir, monkeypatch):

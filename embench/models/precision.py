@@ -4,7 +4,9 @@ kernels a GPU pass uses (:func:`gpu_attention`).
 On a CPU without bf16 (or fp16) instructions (``avx512_bf16``/``amx_bf16``, ``avx512_fp16``/``amx_fp16``)
 torch computes those dtypes by converting to and from fp32 around every kernel: measured on a 2-core
 AVX2 machine, 256 texts took 8.6 s in fp32 and 53 s in bf16 (about 6x slower), with vectors that only
-differ by rounding. GPUs (and Apple's MPS) compute both natively.
+differ by rounding; on this project's AVX-512 machine (bf16 native, fp16 not) a 512 x 576 x 1536 linear layer
+took 10 ms in fp32, 5 ms under bf16 autocast and 49 ms under fp16 autocast. GPUs (and Apple's MPS) compute
+both natively.
 """
 
 from __future__ import annotations
@@ -39,14 +41,15 @@ def native_precision(device: str, dtype: str) -> bool:
     return not flags or any(f in flags for f in NATIVE_FLAGS.get(dtype, ()))
 
 
-def warn_if_emulated(device: str, dtype: str) -> bool:
-    """Warn (once per calling line, as Python's warnings do) that ``dtype`` is emulated here; returns whether it is."""
+def warn_if_emulated(device: str, dtype: str, option: str = "--dtype", value: str | None = None) -> bool:
+    """Warn (once per calling line, as Python's warnings do) that ``dtype`` is emulated here; returns whether it is.
+    ``option value`` is what the user set (``--precision fp16-mixed`` for training), ``option fp32`` the way out."""
     if native_precision(device, dtype):
         return False
     warnings.warn(
-        f"--dtype {dtype} on this CPU has no native {dtype} arithmetic ({' or '.join(NATIVE_FLAGS[dtype])} missing): "
-        f"torch emulates it, about 6x slower than fp32, with the same vectors up to rounding. Use --dtype fp32 unless "
-        f"{dtype} itself is what you measure.",
+        f"{option} {value or dtype} on this CPU has no native {dtype} arithmetic ({' or '.join(NATIVE_FLAGS[dtype])} "
+        f"missing): torch emulates it, about 5-6x slower than fp32, with the same results up to rounding. Use "
+        f"{option} fp32 unless {dtype} itself is what you measure.",
         stacklevel=3,
     )
     return True
