@@ -55,6 +55,7 @@ def _shown(labels) -> list:
 
 
 # -- attention maps ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_attention_maps_have_a_colour_bar_axis_titles_and_7pt_tokens_within_a_page_width():
     with style.paper_style():
         fig = attention_maps.map_figure([("MiniLM", _maps(len(TOKENS), 6)), ("random", _maps(len(TOKENS), 6, seed=1))])

@@ -43,6 +43,7 @@ def test_only_frozen_linear_weights_change_dtype():
     assert hold_frozen_weights(nn.Sequential(nn.Linear(4, 4).requires_grad_(False)), "fp16-mixed") == 32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sum", "billm"])
 def test_the_step_equals_fp32_bases_under_autocast(tiny_llama_dir, data_root, tmp_path, monkeypatch, mode):
     data = _triplets(tmp_path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import embench
 
 PACKAGE = Path(embench.__file__).parent
@@ -77,6 +79,7 @@ def test_every_module_belongs_to_a_layer():
     assert {_layer(_module(p)) for p in _sources()} <= set(RANK)
 
 
+@pytest.mark.slow
 def test_no_import_runs_back_up_a_layer():
     upward = []
     for path in _sources():
