@@ -54,10 +54,8 @@ def kbit_load_kwargs(bits: int | None, device: str) -> dict[str, Any]:
     quantisation = BitsAndBytesConfig(load_in_4bit=bits == 4, load_in_8bit=bits == 8, llm_int8_threshold=6.0,
                                       llm_int8_has_fp16_weight=False, bnb_4bit_compute_dtype=torch.float32,
                                       bnb_4bit_use_double_quant=True, bnb_4bit_quant_type="nf4")
-    if device == "cpu":
-        return {"quantization_config": quantisation, "device_map": {"": "cpu"}}
-    index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
-    return {"quantization_config": quantisation, "device_map": {"": index}}
+    place = "cpu" if device == "cpu" else int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
+    return {"quantization_config": quantisation, "device_map": {"": place}}
 
 
 def prepare_kbit(encoder: nn.Module, gradient_checkpointing: bool) -> nn.Module:

@@ -25,9 +25,7 @@ def resolve_precision(asked: str, device: str) -> str:
     precision = asked
     if precision == "auto":
         precision = "bf16-mixed" if device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"
-    dtype = {"bf16": "bf16", "bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(precision)
-    if dtype:
-        warn_if_emulated(device.split(":")[0], dtype, "--precision", precision)
+    warn_if_emulated(device.split(":")[0], eval_dtype(precision), "--precision", precision)  # fp32: never
     return precision
 
 
