@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -162,15 +163,19 @@ def chunk_sizes(first: int, size: int):
         batching.GPU_FIRST_CHUNK, batching.GPU_TOKENIZE_CHUNK = was
 
 
-def timed(fn, warm) -> tuple[np.ndarray, float, int]:
-    """(vectors, seconds, peak bytes) of ``fn(texts)`` after ``warm`` ran once."""
+def timed(fn, warm, repeats: int = 1) -> tuple[np.ndarray, float, int]:
+    """(vectors, seconds, peak bytes) of ``fn(texts)`` after ``warm`` ran once; over ``repeats`` passes the median
+    seconds (one pass of sts-all is 0.5-1 s, and a single pass's time varied by up to 1.9x on an H200's host)."""
     warm()
-    sync()
-    peak_reset()
-    start = time.perf_counter()
-    vecs = fn()
-    sync()
-    return vecs, time.perf_counter() - start, peak_bytes()
+    secs = []
+    for _ in range(repeats):
+        sync()
+        peak_reset()
+        start = time.perf_counter()
+        vecs = fn()
+        sync()
+        secs.append(time.perf_counter() - start)
+    return vecs, statistics.median(secs), peak_bytes()
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -216,7 +221,7 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
         def run(ts=texts, b=budget):
             return Engine(enc, batch_tokens=b, cache_dir=None).embed(ts)
 
-        vecs, secs, peak = timed(run, lambda b=budget: run(warm_texts, b))
+        vecs, secs, peak = timed(run, lambda b=budget: run(warm_texts, b), args.repeats)
         embench_vecs[budget] = record(f"embench@{budget}", vecs, secs, peak, batch_tokens=budget)
 
     chunk_vecs = {}
@@ -226,7 +231,7 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
                 return Engine(enc, cache_dir=None).embed(ts)
 
         label = f"embench@{default_budget}-chunks{first}/{size}"
-        vecs, secs, peak = timed(run_chunks, lambda run_chunks=run_chunks: run_chunks(warm_texts))
+        vecs, secs, peak = timed(run_chunks, lambda run_chunks=run_chunks: run_chunks(warm_texts), args.repeats)
         chunk_vecs[label] = record(label, vecs, secs, peak, first_chunk=first, chunk=size)
 
     st_modules = ([Transformer(str(folder), model_kwargs={"dtype": torch.bfloat16}),
@@ -376,10 +381,9 @@ def profile(enc, texts: list[str]) -> str:
     with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         Engine(enc, cache_dir=None).embed(texts)
         torch.cuda.synchronize()
-    table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20, max_name_column_width=60)
-    cpu = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=60)
-    print(table, cpu, sep="\n", flush=True)
-    return table + "\n" + cpu
+    tables = gpu_rates.profile_tables(prof)
+    print(tables, flush=True)
+    return tables
 
 
 def check_fp32(minilm: Path, texts: list[str]) -> dict:
@@ -442,6 +446,8 @@ def main() -> None:
                     help="models also run with load_model(..., cuda_graphs=True)")
     ap.add_argument("--chunks", default="", type=lambda s: [tuple(int(v) for v in x.split("/")) for x in s.split(",") if x],
                     help="FIRST/SIZE,...: also run embench with these tokenisation chunks (first chunk, then each)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="timed passes of each embench row (default budget, --budgets, --chunks): the median is kept")
     ap.add_argument("--st-batches", default="128,256,512,1024", type=lambda s: [int(x) for x in s.split(",") if x])
     ap.add_argument("--profile", default=None, help="a model name: add a profiler table of one embench pass")
     ap.add_argument("--check-fp32", action="store_true")

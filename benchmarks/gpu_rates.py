@@ -6,6 +6,7 @@ Shared by ``encode_gpu.py`` and ``recipes_gpu.py`` (run as scripts, so imported 
 
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -33,9 +34,26 @@ def matmul_rate(device: str, n: int = 8192, reps: int = 30) -> float:
 def non_embedding_params(model: torch.nn.Module) -> int:
     """Parameters of the transformer layers (and final norm, heads and adapters), trained or frozen: embeddings,
     the LM head and BERT's pooler left out, under any wrapper's prefix (``encoder.``, peft's ``base_model.model.``)."""
-    return sum(p.numel() for name, p in model.named_parameters() if not any(part in name for part in NOT_COUNTED))
+    return sum(logical_numel(p) for name, p in model.named_parameters() if not any(part in name for part in NOT_COUNTED))
+
+
+def logical_numel(p: torch.Tensor) -> int:
+    """A weight's element count as the model computes with it: a bitsandbytes 4-bit weight is stored packed (two
+    values a byte, ``numel`` half the layer's), its ``quant_state.shape`` the layer's own."""
+    state = getattr(p, "quant_state", None)
+    return math.prod(state.shape) if state is not None else p.numel()
 
 
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def profile_tables(prof) -> str:
+    """A finished ``torch.profiler`` run as two tables: operators by their own device time, then by their own host
+    time (where a GPU waits on the host shows in the second)."""
+    ops = prof.key_averages()
+    device = ops.table(sort_by="self_cuda_time_total", row_limit=25, max_name_column_width=60)
+    host = ops.table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=60)
+    return device + "\n" + host
+

@@ -41,7 +41,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # the helpers beside this file; embench from this checkout
 
-from gpu_rates import matmul_rate, non_embedding_params  # noqa: E402
+from gpu_rates import matmul_rate, non_embedding_params, profile_tables, sync  # noqa: E402
 from recipes_gpu_models import GUIDE_SHAPE, RECIPE_SHAPE, SHAPES, Folders, is_decoder  # noqa: E402
 from recipes_gpu_peers import first_line, simcse_peers  # noqa: E402
 from recipes_gpu_report import save  # noqa: E402
@@ -53,7 +53,9 @@ FIT_KEYS = ("micro_batches", "gradient_checkpointing_used", "grad_accumulation_c
             "gradient_checkpointing")
 
 
-def bench_trainer():
+def bench_trainer(profile_steps: range | None = None, profile_to: Path | None = None):
+    """The trainer class of a row; with ``profile_steps``, those steps run under ``torch.profiler`` and its tables go
+    to ``profile_to``."""
     from embench.train.trainer import Trainer
 
     class BenchTrainer(Trainer):
@@ -62,6 +64,23 @@ def bench_trainer():
         def setup(self) -> None:
             super().setup()
             self.non_embedding = non_embedding_params(self.model)
+
+        def step(self, step: int):
+            if not profile_steps or step not in profile_steps:
+                return super().step(step)
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+            if step == profile_steps.start:
+                self.profiler = profile(activities=activities)
+                self.profiler.start()
+            out = super().step(step)
+            if step == profile_steps[-1]:
+                sync(self.device)
+                self.profiler.stop()
+                profile_to.write_text(f"steps {profile_steps.start}-{profile_steps[-1]} (0-based)\n"
+                                      + profile_tables(self.profiler))
+            return out
 
         def save_resume(self, step: int) -> None:
             return None
@@ -121,6 +140,7 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
     start = time.perf_counter()
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_accumulated_memory_stats()  # this row's allocator retries only
     try:
         over, said = overrides(name, shape, folders, args)
         row.update(said)
@@ -128,7 +148,9 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
                           log_steps=1, progress=False, device=args.device, data_root=args.data, out=str(out))
         row.update(batch_size=cfg.batch_size, max_length=cfg.max_length, lora_r=cfg.lora_r, load_kbit=cfg.load_kbit,
                    epochs=cfg.epochs, data=cfg.data)
-        trainer = bench_trainer()(cfg)
+        profiled = args.profile and label in args.profile
+        trainer = bench_trainer(range(warmup, warmup + min(2, steps)) if profiled else None,
+                                args.out / f"profile-{label.replace('@', '-')}.txt")(cfg)
         result = trainer.fit()
         hist = [h for h in result.history if "steps_per_s" in h][warmup:]
         sps = statistics.median(h["steps_per_s"] for h in hist)
@@ -151,6 +173,8 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
         trainer = None
         gc.collect()
         row["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+        # the caching allocator's retries (blocks freed and allocated again once the cap is reached: device syncs)
+        row["alloc_retries"] = torch.cuda.memory_stats().get("num_alloc_retries") if cuda else None
         if cuda:
             torch.cuda.empty_cache()
         row["wall_s"] = time.perf_counter() - start
@@ -213,9 +237,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a training option for every recipe")
     ap.add_argument("--memory-gib", type=float, default=None,
                     help="cap this process's GPU memory (e.g. 80 on a 141 GB H200: issue 31's 80 GB card); the trainer's fitting sees the cap")
+    ap.add_argument("--profile", default="", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+                    help="row labels (e.g. bellm): two measured steps of each under torch.profiler, OUT/profile-LABEL.txt")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     args.set = parse_set(args.set)
+    args.out.mkdir(parents=True, exist_ok=True)
     if args.tiny:  # a smoke run: fewer steps; on a CPU fp32, as it has no fast half precision (fp16 is emulated)
         for key, value in (("steps", 1), ("warmup", 1), ("llm_steps", 1), ("llm_warmup", 1)):
             if getattr(args, key) == ap.get_default(key):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from embench.train.accumulation import merge, text_groups
 from embench.train.methods.base import Method
 from embench.train.methods.crop import Crop
-from embench.train.step import grouped_by_length, step_batches
+from embench.train.step import grouped_by_length, step_batches, step_text_groups
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -44,3 +45,27 @@ def test_a_split_step_pads_less_and_gives_the_update_of_the_whole_batch(simcse_t
     assert grouped.model.padded_tokens < ordered.model.padded_tokens
     texts = [sorted(t for b in step_batches(x, 0) for t in b.texts["anchor"]) for x in (grouped, ordered)]
     assert texts[0] == texts[1]
+
+
+def test_text_groups_take_the_longest_first_within_the_budget_of_an_even_split():
+    # 6 texts in 3 parts: a budget of ceil(6 / 3) = 2 texts at the longest length, 10 tokens: 20 padded tokens a pass
+    assert text_groups([3, 10, 5, 10, 2, 4], 3) == [[1, 3], [2, 5, 0, 4]]  # 2 x 10 and 4 x 5 tokens: 40 for 34 real
+    assert text_groups([7, 7, 7, 7], 2) == [[0, 1], [2, 3]]  # equal lengths: the even split
+    assert text_groups([4], 3) == [[0]]
+
+
+def test_a_split_step_is_cut_by_text_unless_the_method_embeds_otherwise(simcse_trainer, tmp_path):
+    t = simcse_trainer(tmp_path / "plain", batch_size=16, grad_accumulation=4)
+    batches = step_batches(t, 0)
+    groups = step_text_groups(t, 0, batches)
+    texts = t.method.pass_texts(merge(batches))
+    assert sorted(i for g in groups for i in g) == list(range(len(texts)))  # every text once
+    lengths = t.model.token_lengths(texts)
+    assert all(len(g) * max(lengths[i] for i in g) <= 8 * max(lengths) for g in groups)  # within 32 texts / 4 parts
+    assert [lengths[i] for g in groups for i in g] == sorted(lengths, reverse=True)
+    # an auxiliary MLM loss comes out of each micro-batch's own forward: its examples stay together
+    mlm = simcse_trainer(tmp_path / "mlm", batch_size=16, grad_accumulation=4, mlm_weight=0.1)
+    assert not mlm.method.splits_by_text() and step_text_groups(mlm, 0, step_batches(mlm, 0)) is None
+    ordered = simcse_trainer(tmp_path / "ordered", batch_size=16, grad_accumulation=4, group_by_length=False)
+    assert step_text_groups(ordered, 0, step_batches(ordered, 0)) is None
+    assert step_text_groups(simcse_trainer(tmp_path / "one", batch_size=16), 0, [batches[0]]) is None

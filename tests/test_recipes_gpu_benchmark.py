@@ -29,8 +29,10 @@ def test_tiny_run_gives_a_finite_row_per_recipe_and_a_report_naming_each(recipes
                                                                           one_thread):
     out = tmp_path / "rg"
     report = recipes_gpu.main(["--tiny", "--device", "cpu", "--recipes", "simcse-unsup,bellm", "--data", str(data_root),
-                               "--tokenizer", str(minilm_path), "--out", str(out)])
+                               "--tokenizer", str(minilm_path), "--profile", "bellm", "--out", str(out)])
     saved = json.loads((out / "recipes_gpu.json").read_text())
+    profiled = (out / "profile-bellm.txt").read_text()  # its measured step under torch.profiler, and only its
+    assert profiled.startswith("steps 1-1") and "aten::mm" in profiled and not (out / "profile-simcse-unsup.txt").exists()
     assert [r["recipe"] for r in saved["rows"]] == ["simcse-unsup", "bellm"] == [r["recipe"] for r in report["rows"]]
     for row in saved["rows"]:
         assert row["status"] == "ok", row

@@ -65,7 +65,7 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16-mixed on GPUs that have it, else fp32) | fp32 | bf16-mixed | fp16-mixed (loss scaled) | bf16 (weights too)
     gradient_checkpointing: bool = False
     auto_fit: bool = True  # a step that would not fit: more micro-batches, then checkpointing (fit_memory.py)
-    group_by_length: bool = True  # a step split into micro-batches groups its examples by length (less padding)
+    group_by_length: bool = True  # a split step's passes group texts of like length (less padding): accumulation.py
     compile: bool = False
     eval_steps: int | None = None  # 0 = no evaluation; the last step is then the kept checkpoint
     eval_tasks: list[str] | None = None  # default ["STSBenchmark-dev"]; the first selects the best checkpoint

@@ -61,6 +61,11 @@ class SentenceModel(nn.Module):
         tokenizing overlaps the device's work instead of leaving the device idle between steps."""
         self._ready = {tuple(texts): self._tokenized(texts) for texts in passes}
 
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """Tokens of each text as :meth:`tokenize` makes them (prompt, truncation), without padding."""
+        ids = self.tokenizer(apply_prompt(self.prompt, texts), truncation=True, max_length=self.max_length)["input_ids"]
+        return [len(x) for x in ids]
+
     def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
         enc = self.tokenizer(apply_prompt(self.prompt, texts), padding=True, truncation=True,
                              max_length=self.max_length, return_tensors="pt")

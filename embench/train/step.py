@@ -17,12 +17,12 @@ import torch
 from ..core.errors import first_line
 from ..core.out_of_memory import is_out_of_memory
 from . import distributed
-from .accumulation import RandomState, cached_step
+from .accumulation import RandomState, cached_step, merge, text_groups
 from .batch_order import batch_indices
 from .divergence import diverged
 from .fit_memory import after_out_of_memory, micro_sizes, record_refit, release_memory
 from .methods.base import Batch
-from .module import SentenceModel
+from .module import SentenceModel, unwrap
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     while True:
         state, error = RandomState(torch.device(t.device)), None
         try:
-            loss, logs = forward_backward(t, step_batches(t, step))
+            loss, logs = forward_backward(t, step, step_batches(t, step))
         except Exception as e:  # noqa: BLE001  (only an out of memory is handled; anything else goes on up)
             if not is_out_of_memory(e):
                 raise
@@ -104,6 +104,21 @@ def grouped_by_length(lengths: list[int] | None, idx: list[int]) -> list[int]:
     return [i for _, i in sorted(zip(lengths, idx, strict=True), key=lambda pair: pair[0])]
 
 
+def step_text_groups(t: Any, step: int, batches: list[Batch]) -> list[list[int]] | None:
+    """The passes of split step ``step`` cut by text (``accumulation.text_groups``, over its texts' token counts),
+    or None where its micro-batches are its example ones: one pass, grouping by length off, or a method whose
+    forward is not one call of a :class:`SentenceModel` over its texts. Kept with the step's batches."""
+    module = unwrap(t.runner)
+    if len(batches) < 2 or not t.cfg.group_by_length or not t.method.splits_by_text() or not isinstance(module, SentenceModel):
+        return None
+    made = getattr(t, "step_groups_made", None)
+    key = (step, len(batches))
+    if made is None or made[0] != key:
+        made = (key, text_groups(module.token_lengths(t.method.pass_texts(merge(batches))), len(batches)))
+        t.step_groups_made = made
+    return made[1]
+
+
 def pretokenize_next(t: Any, step: int) -> None:
     """Tokenize step ``step``'s texts now, and queue their copy to the device, in every :class:`SentenceModel`
     of the trained module. Called once this step's backward is queued: on a GPU the host tokenizes while the
@@ -114,12 +129,18 @@ def pretokenize_next(t: Any, step: int) -> None:
     models = [m for m in t.runner.modules() if isinstance(m, SentenceModel)]
     if not models:
         return
-    passes = [t.method.pass_texts(b) for b in step_batches(t, step)]
+    batches = step_batches(t, step)
+    groups = step_text_groups(t, step, batches)
+    if groups is not None:
+        texts = t.method.pass_texts(merge(batches))
+        passes = [[texts[i] for i in g] for g in groups]
+    else:
+        passes = [t.method.pass_texts(b) for b in batches]
     for m in models:
         m.pretokenize(passes)
 
 
-def forward_backward(t: Any, batches: list[Batch]) -> tuple[torch.Tensor, dict[str, float]]:
+def forward_backward(t: Any, step: int, batches: list[Batch]) -> tuple[torch.Tensor, dict[str, float]]:
     """The loss of this process's ``batches`` (one step's micro-batches), back-propagated; returns it detached
     (read by the caller with the gradient norm)."""
     if len(batches) == 1:
@@ -128,7 +149,7 @@ def forward_backward(t: Any, batches: list[Batch]) -> tuple[torch.Tensor, dict[s
         t.scaler.scale(loss).backward()  # fp16: scaled so that small gradients do not underflow (no-op otherwise)
     else:
         loss, logs = cached_step(t.method, t.runner, batches, t.dist, t.autocast, torch.device(t.device), t.no_sync,
-                                 t.scaler.scale)
+                                 t.scaler.scale, step_text_groups(t, step, batches))
     return loss.detach(), logs
 
 

@@ -132,6 +132,12 @@ class Method(ABC):
         tokenizes them ahead (``step.py``); a method whose ``forward`` passes other texts overrides this."""
         return [t for name in batch.texts for t in batch.texts[name]]
 
+    def splits_by_text(self) -> bool:
+        """True where ``forward`` is one module call over ``pass_texts`` whose vectors are cut into the views (this
+        class's own), with no auxiliary loss: a step split into micro-batches may then cut it by text, not by
+        example (``accumulation.py``)."""
+        return type(self).forward is Method.forward
+
     def forward(self, module: nn.Module, batch: Batch) -> Outputs:
         """Every view through ``module`` in ONE call (distinct dropout masks per view, as SimCSE does)."""
         names = list(batch.texts)

@@ -42,6 +42,9 @@ class ContrastiveMethod(Method):
     def build(self, device: str) -> nn.Module:
         return self.sentence_model(device, mlm=self.options.mlm_weight > 0)
 
+    def splits_by_text(self) -> bool:
+        return not self.options.mlm_weight and type(self).forward is ContrastiveMethod.forward  # MLM: an aux loss
+
     def forward(self, module: nn.Module, batch: Batch) -> Outputs:
         if not self.options.mlm_weight:
             return super().forward(module, batch)
