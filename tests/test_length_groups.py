@@ -3,6 +3,11 @@ the update of the whole batch all the same (GradCache: the objective sees every 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -52,6 +57,7 @@ def test_text_groups_take_the_longest_first_within_the_budget_of_an_even_split()
     assert text_groups([3, 10, 5, 10, 2, 4], 3) == [[1, 3], [2, 5, 0, 4]]  # 2 x 10 and 4 x 5 tokens: 40 for 34 real
     assert text_groups([7, 7, 7, 7], 2) == [[0, 1], [2, 3]]  # equal lengths: the even split
     assert text_groups([4], 3) == [[0]]
+    assert text_groups([3, 10, 5, 10, 2, 4], 4, even=True) == [[1, 3], [2, 5], [0], [4]]  # DDP: 4 passes on every rank
 
 
 def test_a_split_step_is_cut_by_text_unless_the_method_embeds_otherwise(simcse_trainer, tmp_path):
@@ -69,3 +75,26 @@ def test_a_split_step_is_cut_by_text_unless_the_method_embeds_otherwise(simcse_t
     ordered = simcse_trainer(tmp_path / "ordered", batch_size=16, grad_accumulation=4, group_by_length=False)
     assert step_text_groups(ordered, 0, step_batches(ordered, 0)) is None
     assert step_text_groups(simcse_trainer(tmp_path / "one", batch_size=16), 0, [batches[0]]) is None
+
+
+@pytest.mark.slow  # two torchrun processes (about 20 s)
+def test_two_processes_cut_a_split_step_by_text_into_as_many_passes_and_match_one_process(tiny_bert_dir, wiki_corpus,
+                                                                                          data_root, tmp_path):
+    """Under DDP every process runs as many passes as micro-batches, cut by text all the same (the same sequence of
+    DDP forwards in each process; a token budget's number of passes follows each process's own texts)."""
+    args = ["train", "--method", "unsup-simcse", "--batch-size", "16", "--max-length", "24", "--max-steps", "3",
+            "--grad-accumulation", "4", "--eval-steps", "0", "--device", "cpu", "--set", "dropout=0", "--set", "log_steps=1",
+            "-q", "-m", str(tiny_bert_dir), "--train-data", str(wiki_corpus), "--data", str(data_root)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runs = {"two": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+                    "embench.cli", *args, "--out", str(tmp_path / "two")],
+            "one": [sys.executable, "-m", "embench.cli", *args, "--out", str(tmp_path / "one")]}
+    for name, cmd in runs.items():
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (name, done.stderr[-3000:])
+
+    def losses(out):
+        return [json.loads(x)["loss"] for x in (out / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
+
+    assert len(losses(tmp_path / "two")) == 3
+    assert losses(tmp_path / "two") == pytest.approx(losses(tmp_path / "one"), abs=1e-5)

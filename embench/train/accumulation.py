@@ -17,12 +17,14 @@ each) a micro-batch of whole examples is padded to its longest premise.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from .distributed import DistInfo
+from .fit_memory import micro_sizes
 from .methods.base import Batch, Method, Outputs
 
 
@@ -51,14 +53,18 @@ def merge(batches: list[Batch]) -> Batch:
     return Batch(texts, tensors, extras)
 
 
-def text_groups(lengths: list[int], parts: int) -> list[list[int]]:
+def text_groups(lengths: list[int], parts: int, even: bool = False) -> list[list[int]]:
     """A split step's passes cut by text: positions of its texts (``lengths``: tokens each), longest first (stable),
     each pass taking texts while its count times its longest stays within the budget of ``parts`` example
     micro-batches, ceil(n / parts) texts at the step's longest length. So no pass holds more padded tokens than
     the largest even split would, and shorter texts share a pass: on the bellm recipe's SNLI steps (768 texts,
     budget 10) 4-5 passes pad 15.1k real tokens to 18.5k, where 10 even passes of length-sorted texts pad them
-    to 18.0k and 10 micro-batches of whole examples to 23.1k."""
+    to 18.0k and 10 micro-batches of whole examples to 23.1k. ``even``: exactly ``parts`` passes of counts as even
+    as they go (under DDP: the same number of passes in every process)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    if even:
+        bounds = [0, *itertools.accumulate(micro_sizes(len(order), parts))]
+        return [order[a:b] for a, b in itertools.pairwise(bounds)]
     budget = -(-len(lengths) // max(1, parts)) * (lengths[order[0]] if order else 0)
     groups: list[list[int]] = []
     for i in order:

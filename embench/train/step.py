@@ -114,7 +114,10 @@ def step_text_groups(t: Any, step: int, batches: list[Batch]) -> list[list[int]]
     made = getattr(t, "step_groups_made", None)
     key = (step, len(batches))
     if made is None or made[0] != key:
-        made = (key, text_groups(module.token_lengths(t.method.pass_texts(merge(batches))), len(batches)))
+        lengths = module.token_lengths(t.method.pass_texts(merge(batches)))
+        # several processes: as many passes in each as micro-batches, so that every process makes the same sequence
+        # of DDP forwards and backwards (DDP may broadcast buffers in a forward; a token budget's count varies by rank)
+        made = (key, text_groups(lengths, len(batches), even=t.dist.enabled))
         t.step_groups_made = made
     return made[1]
 
