@@ -53,9 +53,11 @@ FIT_KEYS = ("micro_batches", "gradient_checkpointing_used", "grad_accumulation_c
             "gradient_checkpointing")
 
 
-def bench_trainer(profile_steps: range | None = None, profile_to: Path | None = None):
-    """The trainer class of a row; with ``profile_steps``, those steps run under ``torch.profiler`` and its tables go
-    to ``profile_to``."""
+def bench_trainer(measured_from: int, profile_steps: range | None = None, profile_to: Path | None = None):
+    """The trainer class of a row. The device's peak memory is counted again from step ``measured_from`` (the first
+    measured step): the warm-up may hold a step that ran out of memory before the fitting split it, whose peak is
+    the cap, not the run's. With ``profile_steps``, those steps run under ``torch.profiler``, its tables to
+    ``profile_to``."""
     from embench.train.trainer import Trainer
 
     class BenchTrainer(Trainer):
@@ -66,6 +68,9 @@ def bench_trainer(profile_steps: range | None = None, profile_to: Path | None = 
             self.non_embedding = non_embedding_params(self.model)
 
         def step(self, step: int):
+            if step == measured_from and self.device.startswith("cuda"):
+                self.warmup_peak = torch.cuda.max_memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
             if not profile_steps or step not in profile_steps:
                 return super().step(step)
             from torch.profiler import ProfilerActivity, profile
@@ -149,7 +154,7 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
         row.update(batch_size=cfg.batch_size, max_length=cfg.max_length, lora_r=cfg.lora_r, load_kbit=cfg.load_kbit,
                    epochs=cfg.epochs, data=cfg.data)
         profiled = args.profile and label in args.profile
-        trainer = bench_trainer(range(warmup, warmup + min(2, steps)) if profiled else None,
+        trainer = bench_trainer(warmup, range(warmup, warmup + min(2, steps)) if profiled else None,
                                 args.out / f"profile-{label.replace('@', '-')}.txt")(cfg)
         result = trainer.fit()
         hist = [h for h in result.history if "steps_per_s" in h][warmup:]
@@ -170,9 +175,12 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
         if out.is_dir():
             row.update(fit_record(out, []))
     finally:
+        warmup_peak = getattr(trainer, "warmup_peak", None)
         trainer = None
         gc.collect()
+        # the measured steps' peak; the warm-up's beside it (a step that ran out of memory shows there, at the cap)
         row["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+        row["warmup_peak_memory_gib"] = warmup_peak / 2**30 if warmup_peak is not None else None
         # the caching allocator's retries (blocks freed and allocated again once the cap is reached: device syncs)
         row["alloc_retries"] = torch.cuda.memory_stats().get("num_alloc_retries") if cuda else None
         if cuda:

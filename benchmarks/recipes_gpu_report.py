@@ -66,7 +66,9 @@ def detail(row: dict) -> list[str]:
         ("MFU (real tokens)", f"{100 * row['mfu']:.2f} %" if row.get("mfu") is not None else "—"),
         ("MFU with padding (padded tokens a step)", f"{100 * row['mfu_padded']:.2f} % ({row['padded_tokens_per_step']:,.0f})"
          if row.get("mfu_padded") else "—"),
-        ("peak GPU memory", f"{fmt(row.get('peak_memory_gib'), '.2f')} GiB"),
+        ("peak GPU memory: measured steps (warm-up, any out-of-memory try included)",
+         f"{fmt(row.get('peak_memory_gib'), '.2f')} GiB ({fmt(row.get('warmup_peak_memory_gib'), '.2f')} GiB)"),
+        ("allocator retries (blocks freed and taken again at the cap)", fmt(row.get("alloc_retries"))),
         ("whole recipe, this data root", f"{fmt(row.get('recipe_steps'), ',')} steps, {duration(row.get('recipe_hours'))}"),
         ("whole recipe, the paper's data", f"{fmt(row.get('paper_data'))}: {fmt(row.get('paper_recipe_steps'), ',')} steps, "
          f"{duration(row.get('paper_recipe_hours'))}"),
