@@ -30,6 +30,67 @@ def test_the_estimate_reproduces_the_measured_crop_step_on_a_cpu(minilm_path):
     assert kept < 0.25 * me.layer_activation_bytes(config, 128, 311, attention_matrices=True, checkpointing=False)
 
 
+def test_the_architecture_factor_by_hand():
+    # 16 bits: BERT 14 h + 2 f; Llama 17 h + 4 f; Llama with LoRA dropout 26 h + 6 f. h = 10, f = 30: 200 values
+    assert me.architecture_factor(10, 30, gated=False, lora_dropout=False, half=True) == 1.0
+    assert me.architecture_factor(10, 30, gated=True, lora_dropout=False, half=True) == pytest.approx((170 + 120) / 200)
+    assert me.architecture_factor(10, 30, gated=True, lora_dropout=True, half=True) == pytest.approx((260 + 180) / 200)
+    # fp32: BERT 10 h + 2 f, with LoRA dropout 18 h + 3 f
+    assert me.architecture_factor(10, 30, gated=False, lora_dropout=True, half=False) == pytest.approx((180 + 90) / 160)
+    # the bellm recipe's Llama-2-7B (h 4096, f 11008): 2.2x the BERT constants in fp16
+    assert me.architecture_factor(4096, 11008, gated=True, lora_dropout=True, half=True) == pytest.approx(2.17, abs=0.01)
+
+
+def _saved_per_token_layer(make_model, half: bool) -> float:
+    """Bytes of the distinct storages autograd saves in a forward, per token and layer: 3 layers less 1, 16 texts
+    less 8 (so that the weights, and autocast's casts of frozen weights, drop out)."""
+    import contextlib
+
+    import torch
+
+    def saved(model, texts):
+        seen: dict = {}
+
+        def pack(t):
+            storage = t.untyped_storage()
+            seen[storage.data_ptr(), storage.nbytes()] = storage.nbytes()
+            return t
+
+        ids = torch.randint(5, 500, (texts, 24), generator=torch.Generator().manual_seed(texts))
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16) if half else contextlib.nullcontext()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
+            model(input_ids=ids, attention_mask=torch.ones_like(ids))
+        return sum(seen.values())
+
+    b = {(layers, texts): saved(make_model(layers), texts) for layers in (1, 3) for texts in (8, 16)}
+    return (b[3, 16] - b[1, 16] - b[3, 8] + b[1, 8]) / (2 * 8 * 24)
+
+
+@pytest.mark.slow  # 8 small models built (about 3 s)
+@pytest.mark.parametrize("half", [False, True])
+def test_the_architecture_factor_is_what_autograd_saves_for_a_llama_layer_with_lora(half, one_thread):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import BertConfig, BertModel, LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    h, f = 256, 704
+
+    def bert(layers):
+        return BertModel(BertConfig(vocab_size=500, hidden_size=h, intermediate_size=f, num_hidden_layers=layers,
+                                    num_attention_heads=4, attention_probs_dropout_prob=0.0), add_pooling_layer=False).train()
+
+    def llama_lora(layers):
+        model = LlamaModel(LlamaConfig(vocab_size=500, hidden_size=h, intermediate_size=f, num_hidden_layers=layers,
+                                       num_attention_heads=4, num_key_value_heads=4))
+        model.requires_grad_(False)
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        return get_peft_model(model, LoraConfig(r=8, lora_alpha=8, lora_dropout=0.1, target_modules=targets)).train()
+
+    measured = _saved_per_token_layer(llama_lora, half) / _saved_per_token_layer(bert, half)
+    assert measured == pytest.approx(me.architecture_factor(h, f, gated=True, lora_dropout=True, half=half), rel=0.05)
+
+
 def _crop(tiny_bert_dir, data_root, out, **kw):
     return make_config(method="crop", model=str(tiny_bert_dir), data=["20newsgroups"], data_root=str(data_root),
                        out=str(out), batch_size=8, max_length=64, max_examples=200, eval_steps=0, progress=False,
