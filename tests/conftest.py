@@ -18,6 +18,17 @@ REFERENCE_STS_ALL = {  # all-MiniLM-L6-v2, sts-all (SimCSE protocol, SentEval da
 }
 
 
+@pytest.fixture(autouse=True)
+def _sigterm_handler_restored():
+    """A test that runs the CLI in this process (CliRunner) leaves SIGTERM raising KeyboardInterrupt
+    (``core.signals.terminate_as_interrupt``): put back what the process had, so no later test inherits it."""
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
 @pytest.fixture(scope="session")
 def reference_sts_all() -> dict[str, float]:
     return dict(REFERENCE_STS_ALL)
