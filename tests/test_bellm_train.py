@@ -244,3 +244,21 @@ def test_training_on_a_gguf_file_reads_its_dequantised_weights_from_the_cache(tm
     gguf.write_bytes(b"GGUF edited: another file, so no cache entry")  # a file never dequantised is read as GGUF
     with pytest.raises(EmbenchError, match="model.gguf"):
         load_backbone(resolve(make_config(method="bellm", model=str(gguf))), "cpu")
+
+
+@pytest.mark.slow  # a process of its own (imports of torch, transformers and peft)
+def test_a_lora_run_from_the_command_line_prints_no_third_party_noise(tiny_llama_dir, data_root, tmp_path):
+    """peft reads transformers' deprecated ``is_gradient_checkpointing`` (a FutureWarning) and, with bitsandbytes
+    installed, bitsandbytes warns of an optional CPU kernel package: neither concerns a user's LoRA run."""
+    import os
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "embench.cli", "train", "--recipe", "bellm", "--model", str(tiny_llama_dir),
+                          "--data", str(data_root), "--max-steps", "1", "--batch-size", "4", "--set", "max_examples=8",
+                          "--set", "load_kbit=0", "--precision", "fp32", "-q", "--out", str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (tmp_path / "run/best").is_dir()
+    for noise in ("is_gradient_checkpointing", "kernels-community", "FutureWarning"):
+        assert noise not in res.stderr, res.stderr

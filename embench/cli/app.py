@@ -40,11 +40,17 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("EMBENCH_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("default", module="embench")
     warnings.showwarning = show_warning  # embench's warnings as one "warning: ..." line, without the source line
+    # peft 0.21 reads transformers' deprecated `is_gradient_checkpointing` when it wraps a model (LoRA, an adapter):
+    # a deprecation between the two libraries, printed on every LoRA run, that no embench option can change
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # transformers' weight-loading bars and advisory logs stay out of embench's output; set through the
     # environment (read when transformers is first imported) so that --help does not import it
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # peft imports bitsandbytes where it is installed, and bitsandbytes then warns on every command that an
+    # optional CPU kernel package ('kernels') is missing: it concerns 4-bit compute on a CPU only, not a user's run
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     if {"-q", "--quiet"} & set(sys.argv[1:]):
         # -q silences third-party tqdm bars too (mteb's "Computing text hashes", datasets' maps): tqdm reads
         # TQDM_DISABLE when it is imported, so it is set here, before any command imports a library
