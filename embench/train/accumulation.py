@@ -59,8 +59,9 @@ def text_groups(lengths: list[int], parts: int, even: bool = False) -> list[list
     micro-batches, ceil(n / parts) texts at the step's longest length. So no pass holds more padded tokens than
     the largest even split would, and shorter texts share a pass: over 5 random steps of the bellm recipe (256 SNLI
     triplets, 768 texts, 10 parts) 4-5 passes padded 15.1k real tokens to 18.5k a step, and 10 even passes of
-    length-sorted texts to 18.0k; on an H200, 10 micro-batches of whole examples padded 15.7k to 23.1k. ``even``: exactly ``parts`` passes of counts as even
-    as they go (under DDP: the same number of passes in every process)."""
+    length-sorted texts to 18.0k; on an H200, 10 micro-batches of whole examples padded 15.7k to 23.1k.
+    ``even``: exactly ``parts`` passes of counts as even as they go (under DDP: the same number of passes in every
+    process)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     if even:
         bounds = [0, *itertools.accumulate(micro_sizes(len(order), parts))]

@@ -159,7 +159,7 @@ def estimate_step(trainer: Any, checkpointing: bool | None = None) -> StepMemory
     value_bytes = 2 if trainer.precision == "bf16" or trainer.precision in AUTOCAST else 4  # 16-bit activations
     encoder = getattr(inner, "encoder", None)
     gated = encoder is not None and any(n.rsplit(".", 1)[-1] in GATED_FFN_MODULES for n, _ in encoder.named_modules())
-    lora_dropout = bool(cfg.lora_r) and float(getattr(cfg, "lora_dropout", 0.0) or 0.0) > 0
+    lora_dropout = bool(cfg.lora_r) and cfg.lora_dropout > 0
     acts = sum(layer_activation_bytes(c, micro, length, attention_matrices=unfused,
                                       checkpointing=cfg.gradient_checkpointing if checkpointing is None else checkpointing,
                                       value_bytes=value_bytes, gated=gated, lora_dropout=lora_dropout) for c in configs)
