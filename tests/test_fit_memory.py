@@ -13,7 +13,8 @@ import torch
 from transformers import BertModel
 
 from embench.train import Trainer, fit_memory, make_config, memory_estimate
-from embench.train.fit_memory import StepFit, StepOutOfMemory, micro_sizes
+from embench.train.fit_memory import StepFit, StepOutOfMemory
+from embench.train.length_groups import micro_sizes
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -11,7 +11,8 @@ import sys
 import pytest
 import torch
 
-from embench.train.accumulation import merge, text_groups
+from embench.train.accumulation import merge
+from embench.train.length_groups import length_buckets, text_groups
 from embench.train.methods.base import Method
 from embench.train.methods.crop import Crop
 from embench.train.step import grouped_by_length, step_batches, step_text_groups

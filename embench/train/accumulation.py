@@ -9,7 +9,7 @@ step on the whole batch; memory is that of one micro-batch plus the vectors.
 
 Where a method's forward is one module call over its texts, cut into views (``Method.splits_by_text``), a
 micro-batch is a set of the step's texts, not of its examples: all of them sorted by length and cut by a
-token budget (``text_groups``), so that each pass pads its texts to a length near their own. The objective
+token budget (``length_groups.text_groups``), so that each pass pads its texts to a length near their own. The objective
 sees the same rows either way. On the bellm recipe's SNLI triplets (a premise and two shorter hypotheses
 each) a micro-batch of whole examples is padded to its longest premise.
 """
@@ -17,14 +17,13 @@ each) a micro-batch of whole examples is padded to its longest premise.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from ..models.fast_tokens import to_device
 from .distributed import DistInfo
-from .fit_memory import micro_sizes
 from .methods.base import Batch, Method, Outputs
 
 
@@ -53,29 +52,6 @@ def merge(batches: list[Batch]) -> Batch:
     return Batch(texts, tensors, extras)
 
 
-def text_groups(lengths: list[int], parts: int, even: bool = False) -> list[list[int]]:
-    """A split step's passes cut by text: positions of its texts (``lengths``: tokens each), longest first (stable),
-    each pass taking texts while its count times its longest stays within the budget of ``parts`` example
-    micro-batches, ceil(n / parts) texts at the step's longest length. So no pass holds more padded tokens than
-    the largest even split would, and shorter texts share a pass: over 5 random steps of the bellm recipe (256 SNLI
-    triplets, 768 texts, 10 parts) 4-5 passes padded 15.1k real tokens to 18.5k a step, and 10 even passes of
-    length-sorted texts to 18.0k; on an H200, 10 micro-batches of whole examples padded 15.7k to 23.1k.
-    ``even``: exactly ``parts`` passes of counts as even as they go (under DDP: the same number of passes in every
-    process)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    if even:
-        bounds = [0, *itertools.accumulate(micro_sizes(len(order), parts))]
-        return [order[a:b] for a, b in itertools.pairwise(bounds)]
-    budget = -(-len(lengths) // max(1, parts)) * (lengths[order[0]] if order else 0)
-    groups: list[list[int]] = []
-    for i in order:
-        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
-
-
 def cached_step(method: Method, runner: torch.nn.Module, batches: list[Batch], dist: DistInfo,
                 autocast: Callable[[], contextlib.AbstractContextManager], device: torch.device,
                 no_sync: Callable[[], contextlib.AbstractContextManager],
@@ -84,7 +60,7 @@ def cached_step(method: Method, runner: torch.nn.Module, batches: list[Batch], d
     """Back-propagate the loss of ``batches`` taken as one batch; returns (loss, logs). ``scale``: fp16's loss
     scale (``mixed_precision.py``), applied once to the objective (the cached gradients carry it on) and to
     each micro-batch's own auxiliary loss. ``groups`` (for a method that ``splits_by_text``): the passes, as
-    ``text_groups`` of the merged batch's ``pass_texts``, instead of the example micro-batches."""
+    ``length_groups.text_groups`` of the merged batch's ``pass_texts``, instead of the example micro-batches."""
     if groups is not None:
         return cached_step_by_text(method, runner, batches, groups, dist, autocast, device, no_sync, scale)
     states, firsts = [], []
@@ -133,9 +109,12 @@ def cached_step_by_text(method: Method, runner: torch.nn.Module, batches: list[B
             states.append(RandomState(device))
             with autocast():
                 firsts.append(runner([texts[i] for i in g]).float())
-    at = torch.tensor([i for g in groups for i in g], device=firsts[0].device)
+    # row positions go to the device in pinned, asynchronous copies: torch.tensor(..., device=cuda) would make the
+    # host wait for every queued pass before it queues the next
+    where = to_device({"all": torch.tensor([i for g in groups for i in g]),
+                       **{str(i): torch.tensor(g) for i, g in enumerate(groups)}}, firsts[0].device)
     rows = torch.empty(len(texts), firsts[0].shape[1], device=firsts[0].device)
-    rows[at] = torch.cat(firsts)
+    rows[where["all"]] = torch.cat(firsts)
     rows.requires_grad_(True)
     names = list(whole.texts)
     loss, logs = method.objective(Outputs(dict(zip(names, rows.chunk(len(names)), strict=True))), whole, dist)
@@ -147,6 +126,6 @@ def cached_step_by_text(method: Method, runner: torch.nn.Module, batches: list[B
             states[i].restore()
             with autocast():
                 z = runner([texts[j] for j in g]).float()
-            (z * grads[g]).sum().backward()
+            (z * grads[where[str(i)]]).sum().backward()
     after.restore()
     return loss.detach(), logs

@@ -141,7 +141,8 @@ ANNOUNCED_KEYS = {"max_steps": "the learning-rate schedule is laid over the new 
                   "epochs": "the learning-rate schedule is laid over the new length from the saved step",
                   "precision": "the steps from here run in the new precision",
                   "grad_accumulation": "the same global batch, split into another number of micro-batches",
-                  "group_by_length": "a split step's texts grouped into passes another way (the same batch)"}
+                  "group_by_length": "a split step's texts grouped into passes another way (the same batch)",
+                  "bucket_tokens": "a pass's texts cut into length buckets of another size (the same batch)"}
 
 
 def check_compatible(saved: dict[str, Any], cfg: Any) -> list[str]:

@@ -3,13 +3,18 @@
 BeLLM's recipe (256 triplets x 60 tokens a step) runs out of memory on an 80 GB GPU on a 0.5B decoder, and
 the paper trains a 7B one. The global batch cannot shrink: in-batch negatives make it part of the loss. So
 the step is split into micro-batches through GradCache (``accumulation.py``: the objective still sees the
-whole batch, and the update is that of one batch), and only when one example a micro-batch would still not
-fit are activations recomputed in backward (gradient checkpointing: a third more compute, so tried last).
-A split costs a third more compute too (GradCache's first pass, without gradients), so checkpointing in one
-pass was tried first on an H200 (LLaMA-2-7B shape, the bellm recipe, 256 SNLI triplets a step): 5.99 s a
-step against 5.14 s in 8 micro-batches and 5.03 s in 10. One pass pads all 768 texts to the longest of them
-(45.7k tokens a step for 15.8k real ones, against 33.0k in 8 micro-batches), which outweighs its larger
-matrix products (reports/training/gpu/recipes.md).
+whole batch, and the update is that of one batch), or its activations are recomputed in backward (gradient
+checkpointing). Each costs a third more compute: 8 N a token against 6 N, GradCache's first pass without
+gradients or checkpointing's second forward; both together cost 10 N, so they are combined last.
+
+Which of the two comes first follows H200 runs of the bellm recipe (LLaMA-2-7B shape, 256 SNLI triplets a step,
+reports/training/gpu/recipes.md): one checkpointed pass (run C) computed 7.6k padded tokens a second, a split into
+5 passes by text (run H) 4.8k, at the same 8 N a token. One pass was still the slowest per step (5.99 s against
+3.87 s) only because it padded all 768 texts to the longest, 45.7k tokens for 15.8k real ones. A pass over more
+than ``bucket_tokens`` padded tokens now runs in length buckets (``SentenceModel.forward``), which pads it as
+little as a split by text; so where the step's pass is cut into buckets and fits with checkpointing, that is
+chosen before any split. (Whether C's rate holds in buckets of 8,192 tokens is for the next GPU run to show:
+benchmarks/GPU_SESSION.md.) Otherwise the fewest micro-batches that fit, then micro-batches with checkpointing.
 
 Two moments choose: before the first step, from the estimate of ``memory_estimate.py`` (the smallest
 number of micro-batches that fits ``FIT_SHARE`` of the device, larger micro-batches running faster); and
@@ -34,7 +39,8 @@ import torch
 from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 from .footprint import human
-from .memory_estimate import estimate_step, say_step_memory
+from .length_groups import micro_sizes
+from .memory_estimate import bucket_budget, estimate_step, say_step_memory
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +74,6 @@ class StepFit:
     def record(self) -> dict[str, Any]:
         """For train_config.json and the metrics."""
         return {"micro_batches": self.micro_batches, "gradient_checkpointing_used": self.checkpointing}
-
-
-def micro_sizes(examples: int, parts: int) -> list[int]:
-    """``examples`` cut into ``parts`` micro-batches as even as they go (the first ones one larger)."""
-    parts = max(1, min(parts, examples))
-    return [examples // parts + (i < examples % parts) for i in range(parts)]
 
 
 def per_process_examples(cfg: Any, world_size: int) -> int:
@@ -116,8 +116,11 @@ def choose_before_first_step(trainer: Any, announce: Callable[[str], None]) -> S
     if chosen.checkpointing and not as_set.checkpointing:
         checkpoint_activations(trainer.model)
     if dist.is_main and chosen != as_set:
-        announce(f"memory: each step runs as {chosen.describe(per_process_examples(cfg, dist.world_size))} (GradCache: "
-                 f"the loss still sees the whole batch of {cfg.batch_size}), so that it fits; --no-auto-fit runs it as set")
+        how = (f"GradCache: the loss still sees the whole batch of {cfg.batch_size}" if chosen.micro_batches > 1 else
+               f"its texts in length buckets of about {bucket_budget(trainer)} padded tokens"
+               if bucket_budget(trainer) else "the update of the whole batch")
+        announce(f"memory: each step runs as {chosen.describe(per_process_examples(cfg, dist.world_size))} ({how}), "
+                 "so that it fits; --no-auto-fit runs it as set")
     return chosen
 
 
@@ -130,7 +133,12 @@ def _fitting(trainer: Any, est: Any, start: StepFit) -> StepFit:
         return start
     options = [(start.checkpointing, est)]
     if not start.checkpointing and can_checkpoint(trainer.model):
-        options.append((True, None))  # estimated only when no split without it fits
+        recomputing = estimate_step(trainer, checkpointing=True)
+        if recomputing is not None and recomputing.bucket_share < 1 and recomputing.total <= room:
+            # one pass in length buckets, recomputed: the compute of a split (8 N a token either way) in fewer,
+            # larger passes, padded as little as a split by text
+            return StepFit(start.micro_batches, True)
+        options.append((True, recomputing))  # tried when no split without it fits
     for checkpointing, e in options:
         e = e or estimate_step(trainer, checkpointing=True)
         if e is None:

@@ -60,14 +60,22 @@ class StepMemory:
     texts: int  # texts per forward pass (one micro-batch, every view)
     length: int  # the longest text of the sampled batches, in tokens
     available: int | None  # the device's memory
+    recomputed: int = 0  # of ``activations``, under checkpointing: the one layer recomputed at a time in backward
+    bucket_share: float = 1.0  # the share of a pass's padded tokens in one length bucket (SentenceModel.forward)
 
     @property
     def total(self) -> int:
-        return self.now + self.state + self.activations
+        return self.with_accumulation(1)
 
     def with_accumulation(self, factor: float) -> int:
-        """The peak with micro-batches ``factor`` times smaller."""
-        return self.now + self.state + int(self.activations / factor)
+        """The peak with micro-batches ``factor`` times smaller. Under checkpointing one layer of one length bucket
+        is recomputed at a time: that part shrinks with a smaller pass only once the pass is below one bucket."""
+        kept = (self.activations - self.recomputed) / factor
+        return self.now + self.state + int(kept + self.recomputed * min(1 / factor, self.bucket_share))
+
+    @property
+    def peak_activations(self) -> int:
+        return self.total - self.now - self.state
 
 
 def architecture_factor(hidden: int, ffn: int, *, gated: bool, lora_dropout: bool, half: bool) -> float:
@@ -83,15 +91,24 @@ def layer_activation_bytes(config: Any, texts: int, length: int, *, attention_ma
     (``gated``: a gated feed-forward; ``lora_dropout``: LoRA adapters with dropout on its linear layers)."""
     layers = int(getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 0) or 0)
     hidden = int(getattr(config, "hidden_size", None) or getattr(config, "n_embd", 0) or 0)
+    per_layer = one_layer_bytes(config, texts, length, attention_matrices=attention_matrices, value_bytes=value_bytes,
+                                gated=gated, lora_dropout=lora_dropout)
+    if checkpointing:  # each layer's input is kept; one layer at a time is recomputed in full
+        return value_bytes * texts * length * hidden * layers + per_layer
+    return per_layer * layers
+
+
+def one_layer_bytes(config: Any, texts: int, length: int, *, attention_matrices: bool, value_bytes: int = 4,
+                    gated: bool = False, lora_dropout: bool = False) -> int:
+    """Bytes one layer of ``config`` keeps for backward over ``texts`` texts of ``length`` tokens."""
+    hidden = int(getattr(config, "hidden_size", None) or getattr(config, "n_embd", 0) or 0)
     ffn = int(getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden)
     heads = int(getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 1) or 1)
     factor = architecture_factor(hidden, ffn, gated=gated, lora_dropout=lora_dropout, half=value_bytes == 2)
     per_layer = int(factor * value_bytes * texts * length * (VALUES_PER_TOKEN_HIDDEN * hidden + VALUES_PER_TOKEN_FFN * ffn))
     if attention_matrices:
         per_layer += int(value_bytes * ATTENTION_COPIES * texts * heads * length * length)
-    if checkpointing:  # each layer's input is kept; one layer at a time is recomputed in full
-        return value_bytes * texts * length * hidden * layers + per_layer
-    return per_layer * layers
+    return per_layer
 
 
 def available_bytes(device: str) -> int | None:
@@ -160,12 +177,24 @@ def estimate_step(trainer: Any, checkpointing: bool | None = None) -> StepMemory
     encoder = getattr(inner, "encoder", None)
     gated = encoder is not None and any(n.rsplit(".", 1)[-1] in GATED_FFN_MODULES for n, _ in encoder.named_modules())
     lora_dropout = bool(cfg.lora_r) and cfg.lora_dropout > 0
-    acts = sum(layer_activation_bytes(c, micro, length, attention_matrices=unfused,
-                                      checkpointing=cfg.gradient_checkpointing if checkpointing is None else checkpointing,
-                                      value_bytes=value_bytes, gated=gated, lora_dropout=lora_dropout) for c in configs)
+    kind = {"attention_matrices": unfused, "value_bytes": value_bytes, "gated": gated, "lora_dropout": lora_dropout}
+    recompute = cfg.gradient_checkpointing if checkpointing is None else checkpointing
+    acts = sum(layer_activation_bytes(c, micro, length, checkpointing=recompute, **kind) for c in configs)
+    recomputed = sum(one_layer_bytes(c, micro, length, **kind) for c in configs) if recompute else 0
+    bucket = bucket_budget(trainer)
     trained = sum(p.numel() * p.element_size() for p in trainer.params)
     state = 3 * trained  # a gradient and Adam's two moments per trained weight (the weights are in use already)
-    return StepMemory(in_use_bytes(trainer.device), state, acts, micro, length, available_bytes(trainer.device))
+    return StepMemory(in_use_bytes(trainer.device), state, acts, micro, length, available_bytes(trainer.device),
+                      recomputed, min(1.0, bucket / (micro * length)) if bucket and length else 1.0)
+
+
+def bucket_budget(trainer: Any) -> int:
+    """The padded tokens of a length bucket that one pass of ``trainer``'s step runs in (``SentenceModel.forward``),
+    0 where a pass runs whole: a method whose forward is not one call of the module over its texts."""
+    from .module import SentenceModel, unwrap
+
+    inner = unwrap(trainer.model)
+    return int(inner.bucket_tokens) if isinstance(inner, SentenceModel) and trainer.method.splits_by_text() else 0
 
 
 def grad_accumulation_to_fit(est: StepMemory, cfg: Any, world_size: int) -> int | None:
@@ -193,7 +222,7 @@ def say_step_memory(trainer: Any, announce: Callable[[str], None], warn: bool = 
     cfg, where = trainer.cfg, ("the GPU" if trainer.device.startswith("cuda") else "this machine")
     has = f"; {where} has {human(est.available)}" if est.available else ""
     line = (f"memory: about {human(est.total)} at a step's peak ({human(est.now)} in use now, {human(est.state)} of "
-            f"gradients and optimiser state, {human(est.activations)} of activations for {est.texts} texts a pass "
+            f"gradients and optimiser state, {human(est.peak_activations)} of activations for {est.texts} texts a pass "
             f"of up to {est.length} tokens){has}")
     announce(line)
     if warn and est.available and est.total > WARN_SHARE * est.available:

@@ -3,6 +3,14 @@
 ``encode(texts)`` is the one way texts become training vectors, so every method tokenizes (with
 the prompt template and maximum length of the run) and pools the same way as ``embench run`` does
 at test time (the poolers of :mod:`embench.models.pooling`).
+
+One call over many texts of unlike length runs them in length buckets (``bucket_tokens``, the trainer's
+``--set bucket_tokens``): each bucket is padded to its own longest text, and the vectors come back in the texts'
+order within one autograd graph, so the loss and its gradients are those of one padded pass (up to rounding: rows
+do not see each other; the modes that attend to padding, ``--bidirectional-mode billm`` and ``sum-code``,
+excepted). The bellm recipe's step of 768 SNLI texts, 15.9k real tokens of up to 60, is 46k tokens padded as one
+pass; with gradient checkpointing one layer of one bucket is recomputed at a time, so the bucket bounds that
+memory too (``fit_memory.py``).
 """
 
 from __future__ import annotations
@@ -15,18 +23,22 @@ from torch import nn
 from ..models.families import apply_prompt
 from ..models.fast_tokens import to_device
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+from .length_groups import length_buckets
 
 
 class SentenceModel(nn.Module):
     """``encoder`` + pooler (+ ``head`` applied to the pooled vector in training, e.g. SimCSE's MLP)."""
 
     def __init__(self, encoder: nn.Module, tokenizer: Any, *, pooling: str, max_length: int, prompt: str = "",
-                 head: nn.Module | None = None, use_pooler_head: bool | None = None, mlm_head: nn.Module | None = None):
+                 head: nn.Module | None = None, use_pooler_head: bool | None = None, mlm_head: nn.Module | None = None,
+                 bucket_tokens: int = 0):
         super().__init__()
         self.mlm_head = mlm_head
+        self.bucket_tokens = int(bucket_tokens)  # > 0: one call over more padded tokens runs in length buckets
         self.tokens = 0  # real tokens seen in training passes (for tokens/s and MFU)
         self.padded_tokens = 0  # ... with their padding: what the device computed (a hardware MFU)
         self._ready: dict[tuple[str, ...], tuple[dict[str, torch.Tensor], int]] = {}  # pretokenize()'s, by texts
+        self._plans: dict[tuple[str, ...], list[list[int]] | None] = {}  # ... and the buckets of each pass
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.pooling = POOLERS.canonical(pooling)
@@ -56,10 +68,26 @@ class SentenceModel(nn.Module):
         return enc
 
     def pretokenize(self, passes: list[list[str]]) -> None:
-        """Tokenize the texts of later passes now (each a list of texts), forgetting any earlier ones. The trainer
-        calls it with the next step's passes while the device still runs this step's backward, so the host's
-        tokenizing overlaps the device's work instead of leaving the device idle between steps."""
-        self._ready = {tuple(texts): self._tokenized(texts) for texts in passes}
+        """Tokenize the texts of later passes now (each a list of texts; a pass cut into length buckets, bucket by
+        bucket), forgetting any earlier ones. The trainer calls it with the next step's passes while the device
+        still runs this step's backward, so the host's tokenizing overlaps the device's work instead of leaving
+        the device idle between steps."""
+        ready, plans = {}, {}
+        for texts in passes:
+            plan = plans[tuple(texts)] = self._plan(texts)
+            for part in [texts] if plan is None else [[texts[i] for i in g] for g in plan]:
+                ready[tuple(part)] = self._tokenized(part)
+        self._ready, self._plans = ready, plans
+
+    def buckets(self, texts: list[str]) -> list[list[int]] | None:
+        """The length buckets one call over ``texts`` runs in (positions of its texts), or None: one pass."""
+        key = tuple(texts)
+        return self._plans[key] if key in self._plans else self._plan(texts)
+
+    def _plan(self, texts: list[str]) -> list[list[int]] | None:
+        if self.bucket_tokens <= 0 or len(texts) * self.max_length <= self.bucket_tokens:
+            return None  # cannot pass the budget even padded to the maximum length: not tokenized to find out
+        return length_buckets(self.token_lengths(texts), self.bucket_tokens)
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Tokens of each text as :meth:`tokenize` makes them (prompt, truncation), without padding."""
@@ -91,6 +119,10 @@ class SentenceModel(nn.Module):
         Methods call the module (not ``encode``) so that DDP's wrapper sees the forward pass, and
         everything of one step goes through one call (DDP allows one forward per backward).
         """
+        if mlm_probability is None:
+            plan = self.buckets(texts)
+            if plan is not None:
+                return self._bucketed(texts, plan)
         enc = self.tokenize(texts)
         z = self.embed(enc)
         if mlm_probability is None:
@@ -104,6 +136,14 @@ class SentenceModel(nn.Module):
         ids, labels = mask_tokens(enc["input_ids"], special, tok.mask_token_id, len(tok), mlm_probability)
         states = self.encoder(**{**enc, "input_ids": ids}, return_dict=True).last_hidden_state
         return z, self.mlm_head(states), labels
+
+
+    def _bucketed(self, texts: list[str], plan: list[list[int]]) -> torch.Tensor:
+        """The vectors of ``texts``, in their order, from one embedding pass per bucket of ``plan``."""
+        z = torch.cat([self.embed(self.tokenize([texts[i] for i in g])) for g in plan])
+        back = torch.empty(len(texts), dtype=torch.long)
+        back[torch.tensor([i for g in plan for i in g])] = torch.arange(len(texts))
+        return z[to_device({"rows": back}, z.device)["rows"]]  # a pinned copy: the host does not wait for the device
 
 
 def unwrap(module: nn.Module) -> nn.Module:

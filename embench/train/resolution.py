@@ -28,7 +28,8 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     if cfg.eval_steps and cfg.eval_tasks is None and not cfg.eval_analyses:
         cfg = replace(cfg, eval_tasks=["STSBenchmark-dev"])
     for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
-                             ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1)):
+                             ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1),
+                             ("set bucket_tokens", cfg.bucket_tokens, 0)):
         if value < low:
             raise EmbenchError(f"--{name} must be at least {low}, got {value}")
     _check_numbers(cfg)

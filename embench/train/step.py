@@ -17,10 +17,11 @@ import torch
 from ..core.errors import first_line
 from ..core.out_of_memory import is_out_of_memory
 from . import distributed
-from .accumulation import RandomState, cached_step, merge, text_groups
+from .accumulation import RandomState, cached_step, merge
 from .batch_order import batch_indices
 from .divergence import diverged
-from .fit_memory import after_out_of_memory, micro_sizes, record_refit, release_memory
+from .fit_memory import after_out_of_memory, record_refit, release_memory
+from .length_groups import micro_sizes, text_groups
 from .methods.base import Batch
 from .module import SentenceModel, unwrap
 
@@ -105,7 +106,7 @@ def grouped_by_length(lengths: list[int] | None, idx: list[int]) -> list[int]:
 
 
 def step_text_groups(t: Any, step: int, batches: list[Batch]) -> list[list[int]] | None:
-    """The passes of split step ``step`` cut by text (``accumulation.text_groups``, over its texts' token counts),
+    """The passes of split step ``step`` cut by text (``length_groups.text_groups``, over its texts' token counts),
     or None where its micro-batches are its example ones: one pass, grouping by length off, or a method whose
     forward is not one call of a :class:`SentenceModel` over its texts. Kept with the step's batches."""
     module = unwrap(t.runner)
