@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from embench.train.accumulation import merge
-from embench.train.length_groups import length_buckets, text_groups
+from embench.train.length_groups import text_groups
 from embench.train.methods.base import Method
 from embench.train.methods.crop import Crop
 from embench.train.step import grouped_by_length, step_batches, step_text_groups
@@ -79,12 +79,15 @@ def test_a_split_step_is_cut_by_text_unless_the_method_embeds_otherwise(simcse_t
 
 
 @pytest.mark.slow  # two torchrun processes (about 20 s)
+@pytest.mark.parametrize("split", [["--grad-accumulation", "4"], ["--set", "bucket_tokens=40", "--gradient-checkpointing"]],
+                         ids=["by-text", "buckets-checkpointed"])
 def test_two_processes_cut_a_split_step_by_text_into_as_many_passes_and_match_one_process(tiny_bert_dir, wiki_corpus,
-                                                                                          data_root, tmp_path):
+                                                                                          data_root, tmp_path, split):
     """Under DDP every process runs as many passes as micro-batches, cut by text all the same (the same sequence of
-    DDP forwards in each process; a token budget's number of passes follows each process's own texts)."""
-    args = ["train", "--method", "unsup-simcse", "--batch-size", "16", "--max-length", "24", "--max-steps", "3",
-            "--grad-accumulation", "4", "--eval-steps", "0", "--device", "cpu", "--set", "dropout=0", "--set", "log_steps=1",
+    DDP forwards in each process; a token budget's number of passes follows each process's own texts); and one pass
+    in length buckets, recomputed in backward, is one DDP forward however many buckets each process makes."""
+    args = ["train", "--method", "unsup-simcse", "--batch-size", "16", "--max-length", "24", "--max-steps", "3", *split,
+            "--eval-steps", "0", "--device", "cpu", "--set", "dropout=0", "--set", "log_steps=1",
             "-q", "-m", str(tiny_bert_dir), "--train-data", str(wiki_corpus), "--data", str(data_root)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     runs = {"two": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",

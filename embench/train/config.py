@@ -64,7 +64,7 @@ class TrainConfig:
     device: str | None = None
     precision: str = "auto"  # auto (bf16-mixed on GPUs that have it, else fp32) | fp32 | bf16-mixed | fp16-mixed (loss scaled) | bf16 (weights too)
     gradient_checkpointing: bool = False
-    auto_fit: bool = True  # a step that would not fit: more micro-batches, then checkpointing (fit_memory.py)
+    auto_fit: bool = True  # a step that would not fit: checkpointing in buckets, or more micro-batches (fit_memory.py)
     group_by_length: bool = True  # a split step's passes group texts of like length (less padding): accumulation.py
     bucket_tokens: int = 8192  # with group_by_length: one pass over more padded tokens runs in length buckets (module.py)
     compile: bool = False

@@ -75,7 +75,7 @@ def train(
     device: Annotated[str | None, Opt(help="cpu, cuda, cuda:1 (default: CUDA when present).")] = None,
     precision: Annotated[str | None, Opt(help="auto | fp32 | bf16-mixed (autocast) | fp16-mixed (autocast, loss scaled: the BeLLM authors' --fp16) | bf16 (weights in bf16).")] = None,
     gradient_checkpointing: Annotated[bool | None, Opt("--gradient-checkpointing/--no-gradient-checkpointing", help="Recompute activations in backward.")] = None,
-    auto_fit: Annotated[bool | None, Opt("--auto-fit/--no-auto-fit", help="A step that would not fit in memory is split into more micro-batches (GradCache: the same update), then gradient checkpointing is turned on, and embench says what it chose (default: on).")] = None,
+    auto_fit: Annotated[bool | None, Opt("--auto-fit/--no-auto-fit", help="A step that would not fit in memory runs as one pass in length buckets with gradient checkpointing where that fits, else is split into more micro-batches (GradCache: the same update), then checkpointing is turned on too; embench says what it chose (default: on).")] = None,
     compile_: Annotated[bool | None, Opt("--compile/--no-compile", help="torch.compile the encoder.")] = None,
     resume: Annotated[bool | None, Opt("--resume", help="Continue from OUT/checkpoint-last.")] = None,
     tensorboard: Annotated[bool | None, Opt("--tensorboard", help="Also log to OUT/tensorboard.")] = None,
