@@ -138,3 +138,38 @@ def test_bucket_tokens_is_checked_and_resumes_as_a_change_said_aloud():
     with pytest.raises(EmbenchError, match="bucket_tokens must be at least 0, got -1"):
         resolve(make_config(method="unsup-simcse", model="m", bucket_tokens=-1))
     assert "bucket_tokens" in ANNOUNCED_KEYS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["sum", "mask"])
+def test_a_lora_bellm_step_in_buckets_with_checkpointing_is_the_step_of_one_pass(tiny_llama_dir, data_root, tmp_path, mode):
+    """What the fitting now chooses for the 7B recipe, on a tiny Llama: LoRA, Eq. 5's parallel branch (or the
+    mask-only reading), activations recomputed in backward, the pass in length buckets; the step's loss and
+    gradients equal those of the plain padded pass."""
+    from embench.train import Trainer
+
+    triplets = tmp_path / "nli.csv"
+    rows = [("A man plays a guitar on a stage in front of a large crowd.", "A person makes music.", "Nobody plays."),
+            ("Two dogs run in snow.", "Animals are outside in the cold winter weather today.", "Dogs sleep."),
+            ("Rain.", "It is wet.", "The sun shines brightly over the dry desert all afternoon long.")] * 3
+    triplets.write_text("sent0,sent1,hard_neg\n" + "\n".join(",".join(r) for r in rows) + "\n")
+
+    def step(out, **kw):
+        t = Trainer(make_config(method="bellm", model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root),
+                                out=str(out), max_steps=1, batch_size=9, max_length=40, lora_r=4, lora_dropout=0.0,
+                                bidirectional_mode=mode, progress=False, precision="fp32", **kw))
+        t.setup()
+        loss = t.step(0)[0]
+        return t, loss, {n: p.grad.detach().clone() for n, p in t.model.named_parameters() if p.requires_grad}
+
+    whole, loss, grads = step(tmp_path / "whole", bucket_tokens=0)
+    cut, loss_b, grads_b = step(tmp_path / "buckets", bucket_tokens=120, gradient_checkpointing=True)
+    assert cut.model.buckets(cut.method.pass_texts(step_batches(cut, 0)[0])) is not None
+    assert any(getattr(m, "is_gradient_checkpointing", False) for m in cut.model.modules())  # recomputed in backward
+    assert not any(getattr(m, "is_gradient_checkpointing", False) for m in whole.model.modules())
+    assert loss_b == pytest.approx(loss, rel=1e-5)
+    assert grads.keys() == grads_b.keys() and grads
+    for name, g in grads.items():
+        torch.testing.assert_close(grads_b[name], g, rtol=1e-4, atol=max(1e-7, 1e-5 * float(g.abs().max())),
+                                   msg=lambda m, name=name: f"{name}: {m}")
+    assert cut.model.padded_tokens < whole.model.padded_tokens
