@@ -262,3 +262,26 @@ def test_a_lora_run_from_the_command_line_prints_no_third_party_noise(tiny_llama
     assert (tmp_path / "run/best").is_dir()
     for noise in ("is_gradient_checkpointing", "kernels-community", "FutureWarning"):
         assert noise not in res.stderr, res.stderr
+
+
+@pytest.mark.slow
+def test_qlora_with_checkpointing_recomputes_without_torch_s_reentrant_form(tiny_llama_dir, data_root, tmp_path):
+    """peft's preparation of a 4-bit model turned checkpointing to torch's reentrant form (a warning on every step,
+    and no DDP); the trainer keeps it non-reentrant."""
+    import warnings
+
+    from embench.train import Trainer, make_config
+
+    triplets = tmp_path / "nli.csv"
+    triplets.write_text("sent0,sent1,hard_neg\n" + "a man plays a guitar,a person makes music,nobody plays\n" * 4)
+    trainer = Trainer(make_config(recipe="bellm", model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root),
+                                  out=str(tmp_path / "run"), max_steps=1, batch_size=4, max_length=24, lora_r=4,
+                                  gradient_checkpointing=True, eval_steps=0, progress=False))
+    trainer.setup()
+    assert trainer.cfg.load_kbit == 4
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        trainer.step(0)
+    assert not [w for w in seen if "use_reentrant" in str(w.message)], [str(w.message) for w in seen]
+    funcs = [m._gradient_checkpointing_func for m in trainer.model.modules() if hasattr(m, "_gradient_checkpointing_func")]
+    assert funcs and all(f.keywords.get("use_reentrant") is False for f in funcs)

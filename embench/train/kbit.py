@@ -60,7 +60,10 @@ def kbit_load_kwargs(bits: int | None, device: str) -> dict[str, Any]:
 
 def prepare_kbit(encoder: nn.Module, gradient_checkpointing: bool) -> nn.Module:
     """peft's preparation of a quantised model for adapters (norms and embeddings in float32, input gradients
-    on); gradient checkpointing stays as the run asks (peft would turn it on)."""
+    on); gradient checkpointing stays as the run asks (peft would turn it on), non-reentrant as everywhere in the
+    trainer (``backbone.checkpoint_activations``): peft's own call would switch it to torch's reentrant form, which
+    warns on every step and does not mix with DDP."""
     from peft import prepare_model_for_kbit_training
 
-    return prepare_model_for_kbit_training(encoder, use_gradient_checkpointing=gradient_checkpointing)
+    return prepare_model_for_kbit_training(encoder, use_gradient_checkpointing=gradient_checkpointing,
+                                           gradient_checkpointing_kwargs={"use_reentrant": False})
