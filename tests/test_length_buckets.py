@@ -61,6 +61,13 @@ def test_a_pass_in_buckets_gives_the_vectors_and_gradients_of_one_padded_pass(wh
     model = METHODS.get(cfg.method)(cfg).build("cpu")
     model.train()
     texts = [t for t in TEXTS for _ in range(2)]  # as SimCSE passes them: each text twice
+    # the inputs are the tokenizer's own (read from its Rust backend, padded on its side, with the run's prompt)
+    from embench.models.families import apply_prompt
+
+    theirs = model.tokenizer(apply_prompt(model.prompt, texts), padding=True, truncation=True, max_length=32,
+                             return_tensors="pt")
+    ours = model.tokenize(texts)
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in theirs)
     model.bucket_tokens = 0
     z, grads, real, padded = _vectors_and_grads(model, texts)
     model.bucket_tokens = 60  # 16 texts of up to ~20 tokens: several buckets

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from ..models.fast_tokens import to_device
 from .distributed import DistInfo
 from .methods.base import Batch, Method, Outputs
+from .module import group_positions
 
 
 class RandomState:
@@ -109,23 +109,20 @@ def cached_step_by_text(method: Method, runner: torch.nn.Module, batches: list[B
             states.append(RandomState(device))
             with autocast():
                 firsts.append(runner([texts[i] for i in g]).float())
-    # row positions go to the device in pinned, asynchronous copies: torch.tensor(..., device=cuda) would make the
-    # host wait for every queued pass before it queues the next
-    where = to_device({"all": torch.tensor([i for g in groups for i in g]),
-                       **{str(i): torch.tensor(g) for i, g in enumerate(groups)}}, firsts[0].device)
+    positions = group_positions(groups, firsts[0].device)
     rows = torch.empty(len(texts), firsts[0].shape[1], device=firsts[0].device)
-    rows[where["all"]] = torch.cat(firsts)
+    rows[positions] = torch.cat(firsts)
     rows.requires_grad_(True)
     names = list(whole.texts)
     loss, logs = method.objective(Outputs(dict(zip(names, rows.chunk(len(names)), strict=True))), whole, dist)
     scale(loss).backward()
-    grads = rows.grad
+    grads = rows.grad[positions].split([len(g) for g in groups])  # each group's rows, in the group's order
     after = RandomState(device)
     for i, g in enumerate(groups):
         with no_sync() if i < len(groups) - 1 else contextlib.nullcontext():
             states[i].restore()
             with autocast():
                 z = runner([texts[j] for j in g]).float()
-            (z * grads[where[str(i)]]).sum().backward()
+            (z * grads[i]).sum().backward()
     after.restore()
     return loss.detach(), logs

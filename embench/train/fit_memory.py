@@ -116,9 +116,9 @@ def choose_before_first_step(trainer: Any, announce: Callable[[str], None]) -> S
     if chosen.checkpointing and not as_set.checkpointing:
         checkpoint_activations(trainer.model)
     if dist.is_main and chosen != as_set:
+        bucket = bucket_budget(trainer)
         how = (f"GradCache: the loss still sees the whole batch of {cfg.batch_size}" if chosen.micro_batches > 1 else
-               f"its texts in length buckets of about {bucket_budget(trainer)} padded tokens"
-               if bucket_budget(trainer) else "the update of the whole batch")
+               f"its texts in length buckets of about {bucket} padded tokens" if bucket else "the update of the whole batch")
         announce(f"memory: each step runs as {chosen.describe(per_process_examples(cfg, dist.world_size))} ({how}), "
                  "so that it fits; --no-auto-fit runs it as set")
     return chosen
@@ -140,7 +140,6 @@ def _fitting(trainer: Any, est: Any, start: StepFit) -> StepFit:
             return StepFit(start.micro_batches, True)
         options.append((True, recomputing))  # tried when no split without it fits
     for checkpointing, e in options:
-        e = e or estimate_step(trainer, checkpointing=True)
         if e is None:
             break
         for k in range(start.micro_batches, per + 1):

@@ -191,10 +191,10 @@ def estimate_step(trainer: Any, checkpointing: bool | None = None) -> StepMemory
 def bucket_budget(trainer: Any) -> int:
     """The padded tokens of a length bucket that one pass of ``trainer``'s step runs in (``SentenceModel.forward``),
     0 where a pass runs whole: a method whose forward is not one call of the module over its texts."""
-    from .module import SentenceModel, unwrap
+    from .module import one_call_model
 
-    inner = unwrap(trainer.model)
-    return int(inner.bucket_tokens) if isinstance(inner, SentenceModel) and trainer.method.splits_by_text() else 0
+    model = one_call_model(trainer.model, trainer.method)
+    return model.bucket_tokens if model is not None else 0
 
 
 def grad_accumulation_to_fit(est: StepMemory, cfg: Any, world_size: int) -> int | None:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ..models.families import apply_prompt
-from ..models.fast_tokens import to_device
+from ..models.fast_tokens import pad_rows, to_device, token_ids
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .length_groups import length_buckets
 
@@ -58,10 +58,12 @@ class SentenceModel(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        """``texts`` as the encoder's inputs on its device: those of :meth:`pretokenize` when it had them."""
-        ready = self._ready.get(tuple(texts))
-        enc, real = ready if ready is not None else self._tokenized(texts)
+    def tokenize(self, texts: list[str], ready: dict | None = None) -> dict[str, torch.Tensor]:
+        """``texts`` as the encoder's inputs on its device: those of :meth:`pretokenize` (or ``ready``) when it had
+        them."""
+        key = tuple(texts)
+        found = (ready or {}).get(key) or self._ready.get(key)
+        enc, real = found if found is not None else self._tokenized(texts)
         if torch.is_grad_enabled():  # counted when trained on, however often (GradCache's first pass has no grad)
             self.tokens += real
             self.padded_tokens += enc["attention_mask"].numel()
@@ -74,31 +76,43 @@ class SentenceModel(nn.Module):
         the device idle between steps."""
         ready, plans = {}, {}
         for texts in passes:
-            plan = plans[tuple(texts)] = self._plan(texts)
-            for part in [texts] if plan is None else [[texts[i] for i in g] for g in plan]:
-                ready[tuple(part)] = self._tokenized(part)
+            plan, parts = self._cut(texts)
+            plans[tuple(texts)] = plan
+            ready.update(parts or {tuple(texts): self._tokenized(texts)})
         self._ready, self._plans = ready, plans
 
     def buckets(self, texts: list[str]) -> list[list[int]] | None:
         """The length buckets one call over ``texts`` runs in (positions of its texts), or None: one pass."""
         key = tuple(texts)
-        return self._plans[key] if key in self._plans else self._plan(texts)
+        return self._plans[key] if key in self._plans else self._cut(texts)[0]
 
-    def _plan(self, texts: list[str]) -> list[list[int]] | None:
+    def _cut(self, texts: list[str]) -> tuple[list[list[int]] | None, dict]:
+        """The length buckets of one call over ``texts`` (None: one pass) and the inputs of each, by its texts, from
+        one tokenization; nothing is tokenized where the call cannot pass the budget even at the maximum length."""
         if self.bucket_tokens <= 0 or len(texts) * self.max_length <= self.bucket_tokens:
-            return None  # cannot pass the budget even padded to the maximum length: not tokenized to find out
-        return length_buckets(self.token_lengths(texts), self.bucket_tokens)
+            return None, {}
+        ids = self._ids(texts)
+        plan = length_buckets([len(x) for x in ids["input_ids"]], self.bucket_tokens)
+        parts = [list(range(len(texts)))] if plan is None else plan
+        return plan, {tuple(texts[i] for i in g): self._padded({k: [v[i] for i in g] for k, v in ids.items()})
+                      for g in parts}
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Tokens of each text as :meth:`tokenize` makes them (prompt, truncation), without padding."""
-        ids = self.tokenizer(apply_prompt(self.prompt, texts), truncation=True, max_length=self.max_length)["input_ids"]
-        return [len(x) for x in ids]
+        return [len(x) for x in self._ids(texts)["input_ids"]]
+
+    def _ids(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        """Unpadded ids (and token types) of ``texts`` with the run's prompt and maximum length: the engine's own
+        tokenisation (``fast_tokens.token_ids``, ids read straight from the Rust tokenizer)."""
+        return token_ids(self.tokenizer, apply_prompt(self.prompt, texts), self.max_length)
+
+    def _padded(self, ids: dict[str, list[list[int]]]) -> tuple[dict[str, torch.Tensor], int]:
+        """Padded inputs on the device (one pinned, asynchronous copy on a GPU: ``fast_tokens.pad_rows``) and the real
+        tokens among them."""
+        return pad_rows(ids, self.tokenizer, self.device), sum(map(len, ids["input_ids"]))
 
     def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
-        enc = self.tokenizer(apply_prompt(self.prompt, texts), padding=True, truncation=True,
-                             max_length=self.max_length, return_tensors="pt")
-        real = int(enc["attention_mask"].sum())
-        return to_device(dict(enc), self.device), real  # pinned and asynchronous on a GPU
+        return self._padded(self._ids(texts))
 
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
@@ -119,11 +133,13 @@ class SentenceModel(nn.Module):
         Methods call the module (not ``encode``) so that DDP's wrapper sees the forward pass, and
         everything of one step goes through one call (DDP allows one forward per backward).
         """
+        ready = {}
         if mlm_probability is None:
-            plan = self.buckets(texts)
+            key = tuple(texts)
+            plan, ready = (self._plans[key], self._ready) if key in self._plans else self._cut(texts)
             if plan is not None:
-                return self._bucketed(texts, plan)
-        enc = self.tokenize(texts)
+                return self._bucketed(texts, plan, ready)
+        enc = self.tokenize(texts, ready)
         z = self.embed(enc)
         if mlm_probability is None:
             return z
@@ -137,16 +153,29 @@ class SentenceModel(nn.Module):
         states = self.encoder(**{**enc, "input_ids": ids}, return_dict=True).last_hidden_state
         return z, self.mlm_head(states), labels
 
-
-    def _bucketed(self, texts: list[str], plan: list[list[int]]) -> torch.Tensor:
+    def _bucketed(self, texts: list[str], plan: list[list[int]], ready: dict) -> torch.Tensor:
         """The vectors of ``texts``, in their order, from one embedding pass per bucket of ``plan``."""
-        z = torch.cat([self.embed(self.tokenize([texts[i] for i in g])) for g in plan])
-        back = torch.empty(len(texts), dtype=torch.long)
-        back[torch.tensor([i for g in plan for i in g])] = torch.arange(len(texts))
-        return z[to_device({"rows": back}, z.device)["rows"]]  # a pinned copy: the host does not wait for the device
+        parts = torch.cat([self.embed(self.tokenize([texts[i] for i in g], ready)) for g in plan])
+        z = parts.new_empty(parts.shape)
+        z[group_positions(plan, parts.device)] = parts  # differentiable: the gradient of row i goes back to its bucket
+        return z
+
+
+def group_positions(groups: list[list[int]], device: torch.device) -> torch.Tensor:
+    """The texts' positions, group after group, on ``device``, in a pinned copy (``torch.tensor(..., device=cuda)``
+    would make the host wait for every kernel queued before it): rows made group by group go back to their texts'
+    order through ``out[positions] = rows``."""
+    return to_device({"positions": torch.tensor([i for g in groups for i in g])}, device)["positions"]
 
 
 def unwrap(module: nn.Module) -> nn.Module:
     """The model inside a DDP wrapper (``--compile`` compiles the encoder in place: no wrapper)."""
     inner = getattr(module, "module", None)
     return inner if isinstance(inner, nn.Module) else module
+
+
+def one_call_model(model: nn.Module, method: Any) -> SentenceModel | None:
+    """The :class:`SentenceModel` of ``model`` when ``method`` embeds all of a step's texts in one call of it
+    (``Method.splits_by_text``): a split step may then be cut by text, and one pass runs in length buckets."""
+    inner = unwrap(model)
+    return inner if isinstance(inner, SentenceModel) and method.splits_by_text() else None

@@ -23,7 +23,7 @@ from .divergence import diverged
 from .fit_memory import after_out_of_memory, record_refit, release_memory
 from .length_groups import micro_sizes, text_groups
 from .methods.base import Batch
-from .module import SentenceModel, unwrap
+from .module import SentenceModel, one_call_model
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +109,8 @@ def step_text_groups(t: Any, step: int, batches: list[Batch]) -> list[list[int]]
     """The passes of split step ``step`` cut by text (``length_groups.text_groups``, over its texts' token counts),
     or None where its micro-batches are its example ones: one pass, grouping by length off, or a method whose
     forward is not one call of a :class:`SentenceModel` over its texts. Kept with the step's batches."""
-    module = unwrap(t.runner)
-    if len(batches) < 2 or not t.cfg.group_by_length or not t.method.splits_by_text() or not isinstance(module, SentenceModel):
+    module = one_call_model(t.runner, t.method)
+    if len(batches) < 2 or not t.cfg.group_by_length or module is None:
         return None
     made = getattr(t, "step_groups_made", None)
     key = (step, len(batches))
