@@ -58,11 +58,12 @@ class SentenceModel(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def tokenize(self, texts: list[str], ready: dict | None = None) -> dict[str, torch.Tensor]:
-        """``texts`` as the encoder's inputs on its device: those of :meth:`pretokenize` (or ``ready``) when it had
-        them."""
-        key = tuple(texts)
-        found = (ready or {}).get(key) or self._ready.get(key)
+    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        """``texts`` as the encoder's inputs on its device: those of :meth:`pretokenize` when it had them."""
+        return self._inputs(texts, self._ready)
+
+    def _inputs(self, texts: list[str], ready: dict) -> dict[str, torch.Tensor]:
+        found = ready.get(tuple(texts))
         enc, real = found if found is not None else self._tokenized(texts)
         if torch.is_grad_enabled():  # counted when trained on, however often (GradCache's first pass has no grad)
             self.tokens += real
@@ -133,13 +134,12 @@ class SentenceModel(nn.Module):
         Methods call the module (not ``encode``) so that DDP's wrapper sees the forward pass, and
         everything of one step goes through one call (DDP allows one forward per backward).
         """
-        ready = {}
         if mlm_probability is None:
             key = tuple(texts)
             plan, ready = (self._plans[key], self._ready) if key in self._plans else self._cut(texts)
             if plan is not None:
                 return self._bucketed(texts, plan, ready)
-        enc = self.tokenize(texts, ready)
+        enc = self.tokenize(texts)
         z = self.embed(enc)
         if mlm_probability is None:
             return z
@@ -155,7 +155,7 @@ class SentenceModel(nn.Module):
 
     def _bucketed(self, texts: list[str], plan: list[list[int]], ready: dict) -> torch.Tensor:
         """The vectors of ``texts``, in their order, from one embedding pass per bucket of ``plan``."""
-        parts = torch.cat([self.embed(self.tokenize([texts[i] for i in g], ready)) for g in plan])
+        parts = torch.cat([self.embed(self._inputs([texts[i] for i in g], ready)) for g in plan])
         z = parts.new_empty(parts.shape)
         z[group_positions(plan, parts.device)] = parts  # differentiable: the gradient of row i goes back to its bucket
         return z
