@@ -16,6 +16,7 @@ from embench.core.errors import EmbenchError
 from embench.encoding.batching import cut_batches, resolve_batching, split_chunks
 from embench.encoding.engine import Engine
 from embench.models.fast_tokens import backend_of, token_ids
+from embench.models.layer_stack import transformer_layers
 from embench.models.pooling import PoolInput, pool_last_token
 
 TEXTS = [
@@ -228,5 +229,28 @@ def test_compile_reaches_the_loader_from_the_cli_and_compiles_the_forward(env, t
     assert "captured" in str(result.exception) and seen["compile"] is True and seen["batch_tokens"] == 4096
     assert seen["cuda_graphs"] is True
     enc = embench.load_model(tiny_bert_dir, device="cpu", compile=True)
-    assert enc.compiled and getattr(enc.model, "_compiled_call_impl", None) is not None
-    assert not embench.load_model(tiny_bert_dir, device="cpu").compiled
+    assert enc.compiled and not embench.load_model(tiny_bert_dir, device="cpu").compiled
+    layers = transformer_layers(enc.model)  # each layer compiled, not the whole forward (models/regional_compile.py)
+    assert all(getattr(layer, "_compiled_call_impl", None) is not None for layer in layers)
+    assert getattr(enc.model, "_compiled_call_impl", None) is None
+
+
+@pytest.mark.slow  # over 2 s: torch.compile on the CPU
+@pytest.mark.parametrize("which", ["bert", "llama", "llama-bidirectional"])
+def test_a_compiled_encoder_compiles_once_for_every_layer_and_batch_shape_and_gives_the_eager_vectors(
+        which, tiny_bert_dir, tiny_llama_dir):
+    from torch._dynamo.utils import counters
+
+    folder, options = (tiny_bert_dir, {}) if which == "bert" else (tiny_llama_dir, {})
+    if which == "llama-bidirectional":  # BeLLM's last layer as a bidirectional branch (a hook on the layers)
+        options = {"bidirectional_last": 1}
+    texts = ["a man plays a guitar", "two dogs run through the deep snow of the valley", "rain", "the old cat"]
+    eager = embench.load_model(folder, device="cpu", **options)
+    compiled = embench.load_model(folder, device="cpu", compile=True, **options)
+    torch._dynamo.reset()
+    counters.clear()
+    for batch in (texts, texts[:3], texts * 3):  # three batch shapes
+        np.testing.assert_allclose(compiled.encode_batch(batch), eager.encode_batch(batch), rtol=1e-5, atol=1e-5)
+    # one graph for both layers and all three shapes; the bidirectional branch's call of the last layer (its hooks
+    # and open mask) is a second
+    assert counters["stats"]["unique_graphs"] == (2 if options else 1)

@@ -58,8 +58,8 @@ DeviceOpt = Annotated[str | None, typer.Option(
 BatchSizeOpt = Annotated[int | None, typer.Option(
     help="Texts per batch at most (default: 128 on a CPU; none on a GPU, where --batch-tokens cuts batches).")]
 CompileOpt = Annotated[bool, typer.Option(
-    "--compile", help="Run the model's forward through torch.compile (GPUs; pays when a pass is long enough to repay "
-                      "the compilation, which takes tens of seconds).")]
+    "--compile", help="Run each transformer layer through torch.compile, compiled once for all layers (GPUs; pays when "
+                      "a pass is long enough to repay the compilation, which takes seconds to a minute).")]
 CudaGraphsOpt = Annotated[bool, typer.Option(
     "--cuda-graphs", help="Replay each batch's forward pass as a CUDA graph, batches padded to a few bucketed shapes "
                           "(GPUs; the same vectors; for small, host-bound encoders; elsewhere no effect).")]

@@ -22,9 +22,11 @@ from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode
 from .families import apply_prompt, num_layers
 from .fast_tokens import pad_rows, token_ids
+from .kv_cache import no_kv_cache
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
+from .regional_compile import compile_layers
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -97,7 +99,7 @@ class HFEncoder(SentenceEncode):
         self.dense_modules: list[str] = []
         self._owner: HFEncoder = self  # the encoder holding the weights; views of it share them
         self.batch_tokens: int | None = None  # the engine's token budget for this encoder (None: the device's)
-        self.compiled = False  # torch.compile the model's forward when it is loaded (load_model(..., compile=True))
+        self.compiled = False  # torch.compile the model's layers when it is loaded (load_model(..., compile=True))
         self.load_spec: tuple[str, dict[str, Any]] | None = None  # (name, load_model options): reloadable elsewhere
         self.prompt_set: Any = None  # the model's named prompts, for a side or task to pick from (models/prompts.py)
         self.graphs: Any = None  # CUDA graphs per batch shape (load_model(..., cuda_graphs=True): encoding/cuda_graphs.py)
@@ -153,8 +155,8 @@ class HFEncoder(SentenceEncode):
             if owner.weights_cast:  # held in the run's dtype (cast on the host: the device never holds fp32 copies)
                 model = model.to(DTYPES[owner.settings.dtype])
             owner._model = model.eval().to(owner.device)
-            if owner.compiled:  # torch.compile of the forward, shapes dynamic (one compile for every batch shape)
-                owner._model.compile(dynamic=True)
+            if owner.compiled:  # torch.compile of each layer, shapes dynamic: one compile for every layer and batch shape
+                compile_layers(owner._model)
             if owner._tokenizer is None:
                 owner._tokenizer = tokenizer
         return owner._model
@@ -201,7 +203,7 @@ class HFEncoder(SentenceEncode):
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
         """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
         with self._autocast(), gpu_attention(self.device):
-            return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **kwargs)
+            return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.config), **kwargs)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         return self.encode_views(texts, [self])[0]

@@ -110,8 +110,8 @@ def load_model(
     first use; the config and the weights' fingerprint at once. On a GPU a bf16/fp16 ``dtype`` holds a
     checkpoint's weights in that dtype (an in-memory module keeps its weights and runs under autocast);
     ``batch_tokens`` is the token budget of the engine's batches for this encoder (default: the device's);
-    ``compile`` runs the model's forward through ``torch.compile`` (dynamic shapes), which pays on a GPU
-    when the pass is long enough to repay the compilation; ``cuda_graphs`` replays each batch's forward as a CUDA graph of
+    ``compile`` runs each transformer layer through ``torch.compile`` (dynamic shapes; one compile serves every
+    layer: :mod:`.regional_compile`), which pays on a GPU when the pass is long enough to repay the compilation; ``cuda_graphs`` replays each batch's forward as a CUDA graph of
     its bucketed shape (a GPU only; the same vectors: :mod:`embench.encoding.cuda_graphs`). ``revision``: a hub commit, branch or tag (default: a known
     model's pinned one, :mod:`.catalogue`); ``prompt_name``: one of the model's prompts (default: its own, :mod:`.prompts`).
     """

@@ -22,6 +22,7 @@ from torch import nn
 
 from ..models.families import apply_prompt
 from ..models.fast_tokens import pad_rows, to_device, token_ids
+from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .length_groups import length_buckets
 
@@ -118,7 +119,7 @@ class SentenceModel(nn.Module):
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
         all_layers = self.pooling in NEEDS_ALL_LAYERS
-        out = self.encoder(**enc, output_hidden_states=all_layers, return_dict=True)
+        out = self.encoder(**enc, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.encoder.config))
         last = len(out.hidden_states) - 1 if all_layers else self.num_layers
         hidden = tuple(out.hidden_states) if all_layers else (None,) * last + (out.last_hidden_state,)
         pooler = self.encoder.pooler if self.use_pooler_head else None
@@ -150,7 +151,7 @@ class SentenceModel(nn.Module):
                                 for ids in enc["input_ids"].tolist()], device=self.device)
         special = special.bool() | (enc["attention_mask"] == 0)
         ids, labels = mask_tokens(enc["input_ids"], special, tok.mask_token_id, len(tok), mlm_probability)
-        states = self.encoder(**{**enc, "input_ids": ids}, return_dict=True).last_hidden_state
+        states = self.encoder(**{**enc, "input_ids": ids}, return_dict=True, **no_kv_cache(self.encoder.config)).last_hidden_state
         return z, self.mlm_head(states), labels
 
     def _bucketed(self, texts: list[str], plan: list[list[int]], ready: dict) -> torch.Tensor:
