@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import EmbeddingError, EmbenchError
+from ..core.gc_freeze import older_objects_frozen
 from ..report.progress import RateProgress, announce
 from .allocator import keep_batch_memory, release_batch_memory
 from .batching import batches as _batches
@@ -69,12 +70,13 @@ class Engine:
         """Vectors for ``texts``, in order (duplicates included); ``prompt``: a side's or task's (:mod:`.prompted`)."""
         if prompt:
             return prompted_engine(self, prompt).embed(texts)
-        keyed = [(text_key(t), t) for t in texts]
-        self.stats["requested"] += len(keyed)
-        self._ensure([keyed])
-        if not keyed:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._memory[k] for k, _ in keyed])
+        with older_objects_frozen():  # no full garbage collection walks the process's objects mid-pass
+            keyed = [(text_key(t), t) for t in texts]
+            self.stats["requested"] += len(keyed)
+            self._ensure([keyed])
+            if not keyed:
+                return np.zeros((0, 0), dtype=np.float32)
+            return np.stack([self._memory[k] for k, _ in keyed])
 
     dim = property(lambda self: len(next(iter(self._memory.values()))) if self._memory else None)  # vector length (records keep it)
 
@@ -85,7 +87,8 @@ class Engine:
         shared by several groups counts for the first that asks for it. Later :meth:`embed` calls for
         these texts are memory hits.
         """
-        return self._ensure([[(text_key(t), t) for t in texts] for texts in groups])
+        with older_objects_frozen():
+            return self._ensure([[(text_key(t), t) for t in texts] for texts in groups])
 
     def _ensure(self, groups: list[list[tuple[str, str]]]) -> list[dict[str, int]]:
         """Put every (key, text) of ``groups`` in memory: from memory, the disk cache, or one encoding pass."""
@@ -155,6 +158,11 @@ def fill_views(engines: Sequence[Engine], texts: Sequence[str]) -> None:
     lack it; views that have every text are not computed. Encoders without ``encode_views``
     (ensembles, custom encoders) are served one at a time.
     """
+    with older_objects_frozen():
+        _fill_views(engines, texts)
+
+
+def _fill_views(engines: Sequence[Engine], texts: Sequence[str]) -> None:
     if not all(hasattr(e.encoder, "encode_views") for e in engines):
         for e in engines:
             e.stats["requested"] += len(texts)
