@@ -20,6 +20,7 @@ import torch
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode
+from .attention_masks import model_inputs
 from .families import apply_prompt, num_layers
 from .fast_tokens import pad_rows, token_ids
 from .kv_cache import no_kv_cache
@@ -203,7 +204,8 @@ class HFEncoder(SentenceEncode):
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
         """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
         with self._autocast(), gpu_attention(self.device):
-            return self.model(**enc, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.config), **kwargs)
+            return self.model(**model_inputs(self.model, enc, self.device), output_hidden_states=all_layers, return_dict=True,
+                              **no_kv_cache(self.config), **kwargs)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         return self.encode_views(texts, [self])[0]
