@@ -131,8 +131,9 @@ class Engine:
         return owned, todo, hits
 
     def _flush(self, keys: list[str], vecs: list[np.ndarray]) -> None:
+        """Write ``keys`` with their vectors (``vecs``: arrays of rows, in the keys' order) to the cache."""
         if self.cache is not None and keys:
-            self.cache.put_many(list(keys), np.stack(vecs))
+            self.cache.put_many(list(keys), np.concatenate(vecs))
         keys.clear()
         vecs.clear()
 
@@ -234,23 +235,28 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
     if on_cpu:
         keep_batch_memory()  # batches reuse the last one's memory instead of faulting it in again
     views = [e.encoder for e in engines]
-    pending: list[tuple[list[str], list[np.ndarray]]] = [([], []) for _ in engines]
+    pending: list[tuple[list[str], list[np.ndarray]]] = [([], []) for _ in engines]  # per engine: keys, arrays of rows to cache
 
     def landed(idx: np.ndarray, arrays: list[np.ndarray]) -> None:
-        """A chunk of vectors is on the host: check it, keep each engine's wanted keys, write them to its cache."""
+        """A chunk of vectors is on the host: check it, keep each engine's wanted keys, write them to its cache.
+        A whole chunk at a time, not text by text: on a GPU the last chunk's handling is host time with the GPU idle."""
+        chunk_keys = [keys[i] for i in idx.tolist()]
         for e, vecs, want, (pk, pv) in zip(engines, arrays, wanted, pending, strict=True):
             bad = ~np.isfinite(vecs).all(axis=1)
             if bad.any():
                 t = texts[int(idx[int(np.flatnonzero(bad)[0])])]
                 raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({e.encoder.name})")
-            for i, v in zip(idx, vecs, strict=True):
-                if keys[i] in want:
-                    e._memory[keys[i]] = v
-                    pk.append(keys[i])
-                    pv.append(v)
-                    e.stats["encoded"] += 1
-            if len(pk) >= FLUSH_EVERY:
-                e._flush(pk, pv)
+            mine = chunk_keys
+            if len(want) < len(keys):  # this engine keeps only the texts it lacked (views of one pass: fill_views)
+                rows = [j for j, k in enumerate(chunk_keys) if k in want]
+                mine, vecs = [chunk_keys[j] for j in rows], vecs[rows]
+            e._memory.update(zip(mine, vecs, strict=True))  # each key: its row of the chunk's array
+            e.stats["encoded"] += len(mine)
+            if e.cache is not None:
+                pk.extend(mine)
+                pv.append(vecs)
+                if len(pk) >= FLUSH_EVERY:
+                    e._flush(pk, pv)
 
     copies = HostCopies(landed, FLUSH_EVERY)
     what = encoder.name if len(engines) == 1 else f"{encoder.name}, {len(engines)} views in one pass"
