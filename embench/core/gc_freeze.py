@@ -3,8 +3,8 @@
 A process that has imported torch and transformers tracks some 400,000 objects. An encoding pass allocates many small
 ones that live on (token id lists, a key and a vector view per text), which sets off a full collection now and then,
 and a full collection walks every tracked object. On this project's CPU, with the model's forward taken out
-(``benchmarks/engine_host.py``), a full collection of 175-205 ms fell in nearly every pass of sts-all's 26,083 texts
-and the host's pass took 1.19 s against 0.97 s with the older objects frozen (1.23x). An H200 runs a whole BERT-base
+(``benchmarks/engine_host.py``), a full collection of 175-281 ms fell in nearly every pass of sts-all's 26,083 texts,
+and the host's pass was 1.11-1.22x faster with the older objects frozen (three runs). An H200 runs a whole BERT-base
 pass of those texts in 0.54-0.59 s (``reports/benchmarks/encode_gpu.md``), so such a pause there is a large share of
 it, with the GPU idle. ``gc.freeze()`` moves the objects that exist now into a generation that collections skip;
 objects made inside the block are still collected as usual (cycles included), and the frozen ones go back to the
