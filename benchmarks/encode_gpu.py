@@ -123,6 +123,26 @@ def empty_cache() -> None:
         torch.cuda.empty_cache()
 
 
+@contextlib.contextmanager
+def _undone(module_name: str, attr: str, stand_in):
+    import importlib
+
+    module = importlib.import_module(module_name)
+    real = getattr(module, attr)
+    setattr(module, attr, stand_in)
+    try:
+        yield
+    finally:
+        setattr(module, attr, real)
+
+
+# the engine's host-side measures, each undone alone (--ablations): what each is worth on the GPU
+ABLATIONS = {
+    "without the gc freeze": lambda: _undone("embench.encoding.engine", "older_objects_frozen", contextlib.nullcontext),
+    "without the prepared mask": lambda: _undone("embench.models.encoder", "model_inputs", lambda model, enc, device: enc),
+}
+
+
 def plain_loop(model, tok, texts: list[str], budget: int, pooling: str, max_length: int) -> np.ndarray:
     """The reference: what anyone would write in 40 lines to encode fast on a GPU."""
     ids = tok(texts, truncation=True, max_length=max_length)["input_ids"]
@@ -216,13 +236,23 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
         return vecs
 
     default_budget = resolve_batching("cuda", None, None)[1]
-    embench_vecs = {}
+    embench_vecs, ablated_vecs, summary_ablations = {}, {}, {}
     for budget in dict.fromkeys([default_budget, *args.budgets]):
         def run(ts=texts, b=budget):
             return Engine(enc, batch_tokens=b, cache_dir=None).embed(ts)
 
         vecs, secs, peak = timed(run, lambda b=budget: run(warm_texts, b), args.repeats)
         embench_vecs[budget] = record(f"embench@{budget}", vecs, secs, peak, batch_tokens=budget)
+
+    if name in args.ablations:  # the default engine with one host-side measure undone at a time, in the same process
+        for label, undo in ABLATIONS.items():
+            def run_ablated(ts=texts, undo=undo):
+                with undo():
+                    return Engine(enc, cache_dir=None).embed(ts)
+
+            vecs, secs, peak = timed(run_ablated, lambda run_ablated=run_ablated: run_ablated(warm_texts), args.repeats)
+            ablated_vecs[f"ablated@{default_budget} {label}"] = record(f"ablated@{default_budget} {label}", vecs, secs, peak)
+            summary_ablations[label] = runs[f"ablated@{default_budget} {label}"]["frac_of_matmul"]
 
     chunk_vecs = {}
     for first, size in args.chunks:  # the tokenisation chunks' sizes (embench/encoding/batching.py), default budget
@@ -269,7 +299,7 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
     if name == "all-MiniLM-L6-v2":  # its pipeline normalises; the plain loop is mean pooling alone
         plain_vecs = {b: v / np.linalg.norm(v, axis=1, keepdims=True) for b, v in plain_vecs.items()}
     for label, vecs in ([(f"embench@{b}", v) for b, v in embench_vecs.items()] + [(f"st@{b}", v) for b, v in st_vecs.items()]
-                        + list(plain_vecs.items()) + list(chunk_vecs.items())):
+                        + list(plain_vecs.items()) + list(chunk_vecs.items()) + list(ablated_vecs.items())):
         c = cosines(vecs, ref)
         runs[label]["cosine_vs_st64_min"] = round(float(c.min()), 6)
         runs[label]["cosine_vs_st64_mean"] = round(float(c.mean()), 7)
@@ -284,6 +314,8 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
         "embench_best_budget_frac": best("embench@"),
         "cosine_vs_st_min": runs[f"embench@{default_budget}"]["cosine_vs_st64_min"],
     }
+    if summary_ablations:  # the fraction of the matmul rate with each measure undone
+        summary["frac_of_matmul_ablated"] = summary_ablations
     if chunk_vecs:  # the best chunk sizes measured, against the engine's own (the first row)
         fastest = max(chunk_vecs, key=lambda k: runs[k]["frac_of_matmul"])
         summary["best_chunks"] = {"first_chunk": runs[fastest]["first_chunk"], "chunk": runs[fastest]["chunk"],
@@ -454,6 +486,8 @@ def main() -> None:
                     help="models also run with the whole forward compiled (the form --compile replaced)")
     ap.add_argument("--cuda-graphs", default="bert-base,all-MiniLM-L6-v2", type=lambda s: [x for x in s.split(",") if x],
                     help="models also run with load_model(..., cuda_graphs=True)")
+    ap.add_argument("--ablations", default="", type=lambda s: [x for x in s.split(",") if x],
+                    help="models also run with each host-side measure undone (the gc freeze, the prepared mask)")
     ap.add_argument("--chunks", default="", type=lambda s: [tuple(int(v) for v in x.split("/")) for x in s.split(",") if x],
                     help="FIRST/SIZE,...: also run embench with these tokenisation chunks (first chunk, then each)")
     ap.add_argument("--repeats", type=int, default=1,
