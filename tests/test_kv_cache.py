@@ -50,6 +50,7 @@ def test_encoding_a_decoder_builds_no_cache_and_keeps_its_vectors(tiny_llama_dir
     np.testing.assert_allclose(vectors, states[:, -1].float().numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # a LoRA method built and stepped: over a second
 def test_a_training_pass_through_a_decoder_builds_no_cache(tiny_llama_dir, data_root, tmp_path, caches_made):
     from embench.train.methods import METHODS
     from embench.train.resolution import resolve
