@@ -9,20 +9,19 @@ written to the cache as encoding goes, so an interrupted run keeps them.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
-import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import EmbeddingError, EmbenchError
 from ..core.gc_freeze import older_objects_frozen
-from ..report.progress import RateProgress, announce
+from ..report.progress import RateProgress, announce, third_party_bars
 from .allocator import keep_batch_memory, release_batch_memory
+from .batch_forward import forward_halving
 from .batching import batches as _batches
 from .batching import resolve_batching
 from .cache import EmbeddingCache, text_key
@@ -208,22 +207,6 @@ def shared_pass(engines: Sequence[Engine], keys: list[str], texts: list[str], wa
         _encode_sorted(engines, keys, texts, wanted)
 
 
-@contextlib.contextmanager
-def third_party_bars(shown: bool) -> Iterator[None]:
-    """transformers' own bars (weight loading) only when progress is on: ``-q`` and ``progress=False`` are silent."""
-    if shown or "transformers" not in sys.modules:  # only a model that transformers loads can show them
-        yield
-        return
-    hf_logging = importlib.import_module("transformers.utils.logging")
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was:
-            hf_logging.enable_progress_bar()
-
-
 def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str], wanted: Sequence[set[str]]) -> None:
     import torch  # here, not at import: commands that never encode do not load torch
 
@@ -266,7 +249,7 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
         with RateProgress(first.progress, "encoding", what, len(texts), "texts", ">7.0f", transient=True) as bar:
             for idx, batch, enc in _batches(first, texts, on_cpu):
                 if enc is not None:
-                    outs = _forward(first, batch, views, enc)
+                    outs = forward_halving(first, batch, views, enc)
                 else:
                     outs = [torch.from_numpy(np.asarray(encoder.encode_batch(batch), dtype=np.float32))]
                 first.stats["forward_batches"] += 1
@@ -286,29 +269,3 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
         if on_cpu and batches > 1:  # a pass of one batch keeps its memory for the next call's batch
             release_batch_memory()  # the scoring that follows does not need the batches' memory kept
 
-
-def _forward(engine: Engine, batch: list[str], views: list, enc: dict) -> list:
-    """The pooled vectors of one batch (tensors on the device). A batch that runs out of GPU memory is split
-    in halves (the same vectors: rows do not see each other) and the budget of later batches is halved,
-    with one warning that says what to set; one text that does not fit is an error naming its length."""
-    import torch
-
-    try:
-        return (getattr(engine.encoder, "graphs", None) or engine.encoder).encode_views(batch, views, enc, as_tensors=True)  # cuda_graphs.py
-    except torch.cuda.OutOfMemoryError:
-        width = int(enc["input_ids"].shape[1])
-        torch.cuda.empty_cache()
-        if len(batch) == 1:
-            raise EmbenchError(f"out of GPU memory on {engine.encoder.device} encoding one text of {width} tokens "
-                               f"with {engine.encoder.name}: lower --max-length, or use a device with more memory") from None
-        budget = max(1, len(batch) * width // 2)
-        if engine.batch_tokens is None or budget < engine.batch_tokens:
-            if not engine.stats["oom_splits"]:  # one warning per engine; the stats count every split
-                warnings.warn(f"out of GPU memory at a batch of {len(batch)} texts x {width} tokens: splitting it, and "
-                              f"cutting later batches at {budget} tokens or fewer; set --batch-tokens {budget} (or lower) "
-                              "to start there", stacklevel=2)
-            engine.batch_tokens = budget
-        engine.stats["oom_splits"] += 1
-    half = len(batch) // 2
-    parts = [_forward(engine, batch[a:b], views, {k: v[a:b] for k, v in enc.items()}) for a, b in ((0, half), (half, len(batch)))]
-    return [torch.cat(pair) for pair in zip(*parts, strict=True)]

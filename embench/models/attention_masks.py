@@ -19,6 +19,7 @@ nothing, and CPU vectors stay those of transformers' own path bit for bit.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -34,9 +35,15 @@ def takes_prepared_mask(model: torch.nn.Module) -> bool:
         return False
     if is_decoder(config) or getattr(config, "is_encoder_decoder", False):
         return False
-    code = sys.modules.get(type(model).__module__)
-    return (code is not None and hasattr(code, "create_bidirectional_mask")
-            and not any("sliding" in name for name in vars(code)))
+    return _plain_bidirectional_code(type(model).__module__)
+
+
+@functools.cache
+def _plain_bidirectional_code(module_name: str) -> bool:
+    """Whether a modelling module builds its masks with ``create_bidirectional_mask`` alone (no sliding windows):
+    looked up once per module, not on every forward."""
+    code = sys.modules.get(module_name)
+    return code is not None and hasattr(code, "create_bidirectional_mask") and not any("sliding" in name for name in vars(code))
 
 
 def prepared_mask(attention_mask: torch.Tensor) -> torch.Tensor:

@@ -4,9 +4,12 @@ a rich bar in a terminal; where stderr is not a terminal (a log file, a batch jo
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -93,3 +96,19 @@ class RateProgress:
         elif self.enabled:
             self._p.__exit__(*exc)
         return False
+
+
+@contextlib.contextmanager
+def third_party_bars(shown: bool) -> Iterator[None]:
+    """transformers' own bars (weight loading) only when progress is on: ``-q`` and ``progress=False`` are silent."""
+    if shown or "transformers" not in sys.modules:  # only a model that transformers loads can show them
+        yield
+        return
+    hf_logging = importlib.import_module("transformers.utils.logging")
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()

@@ -85,8 +85,12 @@ class SentenceModel(nn.Module):
 
     def buckets(self, texts: list[str]) -> list[list[int]] | None:
         """The length buckets one call over ``texts`` runs in (positions of its texts), or None: one pass."""
+        return self._plan_and_inputs(texts)[0]
+
+    def _plan_and_inputs(self, texts: list[str]) -> tuple[list[list[int]] | None, dict]:
+        """The buckets of one call over ``texts`` and their inputs: those :meth:`pretokenize` made, else made now."""
         key = tuple(texts)
-        return self._plans[key] if key in self._plans else self._cut(texts)[0]
+        return (self._plans[key], self._ready) if key in self._plans else self._cut(texts)
 
     def _cut(self, texts: list[str]) -> tuple[list[list[int]] | None, dict]:
         """The length buckets of one call over ``texts`` (None: one pass) and the inputs of each, by its texts, from
@@ -136,8 +140,7 @@ class SentenceModel(nn.Module):
         everything of one step goes through one call (DDP allows one forward per backward).
         """
         if mlm_probability is None:
-            key = tuple(texts)
-            plan, ready = (self._plans[key], self._ready) if key in self._plans else self._cut(texts)
+            plan, ready = self._plan_and_inputs(texts)
             if plan is not None:
                 return self._bucketed(texts, plan, ready)
         enc = self.tokenize(texts)

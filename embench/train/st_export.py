@@ -85,7 +85,7 @@ def write_sentence_transformers(folder: Path, encoder: torch.nn.Module, *, pooli
     except ImportError:
         from sentence_transformers.models import Dense, Normalize, Pooling, Transformer
 
-    from ..encoding.engine import third_party_bars
+    from ..report.progress import third_party_bars
 
     hidden = int(encoder.config.hidden_size)
     head = pooler_head(encoder) if pooling == "cls" else None

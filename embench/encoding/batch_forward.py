@@ -1,0 +1,40 @@
+"""One batch's forward pass in the engine, halved when it runs out of GPU memory.
+
+A batch that does not fit is split in halves (the same vectors: rows do not see each other), the engine's token
+budget for later batches is halved, and one warning says which ``--batch-tokens`` to set; a single text that does not
+fit is an error naming its length.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..core.errors import EmbenchError
+
+
+def forward_halving(engine: Any, batch: list[str], views: list, enc: dict) -> list:
+    """The pooled vectors of one batch (tensors on the device). A batch that runs out of GPU memory is split
+    in halves (the same vectors: rows do not see each other) and the budget of later batches is halved,
+    with one warning that says what to set; one text that does not fit is an error naming its length."""
+    import torch
+
+    try:
+        return (getattr(engine.encoder, "graphs", None) or engine.encoder).encode_views(batch, views, enc, as_tensors=True)  # cuda_graphs.py
+    except torch.cuda.OutOfMemoryError:
+        width = int(enc["input_ids"].shape[1])
+        torch.cuda.empty_cache()
+        if len(batch) == 1:
+            raise EmbenchError(f"out of GPU memory on {engine.encoder.device} encoding one text of {width} tokens "
+                               f"with {engine.encoder.name}: lower --max-length, or use a device with more memory") from None
+        budget = max(1, len(batch) * width // 2)
+        if engine.batch_tokens is None or budget < engine.batch_tokens:
+            if not engine.stats["oom_splits"]:  # one warning per engine; the stats count every split
+                warnings.warn(f"out of GPU memory at a batch of {len(batch)} texts x {width} tokens: splitting it, and "
+                              f"cutting later batches at {budget} tokens or fewer; set --batch-tokens {budget} (or lower) "
+                              "to start there", stacklevel=2)
+            engine.batch_tokens = budget
+        engine.stats["oom_splits"] += 1
+    half = len(batch) // 2
+    parts = [forward_halving(engine, batch[a:b], views, {k: v[a:b] for k, v in enc.items()}) for a, b in ((0, half), (half, len(batch)))]
+    return [torch.cat(pair) for pair in zip(*parts, strict=True)]
