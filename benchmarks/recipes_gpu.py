@@ -43,7 +43,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the helpers beside this file; em
 
 from gpu_rates import matmul_rate, non_embedding_params, profile_tables, sync  # noqa: E402
 from recipes_gpu_models import GUIDE_SHAPE, RECIPE_SHAPE, SHAPES, Folders, is_decoder  # noqa: E402
-from recipes_gpu_peers import first_line, simcse_peers  # noqa: E402
+from recipes_gpu_peers import first_line, lora_peers, simcse_peers  # noqa: E402
 from recipes_gpu_report import save  # noqa: E402
 
 # the papers' training sets, where the notes state their size (shared/papers/*.notes.md)
@@ -239,9 +239,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--data", default=None, help="data root (default: EMBENCH_DATA)")
     ap.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: all-MiniLM-L6-v2's)")
     ap.add_argument("--tiny", action="store_true", help="2 layers x 64 of every shape: a smoke run on any device")
-    ap.add_argument("--no-peers", action="store_true", help="leave out sentence-transformers' trainer and the plain loop")
+    ap.add_argument("--no-peers", action="store_true", help="leave out every peer (sentence-transformers' trainer, the plain loops)")
     ap.add_argument("--simcse-batches", default="", help="also these batch sizes for SimCSE against the plain loop, e.g. 64,512")
     ap.add_argument("--compile-peers", action="store_true", help="SimCSE with --compile beside the plain compiled loop (CUDA)")
+    ap.add_argument("--lora-peer-batches", default="64,128",
+                    help="triplet batches of the plain LoRA loop run before the bellm row (issue 31's: 64,128); '' for none")
+    ap.add_argument("--no-simcse-peers", action="store_true",
+                    help="leave out SimCSE's peers (sentence-transformers' trainer, the plain SimCSE loop); keep the LoRA loop")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a training option for every recipe")
     ap.add_argument("--memory-gib", type=float, default=None,
                     help="cap this process's GPU memory (e.g. 80 on a 141 GB H200: issue 31's 80 GB card); the trainer's fitting sees the cap")
@@ -294,8 +298,10 @@ def main(argv: list[str] | None = None) -> dict:
         # the encoders, the peers, then the 7B: what ran is saved after each row, should the last one not end in time
         encoders = [t for t in todo if not (t[2] and is_decoder(t[2]))]
         for i, (label, recipe, shape) in enumerate(encoders + [t for t in todo if t not in encoders]):
-            if i == len(encoders) and not args.no_peers:
+            if i == len(encoders) and not (args.no_peers or args.no_simcse_peers):
                 simcse_peers(folders, args, rate, tmp, run_recipe, peer_row)
+            if recipe == "bellm" and args.lora_peer_batches and not args.no_peers:
+                lora_peers(folders, args, rate, peer_row)
             report["rows"].append({"recipe": label, "status": "did not finish: the run was stopped during it"})
             save(report, args.out)  # what a time limit that ends the run here leaves
             row = (run_recipe(label, recipe, shape, folders, args, rate, tmp) if shape else
@@ -303,7 +309,7 @@ def main(argv: list[str] | None = None) -> dict:
             report["rows"][-1] = row
             print(json.dumps(row, default=str), flush=True)
             save(report, args.out)
-        if len(encoders) == len(todo) and not args.no_peers:
+        if len(encoders) == len(todo) and not (args.no_peers or args.no_simcse_peers):
             simcse_peers(folders, args, rate, tmp, run_recipe, peer_row)
     return report
 

@@ -113,3 +113,75 @@ def simcse_peers(folders, args, rate: float, tmp: Path, run_recipe, on_row) -> N
                 row = run_recipe(f"simcse-unsup (batch {batch}{', compiled' if comp else ''})", "simcse-unsup", "bert-base",
                                  folders, argparse.Namespace(**{**vars(args), "set": setting}), rate, tmp)
                 on_row({**row, "name": f"embench ({'compiled' if comp else 'eager'})", "batch_size": batch})
+
+
+LORA_PEER_LENGTH = 64  # issue 31's calibration: triplets of 64-token ids, no padding
+
+
+def plain_lora(folders, shape: str, triplets: int, warmup: int, steps: int, device: str, rate: float,
+               vals: dict) -> dict:
+    """Steps/s, tokens/s, MFU (6 N tokens/s over ``rate``) and peak memory of the plain LoRA loop of issue 31's
+    calibration on ``shape`` (random weights): ``triplets`` x 3 texts of ``LORA_PEER_LENGTH`` random ids (no padding),
+    weights in bf16 (fp32 on a CPU), peft's LoRA with the recipe's r, alpha, dropout and targets, gradient checkpointing,
+    the last token's state, InfoNCE with hard negatives at the recipe's temperature, fused AdamW, no read of the
+    device inside the loop. Its tokens are all real: its MFU compares with a recipe row's ``mfu_padded``, and with
+    ``mfu`` where the recipe pads little."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModel
+
+    cuda = device.startswith("cuda")
+    row = {"name": f"plain LoRA loop ({shape}, {triplets} triplets x {LORA_PEER_LENGTH} tokens)", "batch_size": triplets,
+           "max_length": LORA_PEER_LENGTH}
+    model = None
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        config = folders.hf_config(shape)
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = AutoModel.from_config(config, dtype=torch.bfloat16 if cuda else torch.float32, attn_implementation="sdpa")
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model = get_peft_model(model, LoraConfig(r=vals["lora_r"], lora_alpha=vals["lora_alpha"], lora_dropout=vals["lora_dropout"],
+                                                 target_modules="all-linear", bias="none"))
+        model.train()
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=vals["lr"], fused=cuda)
+        n = non_embedding_params(model)
+        ids = torch.randint(1000, config.vocab_size, (3 * triplets, LORA_PEER_LENGTH), device=device)
+        labels = torch.arange(triplets, device=device)
+        start = time.perf_counter()
+        for step in range(warmup + steps):
+            if step == warmup:
+                sync(device)
+                start = time.perf_counter()
+            with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
+                h = model(input_ids=ids, use_cache=False).last_hidden_state[:, -1]
+            a, p, hard = F.normalize(h.float(), dim=-1).chunk(3)
+            loss = F.cross_entropy(a @ torch.cat([p, hard]).T / vals["temperature"], labels)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        sync(device)
+        dt = time.perf_counter() - start
+        tokens = 3 * triplets * LORA_PEER_LENGTH * steps
+        row.update(status="ok", steps_per_s=steps / dt, s_per_step=dt / steps, tokens_per_s=tokens / dt,
+                   tokens_per_step=tokens / steps, non_embedding_params=n, mfu=6 * n * tokens / dt / rate,
+                   last_loss=float(loss))
+    except Exception as e:  # out of memory included: a peer that fails is a row too
+        oom = isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
+        row.update(status="out of memory" if oom else "failed", error=first_line(e))
+    finally:
+        model = None
+        row["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+        if cuda:
+            torch.cuda.empty_cache()
+    return row
+
+
+def lora_peers(folders, args, rate: float, on_row) -> None:
+    """The plain LoRA loop beside the bellm recipe, on its paper's shape, at each of ``--lora-peer-batches`` (triplets;
+    issue 31's table: 64 and 128)."""
+    from embench.train.recipes import RECIPES
+
+    vals = RECIPES.get("bellm").values
+    for triplets in (int(b) for b in args.lora_peer_batches.split(",") if b.strip()):
+        on_row(plain_lora(folders, "llama-2-7b", triplets, args.llm_warmup, args.llm_steps, args.device, rate, vals))

@@ -82,11 +82,11 @@ def detail(row: dict) -> list[str]:
 def peer_lines(report: dict) -> list[str]:
     """SimCSE against its references at each batch: embench's rows (the recipe's own, eager and compiled), then
     sentence-transformers' trainer and the plain loops, each with embench's best steps/s at its batch over its own."""
-    if not report.get("peers"):
+    peers = [p for p in report.get("peers", []) if not is_lora_peer(p)]
+    if not peers:
         return []
     recipe = [{**r, "name": "embench, --recipe simcse-unsup"} for r in report["rows"] if r["recipe"] == "simcse-unsup"]
-    runs = recipe + [p for p in report["peers"] if p["name"].startswith("embench")] + \
-        [p for p in report["peers"] if not p["name"].startswith("embench")]
+    runs = recipe + [p for p in peers if p["name"].startswith("embench")] + [p for p in peers if not p["name"].startswith("embench")]
     best: dict = {}
     for r in runs:
         if r["name"].startswith("embench") and r.get("status") == "ok":
@@ -102,6 +102,35 @@ def peer_lines(report: dict) -> list[str]:
                      f"{fmt(p.get('steps_per_s'), '.2f')} | {fmt(p.get('tokens_per_s'), ',.0f')} | {mfu} | {ratio} |")
     return lines + ["", "sentence-transformers' trainer pools by mean (a plain folder's default) where the recipe reads "
                     "[CLS] and trains an MLP head: the same model work. Its tokens/s is not read.", ""]
+
+
+def is_lora_peer(row: dict) -> bool:
+    return row.get("name", "").startswith("plain LoRA loop")
+
+
+def lora_peer_lines(report: dict) -> list[str]:
+    """The bellm rows against the plain LoRA loop (issue 31's 7B calibration) of the same run: MFU on real tokens and
+    on padded ones, beside the loop's (whose tokens are all real)."""
+    loops = [p for p in report.get("peers", []) if is_lora_peer(p)]
+    ours = [r for r in report["rows"] if r.get("recipe", "").startswith("bellm") and r.get("status") == "ok"]
+    if not loops:
+        return []
+    lines = ["## BeLLM (the 7B shape) against a plain LoRA loop", "",
+             "| run | triplets x tokens | status | s/step | tokens/s | MFU (padded) | peak GiB |", "|---|---|---|---:|---:|---:|---:|"]
+    for r in ours:
+        padded = f" ({100 * r['mfu_padded']:.1f} %)" if r.get("mfu_padded") else ""
+        lines.append(f"| embench, --recipe {r['recipe']} | {fmt(r.get('batch_size'))} x ≤{fmt(r.get('max_length'))} | ok | "
+                     f"{r['s_per_step']:.2f} | {r['tokens_per_s']:,.0f} | {100 * r['mfu']:.1f} %{padded} | "
+                     f"{fmt(r.get('peak_memory_gib'), '.1f')} |")
+    for p in loops:
+        ok = p.get("status") == "ok"
+        why = p.get("status", "") + (f": {p['error']}" if p.get("error") else "")
+        mfu = f"{100 * p['mfu']:.1f} %" if ok else "—"
+        lines.append(f"| {p['name']} | {fmt(p.get('batch_size'))} x {fmt(p.get('max_length'))} | {why} | "
+                     f"{fmt(p.get('s_per_step'), '.2f')} | {fmt(p.get('tokens_per_s'), ',.0f')} | {mfu} | "
+                     f"{fmt(p.get('peak_memory_gib'), '.1f')} |")
+    return lines + ["", "The plain loop's ids are random and unpadded, so its MFU compares with a recipe row's MFU on "
+                    "padded tokens (in brackets), and with its MFU on real tokens as far as the recipe pads little.", ""]
 
 
 def markdown(report: dict) -> str:
@@ -128,7 +157,7 @@ def markdown(report: dict) -> str:
         "| MFU | peak GiB | whole recipe (this data root) | whole recipe (paper's data) |",
         "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
         *[summary_line(r) for r in report["rows"]], ""]
-    lines += peer_lines(report)
+    lines += peer_lines(report) + lora_peer_lines(report)
     for row in report["rows"]:
         lines += detail(row) if row.get("model") else [f"## {row['recipe']}", "", row.get("status", ""), ""]
     return "\n".join(lines)

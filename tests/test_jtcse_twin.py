@@ -156,7 +156,7 @@ def test_full_loss_has_every_term_and_trains_cross_attention(tiny_bert_dir, towe
     torch.manual_seed(0)
     loss, logs = jt.loss(twin, jt.batch(TEXTS, list(range(4)), random.Random(1)), DistInfo())
     assert set(logs) == {"l_nce", "l_icnce", "l_ictm"}
-    assert float(loss) == pytest.approx(logs["l_nce"] + logs["l_icnce"] + logs["l_ictm"], rel=1e-5)
+    assert float(loss) == pytest.approx(float(logs["l_nce"] + logs["l_icnce"] + logs["l_ictm"]), rel=1e-5)
     loss.backward()
     pooler = twin.towers[0].pooler.dense.weight
     assert pooler.grad is not None and pooler.grad.abs().sum() > 0  # L_ICTM reaches the pooler head

@@ -34,7 +34,7 @@ def test_mask_removes_exactly_the_pairs_at_or_above_sigma_but_never_the_own_posi
     ])
     assert torch.equal(mask, expected)
     # the share is over the 2N(N-1) = 12 negatives of other examples
-    assert masked_share(mask) == pytest.approx(6 / 12)
+    assert float(masked_share(mask)) == pytest.approx(6 / 12)
     # the code's variant: '>' sigma, own hard negative unprotected
     code = false_negative_mask(POS, HARD, 0.9, protect_hard=False, strict=True)
     assert code[0, 3] and code[1, 4] and not code[2, 5]  # 0.95, 0.96 masked; 0.90 is not > 0.9
@@ -48,7 +48,7 @@ def test_mask_rows_follow_the_anchor_offset_under_distributed_training():
     for i in range(3):
         assert not mask[i, 3 + i] and not mask[i, 6 + 3 + i]
         assert mask[i, :3].all() and mask[i, 6:9].all()
-    assert masked_share(mask, offset=3) == 1.0
+    assert float(masked_share(mask, offset=3)) == 1.0
 
 
 A = torch.tensor([[1.0, 0.2, 0.0], [0.1, 1.0, 0.3], [0.0, 0.4, 1.0]])
@@ -85,7 +85,7 @@ def test_sigma_one_masks_nothing_and_the_loss_is_plain_supervised_simcse():
     assert plain == pytest.approx(float(info_nce(A, P, 0.1, H)), rel=1e-6)
     loss, logs = _objective(_with_guide(_method(false_negative_filter="x", sigma=1.0), POS, HARD))
     assert float(loss) == pytest.approx(plain, rel=1e-6)
-    assert logs["fn_masked_share"] == 0.0
+    assert float(logs["fn_masked_share"]) == 0.0
 
 
 def test_paper_mask_loss_equals_eq7_by_hand():
@@ -97,8 +97,8 @@ def test_paper_mask_loss_equals_eq7_by_hand():
         den = sum(math.exp(_cos(A[i], c) / 0.1) for j, c in enumerate(cands) if not mask[i, j])
         hand += -math.log(math.exp(_cos(A[i], P[i]) / 0.1) / den)
     assert float(loss) == pytest.approx(hand / 3, rel=1e-5)
-    assert logs["fn_masked_share"] == pytest.approx(6 / 12) and logs["fn_masked_pairs"] == 6
-    assert logs["fn_masked_share_so_far"] == pytest.approx(6 / 12)
+    assert float(logs["fn_masked_share"]) == pytest.approx(6 / 12) and float(logs["fn_masked_pairs"]) == 6
+    assert float(logs["fn_masked_share_so_far"]) == pytest.approx(6 / 12)
     assert float(loss) < float(_objective(_method())[0])  # fewer negatives, smaller loss
 
 

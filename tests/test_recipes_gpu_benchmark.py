@@ -29,7 +29,7 @@ def test_tiny_run_gives_a_finite_row_per_recipe_and_a_report_naming_each(recipes
                                                                           one_thread):
     out = tmp_path / "rg"
     report = recipes_gpu.main(["--tiny", "--device", "cpu", "--recipes", "simcse-unsup,bellm", "--data", str(data_root),
-                               "--tokenizer", str(minilm_path), "--profile", "bellm", "--out", str(out)])
+                               "--tokenizer", str(minilm_path), "--profile", "bellm", "--lora-peer-batches", "4", "--out", str(out)])
     saved = json.loads((out / "recipes_gpu.json").read_text())
     profiled = (out / "profile-bellm.txt").read_text()  # its measured step under torch.profiler, and only its
     assert profiled.startswith("steps 1-1") and "aten::mm" in profiled and not (out / "profile-simcse-unsup.txt").exists()
@@ -50,6 +50,11 @@ def test_tiny_run_gives_a_finite_row_per_recipe_and_a_report_naming_each(recipes
     for name in ("simcse-unsup", "bellm"):
         assert f"| {name} | " in md and f"## {name}\n" in md
     assert "sentence-transformers trainer (MNRL)" in md and "a smoke run" in md
+    # the plain LoRA loop of issue 31's 7B calibration, on the bellm recipe's shape: 4 triplets x 64 real tokens
+    lora = peers["plain LoRA loop (llama-2-7b, 4 triplets x 64 tokens)"]
+    assert lora["status"] == "ok" and lora["tokens_per_step"] == 3 * 4 * 64 and math.isfinite(lora["mfu"]) and lora["mfu"] > 0
+    assert lora["non_embedding_params"] == bellm["non_embedding_params"]  # the same base and adapters: the same N
+    assert "## BeLLM (the 7B shape) against a plain LoRA loop" in md and "| embench, --recipe bellm | 256 x ≤60 | ok |" in md
 
 
 @pytest.mark.slow  # over a second: a whole run (fast tier under a minute)

@@ -52,8 +52,13 @@ def prepared_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     return attention_mask.bool()[:, None, None, :].expand(rows, 1, width, width)
 
 
+def waits_for_reads(device: str) -> bool:
+    """Whether reading a value on ``device`` makes the host wait for it (CUDA), so that the mask goes ready-made."""
+    return str(device).startswith("cuda")
+
+
 def model_inputs(model: torch.nn.Module, enc: dict[str, Any], device: str) -> dict[str, Any]:
     """``enc`` as the model should get it: on CUDA, with the prepared mask where the model takes one."""
-    if not str(device).startswith("cuda") or "attention_mask" not in enc or not takes_prepared_mask(model):
+    if not waits_for_reads(device) or "attention_mask" not in enc or not takes_prepared_mask(model):
         return enc
     return {**enc, "attention_mask": prepared_mask(enc["attention_mask"])}

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from .distributed import DistInfo
-from .methods.base import Batch, Method, Outputs
+from .methods.base import Batch, Logs, Method, Outputs
 from .module import group_positions
 
 
@@ -56,7 +56,7 @@ def cached_step(method: Method, runner: torch.nn.Module, batches: list[Batch], d
                 autocast: Callable[[], contextlib.AbstractContextManager], device: torch.device,
                 no_sync: Callable[[], contextlib.AbstractContextManager],
                 scale: Callable[[torch.Tensor], torch.Tensor] = lambda loss: loss,
-                groups: list[list[int]] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+                groups: list[list[int]] | None = None) -> tuple[torch.Tensor, Logs]:
     """Back-propagate the loss of ``batches`` taken as one batch; returns (loss, logs). ``scale``: fp16's loss
     scale (``mixed_precision.py``), applied once to the objective (the cached gradients carry it on) and to
     each micro-batch's own auxiliary loss. ``groups`` (for a method that ``splits_by_text``): the passes, as
@@ -97,7 +97,7 @@ def cached_step_by_text(method: Method, runner: torch.nn.Module, batches: list[B
                         dist: DistInfo,
                         autocast: Callable[[], contextlib.AbstractContextManager], device: torch.device,
                         no_sync: Callable[[], contextlib.AbstractContextManager],
-                        scale: Callable[[torch.Tensor], torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+                        scale: Callable[[torch.Tensor], torch.Tensor]) -> tuple[torch.Tensor, Logs]:
     """``cached_step`` with the step's texts cut into ``groups``: each group embedded without autograd, the
     objective over all of them (rows put back in the pass's order, then cut into views as ``Method.forward``
     does), each group embedded again under its recorded random state and back-propagating its rows' gradient."""

@@ -57,8 +57,9 @@ def false_negative_mask(guide_pos: torch.Tensor, guide_hard: torch.Tensor | None
     return mask
 
 
-def masked_share(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) -> float:
-    """Masked pairs over the in-batch negatives of other examples (2N(N-1) per batch, §5.1)."""
+def masked_share(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) -> torch.Tensor:
+    """Masked pairs over the in-batch negatives of other examples (2N(N-1) per batch, §5.1): a 0-d tensor on the
+    mask's device, logged without a wait for it (``methods/base.py``, ``Logs``)."""
     n, cols = mask.shape
     big_n = cols // 2 if with_hard else cols
     others = torch.ones_like(mask)
@@ -66,8 +67,9 @@ def masked_share(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) ->
     others[rows, rows + offset] = False
     if with_hard:
         others[rows, big_n + rows + offset] = False
-    total = int(others.sum())
-    return float((mask & others).sum()) / total if total else 0.0
+    total = n * cols - n * (2 if with_hard else 1)  # every cell but the own positive (and own hard negative)
+    masked = (mask & others).sum()
+    return masked / total if total else torch.zeros((), device=mask.device)
 
 
 def softmax_bce(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -99,11 +101,17 @@ class Guide:
 
     @torch.no_grad()
     def vectors(self, texts: list[str], chunk: int = 256) -> torch.Tensor:
-        """Unit vectors of ``texts`` (one view of the batch), ``chunk`` texts per forward pass."""
+        """Unit vectors of ``texts`` (one view of the batch), ``chunk`` texts per forward pass, left on the guide's
+        device: the mask is made there, so the step never waits for the device to read them back."""
         self.module.eval()  # a caller's model.train() never reaches it, but say it where it matters
         texts = list(texts)
-        parts = [torch.from_numpy(self.encoder.encode_batch(texts[i : i + chunk])).float() for i in range(0, len(texts), chunk)]
-        return F.normalize(torch.cat(parts), dim=-1)
+        parts = [self._batch(texts[i : i + chunk]) for i in range(0, len(texts), chunk)]
+        return F.normalize(torch.cat(parts).float(), dim=-1)
+
+    def _batch(self, texts: list[str]) -> torch.Tensor:
+        if hasattr(self.encoder, "encode_views"):  # an embench HF encoder: the pooled vectors stay on the device
+            return self.encoder.encode_views(texts, [self.encoder], as_tensors=True)[0]
+        return torch.from_numpy(self.encoder.encode_batch(texts))  # an encoder that only returns host arrays
 
 
 def guide_cosines(guide_anchor: torch.Tensor, guide_candidates: torch.Tensor) -> torch.Tensor:

@@ -85,14 +85,14 @@ def mask_tokens(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking: ``probability`` of the real tokens are predicted; of those 80% become [MASK],
     10% a random token, 10% stay. Returns (masked ids, labels with -100 where nothing is predicted)."""
-    ids = input_ids.clone()
-    labels = input_ids.clone()
-    prob = torch.full(ids.shape, probability, device=ids.device)
+    # elementwise selections, not boolean indexing: indexing by a mask counts its cells first, which on a GPU makes the
+    # host wait for the device; the random draws are the same, in the same order
+    prob = torch.full(input_ids.shape, probability, device=input_ids.device)
     prob.masked_fill_(special_mask.bool(), 0.0)
     chosen = torch.bernoulli(prob, generator=generator).bool()
-    labels[~chosen] = -100
-    to_mask = torch.bernoulli(torch.full(ids.shape, 0.8, device=ids.device), generator=generator).bool() & chosen
-    ids[to_mask] = mask_token_id
-    to_random = torch.bernoulli(torch.full(ids.shape, 0.5, device=ids.device), generator=generator).bool() & chosen & ~to_mask
-    ids[to_random] = torch.randint(vocab_size, ids.shape, device=ids.device, generator=generator)[to_random]
+    labels = input_ids.masked_fill(~chosen, -100)
+    to_mask = torch.bernoulli(torch.full(input_ids.shape, 0.8, device=input_ids.device), generator=generator).bool() & chosen
+    ids = input_ids.masked_fill(to_mask, mask_token_id)
+    to_random = torch.bernoulli(torch.full(input_ids.shape, 0.5, device=input_ids.device), generator=generator).bool() & chosen & ~to_mask
+    ids = torch.where(to_random, torch.randint(vocab_size, ids.shape, device=ids.device, generator=generator), ids)
     return ids, labels

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..models.attention_masks import model_inputs
 from ..models.families import apply_prompt
 from ..models.fast_tokens import pad_rows, to_device, token_ids
 from ..models.kv_cache import no_kv_cache
@@ -123,7 +124,10 @@ class SentenceModel(nn.Module):
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
         all_layers = self.pooling in NEEDS_ALL_LAYERS
-        out = self.encoder(**enc, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.encoder.config))
+        # on a GPU an SDPA encoder gets its 4D mask ready-made: transformers' check for padding would make the host
+        # wait for the device before every forward (models/attention_masks.py)
+        out = self.encoder(**model_inputs(self.encoder, enc, self.device), output_hidden_states=all_layers, return_dict=True,
+                           **no_kv_cache(self.encoder.config))
         last = len(out.hidden_states) - 1 if all_layers else self.num_layers
         hidden = tuple(out.hidden_states) if all_layers else (None,) * last + (out.last_hidden_state,)
         pooler = self.encoder.pooler if self.use_pooler_head else None
@@ -150,11 +154,10 @@ class SentenceModel(nn.Module):
         from .losses import mask_tokens
 
         tok = self.tokenizer
-        special = torch.tensor([tok.get_special_tokens_mask(ids, already_has_special_tokens=True)
-                                for ids in enc["input_ids"].tolist()], device=self.device)
-        special = special.bool() | (enc["attention_mask"] == 0)
+        special = special_tokens(enc["input_ids"], tok) | (enc["attention_mask"] == 0)
         ids, labels = mask_tokens(enc["input_ids"], special, tok.mask_token_id, len(tok), mlm_probability)
-        states = self.encoder(**{**enc, "input_ids": ids}, return_dict=True, **no_kv_cache(self.encoder.config)).last_hidden_state
+        states = self.encoder(**model_inputs(self.encoder, {**enc, "input_ids": ids}, self.device), return_dict=True,
+                              **no_kv_cache(self.encoder.config)).last_hidden_state
         return z, self.mlm_head(states), labels
 
     def _bucketed(self, texts: list[str], plan: list[list[int]], ready: dict) -> torch.Tensor:
@@ -163,6 +166,14 @@ class SentenceModel(nn.Module):
         z = parts.new_empty(parts.shape)
         z[group_positions(plan, parts.device)] = parts  # differentiable: the gradient of row i goes back to its bucket
         return z
+
+
+def special_tokens(ids: torch.Tensor, tokenizer: Any) -> torch.Tensor:
+    """Where ``ids`` (on any device) hold one of the tokenizer's special tokens: its ``get_special_tokens_mask(ids,
+    already_has_special_tokens=True)`` (membership in ``all_special_ids``), computed where the ids are, without
+    reading them back to the host."""
+    special = to_device({"ids": torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=ids.dtype)}, ids.device)["ids"]
+    return torch.isin(ids, special)
 
 
 def group_positions(groups: list[list[int]], device: torch.device) -> torch.Tensor:

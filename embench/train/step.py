@@ -22,7 +22,7 @@ from .batch_order import batch_indices
 from .divergence import diverged
 from .fit_memory import after_out_of_memory, record_refit, release_memory
 from .length_groups import micro_sizes, text_groups
-from .methods.base import Batch
+from .methods.base import Batch, Logs
 from .module import SentenceModel, one_call_model
 
 log = logging.getLogger(__name__)
@@ -62,9 +62,7 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     t.scaler.unscale_(t.optimizer)  # the clip and the logged norm see the true gradients
     clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
     norm = torch.nn.utils.clip_grad_norm_(t.params, clip)
-    # the loss and the norm read in one wait for the device, once the backward is queued: a float() of the
-    # loss before backward would leave a GPU idle while the host queues the backward's kernels
-    value, gnorm = torch.stack([loss.float(), norm.float().to(loss.device)]).tolist()
+    value, gnorm, logs = read_step(loss, norm, logs)
     value = distributed.mean_over_processes(value)  # the global loss
     if not overflowed_fp16(t, value):
         check_finite(t, "loss", value, step)  # before any update
@@ -75,6 +73,16 @@ def optimiser_step(t: Any, step: int) -> tuple[float, float, dict[str, float]]:
     t.scaler.update()
     t.scheduler.step()
     return value, gnorm, logs
+
+
+def read_step(loss: torch.Tensor, norm: torch.Tensor, logs: Logs) -> tuple[float, float, dict[str, float]]:
+    """The step's loss, gradient norm and logs as numbers, the tensors on the loss's device read in one wait for the
+    device, once the backward is queued: a ``float()`` of the loss or of a logged term before the backward would leave
+    a GPU idle while the host queues the backward's kernels. A log on another device (the host) is read on its own."""
+    on_device = [k for k, v in logs.items() if isinstance(v, torch.Tensor) and v.device == loss.device]
+    values = torch.stack([loss.float(), norm.float().to(loss.device), *(logs[k].detach().float().reshape(()) for k in on_device)]).tolist()
+    read = {k: float(v) for k, v in logs.items() if k not in on_device} | dict(zip(on_device, values[2:], strict=True))
+    return values[0], values[1], {k: read[k] for k in logs}
 
 
 def step_batches(t: Any, step: int) -> list[Batch]:
@@ -144,7 +152,7 @@ def pretokenize_next(t: Any, step: int) -> None:
         m.pretokenize(passes)
 
 
-def forward_backward(t: Any, step: int, batches: list[Batch]) -> tuple[torch.Tensor, dict[str, float]]:
+def forward_backward(t: Any, step: int, batches: list[Batch]) -> tuple[torch.Tensor, Logs]:
     """The loss of this process's ``batches`` (one step's micro-batches), back-propagated; returns it detached
     (read by the caller with the gradient norm)."""
     if len(batches) == 1:

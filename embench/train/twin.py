@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutput
 
+from ..models.attention_masks import model_inputs
 from ..models.layer_stack import transformer_layers
 from .cross_attention import cross_streams
 from .module import SentenceModel
@@ -81,7 +82,8 @@ class TwinTowers(nn.Module):
         Tower I runs before tower II, each in one call on all ``texts`` (fixed dropout order)."""
         enc = self.view.tokenize(texts)
         states = bool(self.cross_at)
-        outs = [t(**enc, output_hidden_states=states, return_dict=True) for t in self.towers]
+        device = enc["input_ids"].device  # on a GPU each tower gets its attention mask ready-made (no wait for the device)
+        outs = [t(**model_inputs(t, enc, str(device)), output_hidden_states=states, return_dict=True) for t in self.towers]
         got: dict[str, torch.Tensor] = {}
         for n, o in enumerate(outs, 1):
             got[f"cls_{n}"] = o.last_hidden_state[:, 0]

@@ -62,13 +62,19 @@ class Batch:
         return len(next(iter(self.texts.values()))) if self.texts else 0
 
 
+# Scalars a method logs: floats, or 0-d tensors left on the device. The trainer reads the tensors with the step's loss
+# and gradient norm, in one wait for the device once the backward is queued (``step.py``): a ``float()`` of a loss term
+# inside ``objective`` would make the host wait for the forward before it could queue the backward.
+Logs = dict[str, float | torch.Tensor]
+
+
 @dataclass
 class Outputs:
     """What ``forward`` gives: vectors per view (one row per example) and an additive loss term."""
 
     reps: dict[str, torch.Tensor]
     aux: torch.Tensor | None = None  # already weighted; added to the objective (e.g. lambda * MLM)
-    logs: dict[str, float] = field(default_factory=dict)
+    logs: Logs = field(default_factory=dict)
 
 
 class Method(ABC):
@@ -145,11 +151,12 @@ class Method(ABC):
         return Outputs(dict(zip(names, z.float().chunk(len(names)), strict=True)))
 
     @abstractmethod
-    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         """The loss over the vectors of this process's whole batch (gather over processes with
-        ``distributed.gather_with_grad``), and scalars to log."""
+        ``distributed.gather_with_grad``), and scalars to log (:data:`Logs`: detached 0-d tensors are read by the
+        trainer after the backward is queued)."""
 
-    def loss(self, module: nn.Module, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, module: nn.Module, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         out = self.forward(module, batch)
         loss, logs = self.objective(out, batch, dist)
         if out.aux is not None:

@@ -39,7 +39,7 @@ from ...models.lora_adapter import write_adapter_meta
 from .. import distributed, losses
 from ..adapters import is_peft
 from ..distributed import DistInfo
-from .base import Batch, Outputs
+from .base import Batch, Logs, Outputs
 from .contrastive import ContrastiveMethod, ContrastiveOptions
 
 ANGLE_SCALE = 20.0  # AnglE's cosine_tau / angle_tau (sentence-transformers' scale)
@@ -103,9 +103,9 @@ class BeLLM(ContrastiveMethod):
         rows = [examples[i] for i in indices]
         return Batch({"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "hard": [r[2] for r in rows]})
 
-    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         o, reps = self.options, outputs.reps
-        logs: dict[str, float] = {}
+        logs: Logs = {}
         total = reps["anchor"].new_zeros(())
         if o.ibn_weight:
             n = reps["anchor"].shape[0]
@@ -113,12 +113,12 @@ class BeLLM(ContrastiveMethod):
             hard = distributed.gather_with_grad(reps["hard"])
             ibn = losses.info_nce(reps["anchor"], positives, o.temperature, hard, 1.0, offset=dist.rank * n)  # Eq. 6
             total = total + o.ibn_weight * ibn
-            logs["ibn_loss"] = float(ibn.detach())
+            logs["ibn_loss"] = ibn.detach()
         for kind, weight in (("cosine", o.cosine_weight), ("angle", o.angle_weight)):
             if weight:
                 part = pair_ranking_loss(reps["anchor"], reps["positive"], reps["hard"], kind)
                 total = total + weight * part
-                logs[f"{kind}_loss"] = float(part.detach())
+                logs[f"{kind}_loss"] = part.detach()
         return total, logs
 
     def export(self, module: nn.Module, folder: Path, meta: dict[str, Any]) -> Path:

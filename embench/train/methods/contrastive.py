@@ -15,7 +15,7 @@ from torch import nn
 
 from .. import distributed, losses
 from ..distributed import DistInfo
-from .base import Batch, Method, Outputs
+from .base import Batch, Logs, Method, Outputs
 
 
 @dataclass
@@ -52,9 +52,9 @@ class ContrastiveMethod(Method):
         z, logits, labels = module(self.pass_texts(batch), self.options.mlm_probability)
         mlm = losses.mlm_loss(logits, labels)
         return Outputs(dict(zip(names, z.float().chunk(len(names)), strict=True)), self.options.mlm_weight * mlm,
-                       {"mlm_loss": float(mlm.detach())})
+                       {"mlm_loss": mlm.detach()})
 
-    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         reps = outputs.reps
         n = reps["anchor"].shape[0]
         positives = distributed.gather_with_grad(reps["positive"])

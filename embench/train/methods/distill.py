@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from ...core.errors import EmbenchError
 from ...data.root import DataRoot
 from ..distributed import DistInfo
-from .base import Batch, Method, Outputs
+from .base import Batch, Logs, Method, Outputs
 
 
 @dataclass
@@ -66,7 +66,7 @@ class Distill(Method):
     def batch(self, examples: Sequence[Any], indices: list[int], rng: random.Random) -> Batch:
         return Batch({"student": [examples[i] for i in indices]}, {"teacher": examples.vectors[indices]})
 
-    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         student, teacher = outputs.reps["student"], batch.tensors["teacher"].to(outputs.reps["student"].device)
         if student.shape[-1] != teacher.shape[-1]:
             raise EmbenchError(f"--teacher {self.options.teacher}: its vectors have {teacher.shape[-1]} dimensions, the "

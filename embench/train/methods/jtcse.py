@@ -48,7 +48,7 @@ from ..cross_attention import cross_layer_indices
 from ..distributed import DistInfo
 from ..module import unwrap
 from ..twin import TwinTowers
-from .base import Batch, Method, Outputs
+from .base import Batch, Logs, Method, Outputs
 
 TOWER_DIRS = ("tower-1", "tower-2")
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class JTCSE(Method):
             reps[f"{key}/a"], reps[f"{key}/b"] = a, b
         return Outputs(reps)
 
-    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         o = self.options
         # every process computes the loss of the GLOBAL batch: the gather's backward sums the gradients
         # over processes and DDP averages them, which gives the gradient of that one loss
@@ -140,19 +140,19 @@ class JTCSE(Method):
         anchor_first = batch.extras.get("anchor_first", True)
         if isinstance(anchor_first, list):  # merged micro-batches: the step's R is the first one's
             anchor_first = anchor_first[0]
-        logs: dict[str, float] = {}
+        logs: Logs = {}
         loss = both["cls_1"].new_zeros(())
         if o.nce_weight:
             nce = J.nce(both["cls_1"], o.temperature, o.nce_form) + J.nce(both["cls_2"], o.temperature, o.nce_form)
-            loss, logs["l_nce"] = loss + o.nce_weight * nce, float(nce.detach())
+            loss, logs["l_nce"] = loss + o.nce_weight * nce, nce.detach()
         if o.icnce_weight:
             ic = J.icnce(both["cls_1"], both["cls_2"], both.get("cross_1"), both.get("cross_2"), bool(anchor_first),
                          o.temperature, o.icnce_form)
-            loss, logs["l_icnce"] = loss + o.icnce_weight * ic, float(ic.detach())
+            loss, logs["l_icnce"] = loss + o.icnce_weight * ic, ic.detach()
         if o.ictm_weight:
             p1, p2 = (both["pool_1"], both["pool_2"]) if o.modulus_on == "pooler" else (both["cls_1"], both["cls_2"])
             tm = J.ictm(both["cls_1"], both["cls_2"], p1, p2, o.tmc_form)
-            loss, logs["l_ictm"] = loss + o.ictm_weight * tm, float(tm.detach())
+            loss, logs["l_ictm"] = loss + o.ictm_weight * tm, tm.detach()
         return loss, logs
 
     # -- evaluation and export -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from .. import distributed, losses
 from .. import false_negatives as fn
 from ..distributed import DistInfo
 from ..module import unwrap
-from .base import Batch, Outputs
+from .base import Batch, Logs, Outputs
 from .contrastive import ContrastiveMethod, ContrastiveOptions
 
 
@@ -120,7 +120,7 @@ class SupSimCSE(_SimCSE):
         rows = [examples[i] for i in indices]
         return Batch({"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "hard": [r[2] for r in rows]})
 
-    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, dict[str, float]]:
+    def objective(self, outputs: Outputs, batch: Batch, dist: DistInfo) -> tuple[torch.Tensor, Logs]:
         o = self.options
         if self.guide is None:
             if o.fn_loss != "infonce":
@@ -139,9 +139,10 @@ class SupSimCSE(_SimCSE):
                                objective=o.fn_loss)
         share = fn.masked_share(mask, offset)
         n_negatives = mask.shape[0] * (mask.shape[1] - 2)  # 2N(N-1) for this process's anchors
-        self._masked_total += float(mask.sum())
+        pairs = mask.sum()  # tensors on the device, read with the step's loss (methods/base.py, Logs)
+        self._masked_total = pairs + self._masked_total
         self._pairs_total += n_negatives
-        return loss, {"fn_masked_share": share, "fn_masked_pairs": float(mask.sum()),
+        return loss, {"fn_masked_share": share, "fn_masked_pairs": pairs,
                       "fn_masked_share_so_far": self._masked_total / self._pairs_total}
 
     def false_negatives(self, batch: Batch, offset: int) -> torch.Tensor:
@@ -149,7 +150,7 @@ class SupSimCSE(_SimCSE):
         positive and hard negative (vectors gathered over processes), once per step."""
         o, guide = self.options, self.guide
         anchors = guide.vectors(batch.texts["anchor"])
-        pos = distributed.gather_with_grad(guide.vectors(batch.texts["positive"]).to(guide.device)).cpu()
-        hard = distributed.gather_with_grad(guide.vectors(batch.texts["hard"]).to(guide.device)).cpu()
+        pos = distributed.gather_with_grad(guide.vectors(batch.texts["positive"]).to(guide.device))
+        hard = distributed.gather_with_grad(guide.vectors(batch.texts["hard"]).to(guide.device))
         return fn.false_negative_mask(fn.guide_cosines(anchors, pos), fn.guide_cosines(anchors, hard), o.sigma,
                                       offset, protect_hard=o.fn_protect_hard, strict=o.fn_mask_variant == "code")
