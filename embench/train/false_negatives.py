@@ -111,7 +111,7 @@ class Guide:
     def _batch(self, texts: list[str]) -> torch.Tensor:
         if hasattr(self.encoder, "encode_views"):  # an embench HF encoder: the pooled vectors stay on the device
             return self.encoder.encode_views(texts, [self.encoder], as_tensors=True)[0]
-        return torch.from_numpy(self.encoder.encode_batch(texts))  # an encoder that only returns host arrays
+        return torch.from_numpy(self.encoder.encode_batch(texts)).to(self.device)  # an encoder that only returns host arrays
 
 
 def guide_cosines(guide_anchor: torch.Tensor, guide_candidates: torch.Tensor) -> torch.Tensor:

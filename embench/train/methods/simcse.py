@@ -150,7 +150,7 @@ class SupSimCSE(_SimCSE):
         positive and hard negative (vectors gathered over processes), once per step."""
         o, guide = self.options, self.guide
         anchors = guide.vectors(batch.texts["anchor"])
-        pos = distributed.gather_with_grad(guide.vectors(batch.texts["positive"]).to(guide.device))
-        hard = distributed.gather_with_grad(guide.vectors(batch.texts["hard"]).to(guide.device))
+        pos = distributed.gather_with_grad(guide.vectors(batch.texts["positive"]))  # all on the guide's device
+        hard = distributed.gather_with_grad(guide.vectors(batch.texts["hard"]))
         return fn.false_negative_mask(fn.guide_cosines(anchors, pos), fn.guide_cosines(anchors, hard), o.sigma,
                                       offset, protect_hard=o.fn_protect_hard, strict=o.fn_mask_variant == "code")
