@@ -7,6 +7,7 @@ import pytest
 
 import embench
 from embench.core.errors import EmbeddingError
+from embench.encoding.cache import text_key
 from embench.encoding.engine import Engine
 
 TEXTS = [
@@ -169,3 +170,39 @@ def test_every_pass_of_several_batches_hands_its_batch_memory_back_when_it_ends(
     assert calls == [1, 1]
     engine.embed(["seven", "eight"])  # one batch: its memory stays for the next call, as between batches
     assert calls == [1, 1]
+
+
+def test_the_returned_array_is_filled_as_chunks_land_and_equals_the_rows_stacked(tiny_bert_dir, cache_dir, monkeypatch):
+    """``embed`` writes each landed chunk's rows into its output during the pass (``row_gather.py``) and the rest
+    (memory and cache hits) at the end: the array is the rows of every text in order, duplicates included."""
+    import embench.encoding.engine as engine_mod
+    from embench.encoding.row_gather import RowGather
+
+    enc = embench.load_model(tiny_bert_dir, device="cpu")
+    Engine(enc, batch_size=4, cache_dir=cache_dir).embed(TEXTS[:3])  # three texts on disk
+    monkeypatch.setattr(engine_mod, "FLUSH_EVERY", 2)  # vectors land two or three texts at a time
+    landed = []
+    real_take = RowGather.take
+    monkeypatch.setattr(RowGather, "take", lambda self, keys, vecs: landed.append(len(keys)) or real_take(self, keys, vecs))
+    engine = Engine(enc, batch_size=2, cache_dir=cache_dir)
+    engine.embed(TEXTS[3:5])  # two more in this engine's memory
+    landed.clear()
+    texts = TEXTS[::-1] + ["a text of its own"]
+    out = engine.embed(texts)
+    assert len(landed) > 1 and sum(landed) == len(set(texts)) - 5  # chunk by chunk; hits are not landed rows
+    np.testing.assert_array_equal(out, np.stack([engine._memory[text_key(t)] for t in texts]))
+    reference = Engine(enc, batch_size=1).embed(texts)
+    np.testing.assert_allclose(out, reference, atol=1e-5)
+    assert out.dtype == np.float32 and out.flags["C_CONTIGUOUS"]
+
+
+def test_a_gather_writes_each_requested_row_at_every_position_of_its_key():
+    from embench.encoding.row_gather import RowGather
+
+    gather = RowGather(["a", "b", "a", "c"])
+    gather.take(["x", "a"], np.array([[9.0, 9.0], [1.0, 2.0]], dtype=np.float32))  # "x" was not asked for
+    gather.take(["b"], np.array([[3.0, 4.0]], dtype=np.float32))
+    out = gather.finish({"c": np.array([5.0, 6.0], dtype=np.float32)})  # "c": a hit, from memory
+    np.testing.assert_array_equal(out, [[1, 2], [3, 4], [1, 2], [5, 6]])
+    nothing_landed = RowGather(["c", "c"]).finish({"c": np.array([5.0, 6.0], dtype=np.float32)})
+    np.testing.assert_array_equal(nothing_landed, [[5, 6], [5, 6]])

@@ -27,6 +27,7 @@ from .batching import resolve_batching
 from .cache import EmbeddingCache, text_key
 from .encoder_interface import Encoder
 from .prompted import prompted_engine
+from .row_gather import RowGather
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY = 4096  # texts between cache writes
@@ -62,6 +63,7 @@ class Engine:
             self.cache.check_writable()  # before any encoding: an unwritable cache warns now, then is read-only
         self.progress = progress
         self._memory: dict[str, np.ndarray] = {}
+        self._gathers: list[RowGather] = []  # the outputs of the embed() calls under way (row_gather.py)
         self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0,
                       "forward_batches": 0, "oom_splits": 0}
 
@@ -72,10 +74,16 @@ class Engine:
         with older_objects_frozen():  # no full garbage collection walks the process's objects mid-pass
             keyed = [(text_key(t), t) for t in texts]
             self.stats["requested"] += len(keyed)
-            self._ensure([keyed])
             if not keyed:
+                self._ensure([keyed])
                 return np.zeros((0, 0), dtype=np.float32)
-            return np.stack([self._memory[k] for k, _ in keyed])
+            gather = RowGather([k for k, _ in keyed])  # written as the pass's chunks land, not stacked after it
+            self._gathers.append(gather)
+            try:
+                self._ensure([keyed])
+            finally:
+                self._gathers.remove(gather)
+            return gather.finish(self._memory)
 
     dim = property(lambda self: len(next(iter(self._memory.values()))) if self._memory else None)  # vector length (records keep it)
 
@@ -234,6 +242,8 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
                 rows = [j for j, k in enumerate(chunk_keys) if k in want]
                 mine, vecs = [chunk_keys[j] for j in rows], vecs[rows]
             e._memory.update(zip(mine, vecs, strict=True))  # each key: its row of the chunk's array
+            for gather in getattr(e, "_gathers", ()):
+                gather.take(mine, vecs)
             e.stats["encoded"] += len(mine)
             if e.cache is not None:
                 pk.extend(mine)
