@@ -262,7 +262,6 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.device.startswith("cuda"):
             args.set.setdefault("precision", "fp32")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from embench.models.model_names import resolve_model_path
     from embench.train.recipes import RECIPES
 

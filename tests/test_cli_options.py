@@ -120,3 +120,20 @@ def test_model_encoding_and_storage_options_are_declared_once():
     for stem in ("run", "mteb", "compare", "analyze", "audit", "grid"):
         f = Path(option_groups.__file__).parent / "commands" / f"{stem}.py"
         assert not [n for n in alias_names if f": {n}" in f.read_text()], f.name
+
+
+def test_the_cli_leaves_the_tokenizer_its_threads():
+    """TOKENIZERS_PARALLELISM=false runs the Rust tokenizer on one core (on a GPU the engine's pass then waits on
+    tokenising): the CLI keeps the user's setting and sets none of its own."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, sys\nsys.argv = ['embench', '--help']\nfrom embench.cli.app import main\ntry:\n    main()\n"
+            "except SystemExit:\n    pass\nprint('setting:', os.environ.get('TOKENIZERS_PARALLELISM'))")
+    env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("setting: None")
+    mine = subprocess.run([sys.executable, "-c", code], env={**env, "TOKENIZERS_PARALLELISM": "false"},
+                          capture_output=True, text=True, check=True).stdout
+    assert mine.strip().endswith("setting: false")  # a user's own choice stays
