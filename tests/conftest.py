@@ -34,6 +34,19 @@ def reference_sts_all() -> dict[str, float]:
     return dict(REFERENCE_STS_ALL)
 
 
+@pytest.fixture(scope="module")
+def benchmark_script():
+    """``benchmark_script(name)``: a script of ``benchmarks/`` imported as a module, with that folder on ``sys.path``
+    for the test module (the scripts import each other by file name)."""
+    import importlib
+    import sys
+
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, folder)
+    yield importlib.import_module
+    sys.path.remove(folder)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     raw = os.environ.get("EMBENCH_DATA")

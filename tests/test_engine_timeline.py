@@ -3,22 +3,14 @@ finished the one before, and a wait on it lasts until then."""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def timeline():
-    sys.path.insert(0, str(BENCHMARKS))
-    import engine_timeline
-
-    yield engine_timeline
-    sys.path.remove(str(BENCHMARKS))
+def timeline(benchmark_script):
+    return benchmark_script("engine_timeline")
 
 
 def test_batches_queue_behind_each_other_and_a_wait_lasts_until_the_device_is_done(timeline):

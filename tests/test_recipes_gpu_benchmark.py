@@ -6,22 +6,14 @@ from __future__ import annotations
 import json
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def recipes_gpu():
-    sys.path.insert(0, str(BENCHMARKS))
-    import recipes_gpu
-
-    yield recipes_gpu
-    sys.path.remove(str(BENCHMARKS))
+def recipes_gpu(benchmark_script):
+    return benchmark_script("recipes_gpu")
 
 
 @pytest.mark.slow
