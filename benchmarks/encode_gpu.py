@@ -31,9 +31,10 @@ all-MiniLM-L6-v2's fp32 vectors on the GPU with the CPU's, and bf16 with fp32. W
 the figure compared with ``embench@BUDGET``), and one more pass, every shape's graph captured by then
 (``(steady)``), each with the graphs' counts (captured, replayed, eager batches, capture seconds).
 
-``--chunks FIRST/SIZE,...`` adds embench at the default budget with other tokenisation chunks (a first chunk of
-FIRST texts, tokenised before any forward pass, then chunks of SIZE: ``embench/encoding/batching.py``), rows
-``embench@BUDGET-chunksFIRST/SIZE``; ``summary.best_chunks`` names the fastest against the engine's own sizes.
+``--chunks FIRST/SIZE[@BUDGET],...`` adds embench at the default budget (or BUDGET) with other tokenisation chunks (a
+first chunk of FIRST texts, tokenised before any forward pass, then chunks of SIZE: ``embench/encoding/batching.py``;
+a batch never spans two chunks, so larger budgets need larger chunks), rows ``embench@BUDGET-chunksFIRST/SIZE``;
+``summary.best_chunks`` names the fastest against the engine's own sizes.
 """
 
 from __future__ import annotations
@@ -255,14 +256,16 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
             summary_ablations[label] = runs[f"ablated@{default_budget} {label}"]["frac_of_matmul"]
 
     chunk_vecs = {}
-    for first, size in args.chunks:  # the tokenisation chunks' sizes (embench/encoding/batching.py), default budget
-        def run_chunks(ts=texts, f=first, s=size):
-            with chunk_sizes(f, s):
-                return Engine(enc, cache_dir=None).embed(ts)
+    for first, size, chunk_budget in args.chunks:  # the tokenisation chunks' sizes (embench/encoding/batching.py)
+        chunk_budget = chunk_budget or default_budget
 
-        label = f"embench@{default_budget}-chunks{first}/{size}"
+        def run_chunks(ts=texts, f=first, s=size, b=chunk_budget):
+            with chunk_sizes(f, s):
+                return Engine(enc, batch_tokens=b, cache_dir=None).embed(ts)
+
+        label = f"embench@{chunk_budget}-chunks{first}/{size}"
         vecs, secs, peak = timed(run_chunks, lambda run_chunks=run_chunks: run_chunks(warm_texts), args.repeats)
-        chunk_vecs[label] = record(label, vecs, secs, peak, first_chunk=first, chunk=size)
+        chunk_vecs[label] = record(label, vecs, secs, peak, first_chunk=first, chunk=size, batch_tokens=chunk_budget)
 
     st_modules = ([Transformer(str(folder), model_kwargs={"dtype": torch.bfloat16}),
                    Pooling(enc.model.config.hidden_size, pooling_mode="lasttoken")] if decoder else None)
@@ -319,6 +322,7 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
     if chunk_vecs:  # the best chunk sizes measured, against the engine's own (the first row)
         fastest = max(chunk_vecs, key=lambda k: runs[k]["frac_of_matmul"])
         summary["best_chunks"] = {"first_chunk": runs[fastest]["first_chunk"], "chunk": runs[fastest]["chunk"],
+                                  "batch_tokens": runs[fastest]["batch_tokens"],
                                   "frac_of_matmul": runs[fastest]["frac_of_matmul"], "vs_default": round(
                                       runs[fastest]["frac_of_matmul"] / ours, 3)}
     out = {"non_embedding_params": n_params, "tokens": tokens, "texts": len(texts), "max_length": max_length,
@@ -475,6 +479,16 @@ def write_md(path: Path, result: dict) -> None:
     path.write_text("\n".join(lines))
 
 
+def parse_chunks(value: str) -> list[tuple[int, int, int | None]]:
+    """``FIRST/SIZE[@BUDGET],...`` as (first, size, budget or None)."""
+    out = []
+    for item in (x for x in value.split(",") if x):
+        sizes, _, budget = item.partition("@")
+        first, size = (int(v) for v in sizes.split("/"))
+        out.append((first, size, int(budget) if budget else None))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minilm", type=Path, required=True, help="all-MiniLM-L6-v2's folder (its tokenizer serves the shapes)")
@@ -488,8 +502,9 @@ def main() -> None:
                     help="models also run with load_model(..., cuda_graphs=True)")
     ap.add_argument("--ablations", default="", type=lambda s: [x for x in s.split(",") if x],
                     help="models also run with each host-side measure undone (the gc freeze, the prepared mask)")
-    ap.add_argument("--chunks", default="", type=lambda s: [tuple(int(v) for v in x.split("/")) for x in s.split(",") if x],
-                    help="FIRST/SIZE,...: also run embench with these tokenisation chunks (first chunk, then each)")
+    ap.add_argument("--chunks", default="", type=parse_chunks,
+                    help="FIRST/SIZE[@BUDGET],...: also run embench with these tokenisation chunks (first chunk, then each), "
+                         "at the default token budget or BUDGET")
     ap.add_argument("--repeats", type=int, default=1,
                     help="timed passes of each embench row (default budget, --budgets, --chunks): the median is kept")
     ap.add_argument("--st-batches", default="128,256,512,1024", type=lambda s: [int(x) for x in s.split(",") if x])
