@@ -42,7 +42,8 @@ def _vectors_and_grads(model, texts):
     return z.detach(), _grads(model), model.tokens - before[0], model.padded_tokens - before[1]
 
 
-@pytest.mark.parametrize("which", ["bert", "llama-sum", "llama-mask"])
+@pytest.mark.parametrize("which", ["bert", pytest.param("llama-sum", marks=pytest.mark.slow),  # LoRA Llama: 3 s
+                                   pytest.param("llama-mask", marks=pytest.mark.slow)])
 def test_a_pass_in_buckets_gives_the_vectors_and_gradients_of_one_padded_pass(which, tiny_bert_dir, tiny_llama_dir,
                                                                              data_root, tmp_path):
     """BERT (right padding, mean pooling) and a LoRA Llama (left padding, the last token; Eq. 5's sum and the
