@@ -140,7 +140,7 @@ def _undone(module_name: str, attr: str, stand_in):
 # the engine's host-side measures, each undone alone (--ablations): what each is worth on the GPU
 ABLATIONS = {
     "without the gc freeze": lambda: _undone("embench.encoding.engine", "older_objects_frozen", contextlib.nullcontext),
-    "without the prepared mask": lambda: _undone("embench.models.encoder", "model_inputs", lambda model, enc, device: enc),
+    "without the prepared mask": lambda: _undone("embench.models.attention_masks", "waits_for_reads", lambda device: False),
 }
 
 

