@@ -353,6 +353,10 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
             runs[label] = {"error": f"{type(e).__name__}: {e}"[:500]}
             print("  compile failed:", runs[label]["error"], flush=True)
         compiled = None
+    unpadded = None
+    if name in args.unpadded:
+        unpadded = unpadded_rows(name, folder, texts, warm_texts, pooling, default_budget, args, runs, summary, record, ref,
+                                 best("plain@"))
     if name in args.cuda_graphs:
         graphs_rows(name, folder, texts, warm_texts, pooling, default_budget, runs, summary, record, ref,
                     embench_vecs[default_budget])
@@ -366,9 +370,43 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
                 Engine(graphed, cache_dir=None).embed(texts)
             out["profile_cuda_graphs"] = profile(graphed, texts)
             graphed = None
+        if unpadded is not None and unpadded.unpadded:  # the same pass unpadded
+            out["profile_unpadded"] = profile(unpadded, texts)
+    unpadded = None
     enc = None
     empty_cache()
     return out
+
+
+def unpadded_rows(name: str, folder: Path, texts: list[str], warm_texts: list[str], pooling: str, budget: int, args,
+                  runs: dict, summary: dict, record, ref: np.ndarray, plain_best: float):
+    """embench with ``--unpadded`` (each batch one row of real tokens, variable-length flash attention:
+    ``embench/models/unpadded_batch.py``), at the default budget and with ``--repeats``; returns the encoder (for a
+    profile). On a CPU smoke run (``--tiny``) the path is forced on, so its reference attention runs."""
+    import embench
+    from embench.encoding.engine import Engine
+
+    enc = embench.load_model(str(folder), device=DEVICE, dtype="bf16", unpadded=True,
+                             pooling=None if name == "all-MiniLM-L6-v2" else pooling)
+    if TINY and not DEVICE.startswith("cuda"):
+        enc.unpadded = True
+    label = f"embench-unpadded@{budget}"
+    if not enc.unpadded:
+        runs[label] = {"error": "load_model(..., unpadded=True) stayed padded here (see the warning)"}
+        return enc
+
+    def run(ts=texts):
+        return Engine(enc, cache_dir=None).embed(ts)
+
+    vecs, secs, peak = timed(run, lambda: run(warm_texts), args.repeats)
+    record(label, vecs, secs, peak, batch_tokens=budget)
+    cos = cosines(vecs, ref)
+    runs[label]["cosine_vs_st64_min"] = round(float(cos.min()), 6)
+    runs[label]["cosine_vs_st64_mean"] = round(float(cos.mean()), 7)
+    summary["frac_of_matmul_unpadded"] = runs[label]["frac_of_matmul"]
+    summary["vs_plain_loop_unpadded"] = round(runs[label]["frac_of_matmul"] / plain_best, 3)
+    summary["cosine_vs_st_min_unpadded"] = runs[label]["cosine_vs_st64_min"]
+    return enc
 
 
 def graphs_rows(name: str, folder: Path, texts: list[str], warm_texts: list[str], pooling: str, budget: int,
@@ -451,15 +489,16 @@ def write_md(path: Path, result: dict) -> None:
              f"unique texts of sts-all; torch {result['torch']}, transformers {result['transformers']}, "
              f"sentence-transformers {result['sentence_transformers']}. Written by `benchmarks/encode_gpu.py`.", "",
              "| model | embench (fraction of matmul) | vs ST batch 64 | vs ST best batch | vs plain loop | min cosine vs ST "
-             "| with --compile (second pass) | with --cuda-graphs (same protocol / steady) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| with --compile (second pass) | with --cuda-graphs (same protocol / steady) | with --unpadded |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, m in result["models"].items():
         s = m["summary"]
         comp = f"{s['frac_of_matmul_compiled']:.3f}" if "frac_of_matmul_compiled" in s else "not run"
         graphs = (f"{s['frac_of_matmul_cuda_graphs']:.3f} / {s['frac_of_matmul_cuda_graphs_steady']:.3f}"
                   if "frac_of_matmul_cuda_graphs" in s else "not run")
+        unpadded = f"{s['frac_of_matmul_unpadded']:.3f}" if "frac_of_matmul_unpadded" in s else "not run"
         lines.append(f"| {name} | {s['frac_of_matmul']:.3f} | {s['vs_st_same_batch']:.2f}x | {s['vs_st_best_batch']:.2f}x | "
-                     f"{s['vs_plain_loop']:.2f}x | {s['cosine_vs_st_min']:.5f} | {comp} | {graphs} |")
+                     f"{s['vs_plain_loop']:.2f}x | {s['cosine_vs_st_min']:.5f} | {comp} | {graphs} | {unpadded} |")
     lines += ["", "Every run (seconds, tokens/s, fraction of the matmul rate, peak GPU memory):", ""]
     for name, m in result["models"].items():
         lines += [f"## {name}", "", f"{m['non_embedding_params'] / 1e6:.0f}M non-embedding parameters, {m['tokens']} tokens, "
@@ -500,6 +539,8 @@ def main() -> None:
                     help="models also run with the whole forward compiled (the form --compile replaced)")
     ap.add_argument("--cuda-graphs", default="bert-base,all-MiniLM-L6-v2", type=lambda s: [x for x in s.split(",") if x],
                     help="models also run with load_model(..., cuda_graphs=True)")
+    ap.add_argument("--unpadded", default="bert-base,qwen2-1.5b", type=lambda s: [x for x in s.split(",") if x],
+                    help="models also run with load_model(..., unpadded=True): batches as one row of real tokens")
     ap.add_argument("--ablations", default="", type=lambda s: [x for x in s.split(",") if x],
                     help="models also run with each host-side measure undone (the gc freeze, the prepared mask)")
     ap.add_argument("--chunks", default="", type=parse_chunks,

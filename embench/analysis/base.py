@@ -52,14 +52,15 @@ def analysis(name: str, scores: dict[str, str] | None = None):
                    normalize: bool | None = None, prompt: str | None = None, bidirectional_last: int | None = None,
                    bidirectional_mode: str | None = None,
                    adapter: str | None = None, batch_tokens: int | None = None, compile: bool | None = None,
-                   cuda_graphs: bool | None = None, revision: str | None = None, prompt_name: str | None = None, **options: Any) -> AnalysisResult:
+                   cuda_graphs: bool | None = None, unpadded: bool | None = None, revision: str | None = None, prompt_name: str | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)
             devices = several_devices(device)  # cuda:0,cuda:1 or all: vectors from one process per device
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length,
                               device=devices[0] if devices else device, dtype=dtype,
                               normalize=normalize, prompt=prompt, bidirectional_last=bidirectional_last,
                               bidirectional_mode=bidirectional_mode, adapter=adapter,
-                              batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs, revision=revision,
+                              batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs, unpadded=unpadded,
+                              revision=revision,
                               prompt_name=prompt_name)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress, devices)
             return finish(start(public, refs, ctx, out, options))

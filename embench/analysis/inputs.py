@@ -23,7 +23,8 @@ from ..models.encoder import HFEncoder
 from ..models.loader import load_model
 
 MODEL_OPTIONS = ("pooling", "max_length", "dtype", "device", "normalize", "tokenizer", "prompt", "bidirectional_last",
-                 "bidirectional_mode", "adapter", "batch_tokens", "compile", "cuda_graphs", "revision", "prompt_name")
+                 "bidirectional_mode", "adapter", "batch_tokens", "compile", "cuda_graphs", "unpadded", "revision",
+                 "prompt_name")
 
 
 @dataclass

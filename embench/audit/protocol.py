@@ -71,7 +71,7 @@ def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: di
     if not isinstance(model, (str, Path)):  # an encoder object (a sampled variant) carries its own settings
         common = {k: v for k, v in common.items()
                   if k not in ("device", "prompt", "dtype", "bidirectional_last", "bidirectional_mode", "adapter", "batch_tokens",
-                               "compile", "cuda_graphs")}
+                               "compile", "cuda_graphs", "unpadded")}
     own = v.model_options() if isinstance(model, (str, Path)) else {}
     ev = undefined_as_empty(v, lambda: evaluate(model, None, tasks=tasks, **{**common, **own}, **extra, **v.protocol()))
     return {r.display: r.main_score for r in ev.records}, ev  # (a knob's dtype over the baseline's)
@@ -111,6 +111,7 @@ def audit(
     batch_tokens: int | None = None,
     compile: bool | None = None,
     cuda_graphs: bool | None = None,
+    unpadded: bool | None = None,
     bidirectional_last: int | None = None,
     bidirectional_mode: str | None = None,
     adapter: str | Path | None = None,
@@ -150,7 +151,8 @@ def audit(
                                    ("prompt_name", prompt_name), ("revision", revision),
                                    ("bidirectional_last", bidirectional_last), ("bidirectional_mode", bidirectional_mode),
                                    ("adapter", adapter),
-                                   ("batch_tokens", batch_tokens), ("compile", compile), ("cuda_graphs", cuda_graphs)) if v is not None}
+                                   ("batch_tokens", batch_tokens), ("compile", compile), ("cuda_graphs", cuda_graphs),
+                                   ("unpadded", unpadded)) if v is not None}
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts,
               **({"device": device} if devices else {})}  # evaluate() splits a variant's full pass itself
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name

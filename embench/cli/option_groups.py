@@ -38,6 +38,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "batch_tokens": (o.BatchTokensOpt, None),
     "compile_model": (o.CompileOpt, False),
     "cuda_graphs": (o.CudaGraphsOpt, False),
+    "unpadded": (o.UnpaddedOpt, False),
     "data": (o.DataOpt, None),
     "results_dir": (o.ResultsOpt, None),
     "cache_dir": (o.CacheDirOpt, None),
@@ -50,7 +51,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
 # the groups commands take whole
 MODEL = ("normalize", "pooling", "layer", "max_length", "prompt", "bidirectional_last", "bidirectional_mode", "adapter",
          "dtype", "revision", "prompt_name")
-ENCODING = ("device", "batch_size", "batch_tokens", "compile_model", "cuda_graphs")
+ENCODING = ("device", "batch_size", "batch_tokens", "compile_model", "cuda_graphs", "unpadded")
 STORAGE = ("data", "results_dir", "cache_dir", "no_cache")
 VECTORS = ("truncate_dim", "quantize")  # applied to the vectors after the engine (encoding/vector_axes.py)
 
@@ -66,7 +67,7 @@ class Given(dict):
                 out["use_cache"] = not v
             elif name == "compile_model":
                 out["compile"] = v or None  # None: the model's default, so an unset flag leaves no trace in records
-            elif name == "cuda_graphs":
+            elif name in ("cuda_graphs", "unpadded"):
                 out[name] = v or None
             elif name == "results_dir":
                 out["results_dir"] = o.cli_results(v)

@@ -63,6 +63,10 @@ CompileOpt = Annotated[bool, typer.Option(
 CudaGraphsOpt = Annotated[bool, typer.Option(
     "--cuda-graphs", help="Replay each batch's forward pass as a CUDA graph, batches padded to a few bucketed shapes "
                           "(GPUs; the same vectors; for small, host-bound encoders; elsewhere no effect).")]
+UnpaddedOpt = Annotated[bool, typer.Option(
+    "--unpadded", help="Run each batch as one row of its real tokens, with variable-length flash attention (GPUs in "
+                       "bf16/fp16; BERT, RoBERTa, Llama, Qwen2/3, Mistral; the same vectors up to rounding; elsewhere a "
+                       "warning and padded batches).")]
 BatchTokensOpt = Annotated[int | None, typer.Option(
     help="Padded tokens per batch at most (texts x longest text); default: none on a CPU, 65536 on a GPU; "
                 "0: cut batches by --batch-size alone.")]

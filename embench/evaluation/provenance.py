@@ -66,6 +66,7 @@ def record_provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, o
         "batch_size": engine.batch_size,  # texts per batch at most (None: the token budget alone)
         "batch_tokens": engine.batch_tokens,  # padded tokens per batch at most (None: no budget)
         "cuda_graphs": getattr(engine.encoder, "graphs", None) is not None,  # forwards replayed as CUDA graphs (same vectors)
+        "unpadded": bool(getattr(engine.encoder, "unpadded", False)),  # batches as one row of real tokens (unpadded_batch.py)
         "dtype": enc_desc.get("dtype"),
         "device": enc_desc.get("device"),
         "seed": protocol.seed,

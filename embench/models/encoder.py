@@ -28,6 +28,8 @@ from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
+from .unpadded_batch import pack
+from .varlen_attention import attention_as, registered
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -104,6 +106,7 @@ class HFEncoder(SentenceEncode):
         self.load_spec: tuple[str, dict[str, Any]] | None = None  # (name, load_model options): reloadable elsewhere
         self.prompt_set: Any = None  # the model's named prompts, for a side or task to pick from (models/prompts.py)
         self.graphs: Any = None  # CUDA graphs per batch shape (load_model(..., cuda_graphs=True): encoding/cuda_graphs.py)
+        self.unpadded = False  # batches run as one row of real tokens (load_model(..., unpadded=True): unpadded_batch.py)
 
     def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
@@ -123,6 +126,7 @@ class HFEncoder(SentenceEncode):
         v._owner = owner
         v.batch_tokens = self.batch_tokens
         v.compiled, v.load_spec, v.prompt_set, v.graphs = self.compiled, self.load_spec, self.prompt_set, self.graphs
+        v.unpadded = self.unpadded
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
         if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
             v.settings.extra["final_norm"] = True
@@ -195,14 +199,20 @@ class HFEncoder(SentenceEncode):
 
     def collate(self, features: dict[str, list[list[int]]], shape: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
         """Pad pretokenised rows to the longest (or to ``shape``, rows x width) on the tokenizer's side, with their
-        attention mask (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device."""
-        return pad_rows(features, self.tokenizer, self.device, shape)
+        attention mask (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device. An encoder that runs
+        unpadded also gets each row's length on the host (``lengths``): the packed row's size, known without asking
+        the device."""
+        enc = pad_rows(features, self.tokenizer, self.device, shape)
+        if self.unpadded and shape is None:
+            enc["lengths"] = torch.tensor([len(row) for row in features["input_ids"]])
+        return enc
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.collate(self.pretokenize(texts))
 
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
-        """Run the model; returns its output with ``hidden_states`` when ``all_layers``."""
+        """Run the model on the padded batch; returns its output with ``hidden_states`` when ``all_layers``."""
+        enc = {k: v for k, v in enc.items() if k != "lengths"}  # an unpadded encoder's host lengths (collate)
         with self._autocast(), gpu_attention(self.device):
             return self.model(**model_inputs(self.model, enc, self.device), output_hidden_states=all_layers, return_dict=True,
                               **no_kv_cache(self.config), **kwargs)
@@ -225,14 +235,24 @@ class HFEncoder(SentenceEncode):
                                    "views share one model, maximum length, dtype and prompt")
         enc = self.tokenize(texts) if enc is None else enc
         all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
-        out = self.forward_hidden(enc, all_layers)
-        if all_layers:
-            hidden = tuple(out.hidden_states)
+        if "lengths" in enc:
+            hidden = self._unpadded_hidden(enc, int(enc["lengths"].numpy().sum()), all_layers)  # a host count
         else:
-            # Only the last layer is read: index it where the poolers expect it.
-            hidden = (None,) * self.num_layers + (out.last_hidden_state,)
+            out = self.forward_hidden(enc, all_layers)
+            # Only the last layer is read unless a view wants more: indexed where the poolers expect it.
+            hidden = tuple(out.hidden_states) if all_layers else (None,) * self.num_layers + (out.last_hidden_state,)
         pooled = [v._pool(hidden, enc["attention_mask"]) for v in views]
         return pooled if as_tensors else [p.cpu().numpy() for p in pooled]
+
+    def _unpadded_hidden(self, enc: dict[str, torch.Tensor], tokens: int, all_layers: bool) -> tuple:
+        """The hidden states of the padded batch ``enc`` (``tokens`` real tokens), computed as one unpadded row with
+        variable-length attention (:mod:`.unpadded_batch`) and put back in the padded layout."""
+        packed = pack(enc, tokens, self.config, self.tokenizer.padding_side == "left")
+        with self._autocast(), attention_as(self.model, registered()):
+            out = self.model(**packed.inputs, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.config))
+        if all_layers:
+            return tuple(packed.unpack(h) for h in out.hidden_states)
+        return (None,) * self.num_layers + (packed.unpack(out.last_hidden_state),)
 
     def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         if self.settings.extra.get("final_norm"):

@@ -41,6 +41,7 @@ from .pooling import POOLERS
 from .precision import warn_if_emulated
 from .prompts import attach_prompts, read_prompt_set, with_row
 from .st_folder import load_dense, read_json, sentence_transformers_config
+from .unpadded_batch import unpadded_where_possible
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ def load_model(
     batch_tokens: int | None = None,
     compile: bool = False,
     cuda_graphs: bool = False,
+    unpadded: bool = False,
     revision: str | None = None,
     prompt_name: str | None = None,
 ) -> HFEncoder:
@@ -112,7 +114,9 @@ def load_model(
     ``batch_tokens`` is the token budget of the engine's batches for this encoder (default: the device's);
     ``compile`` runs each transformer layer through ``torch.compile`` (dynamic shapes; one compile serves every
     layer: :mod:`.regional_compile`), which pays on a GPU when the pass is long enough to repay the compilation; ``cuda_graphs`` replays each batch's forward as a CUDA graph of
-    its bucketed shape (a GPU only; the same vectors: :mod:`embench.encoding.cuda_graphs`). ``revision``: a hub commit, branch or tag (default: a known
+    its bucketed shape (a GPU only; the same vectors: :mod:`embench.encoding.cuda_graphs`); ``unpadded`` runs each batch as
+    one row of its real tokens with variable-length attention (a GPU in bf16/fp16, supported families; the same vectors
+    up to rounding: :mod:`.unpadded_batch`). ``revision``: a hub commit, branch or tag (default: a known
     model's pinned one, :mod:`.catalogue`); ``prompt_name``: one of the model's prompts (default: its own, :mod:`.prompts`).
     """
     # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
@@ -122,7 +126,7 @@ def load_model(
             pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
             family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last,
             bidirectional_mode=bidirectional_mode, adapter=adapter,
-            batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs or None, revision=revision, prompt_name=prompt_name).items() if v is not None})
+            batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs or None, unpadded=unpadded or None, revision=revision, prompt_name=prompt_name).items() if v is not None})
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
         if revision is not None or prompt_name is not None:
             raise EmbenchError("--revision and --prompt-name name one checkpoint's; an ensemble's members take their own")
@@ -198,7 +202,10 @@ def load_model(
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
     encoder.batch_tokens = batch_tokens
     encoder.compiled = bool(compile)
+    if cuda_graphs and unpadded:
+        raise EmbenchError("--cuda-graphs and --unpadded cannot be combined: graphs replay fixed padded shapes; choose one")
     encoder.graphs = shape_graphs(device, settings.max_length) if cuda_graphs else None  # off CUDA: a warning
+    encoder.unpadded = unpadded and unpadded_where_possible(src.config, device, DTYPES[settings.dtype], settings.extra)
     encoder.load_spec = spec
     encoder.prompt_set = prompts
     if st_cfg.get("dense"):

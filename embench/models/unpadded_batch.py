@@ -1,0 +1,90 @@
+"""A padded batch run as one row of its real tokens (``--unpadded``), and its states put back in the padded layout.
+
+Length-sorted token-budget batches still pad every text to the batch's longest, and a decoder's left padding
+keeps SDPA off its flash kernel (a mask is given). Here the batch the engine padded is packed on the device: the
+real tokens of every text, one after another, with each text's own positions (0, 1, ... from its first real
+token) and the texts' boundaries for :mod:`.varlen_attention`. Nothing is read back to the host: the number of
+real tokens comes from the host's lengths (the engine's, ``lengths``), and the packing index is
+``torch.nonzero_static`` of the padding mask at that size. The model's states are scattered back into the padded
+``(texts, width, hidden)`` layout, zero at the padding, so that every pooler, view and layer works unchanged.
+
+Only where the result is the padded forward's up to rounding: model families whose attention goes through
+transformers' attention functions with the keywords passed down to them, whose positions are absolute from each
+text's first token (BERT, RoBERTa) or rotary (Llama, Qwen2, Qwen3, Mistral: relative, so a left-padded text's
+offset changes nothing), with no sliding-window layers and no patch of embench's own (BeLLM's bidirectional
+layers). ``tests/test_unpadded.py`` checks each family against transformers' padded forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .varlen_attention import why_not_flash
+
+FAMILIES_UNPADDED = ("bert", "roberta", "xlm-roberta", "camembert", "llama", "qwen2", "qwen3", "mistral")
+FROM_PADDING_INDEX = ("roberta", "xlm-roberta", "camembert")  # positions start after the padding index
+
+
+def why_not_unpadded(config: Any, device: str, dtype: torch.dtype, patched: bool) -> str | None:
+    """Why a model cannot run unpadded on ``device`` in ``dtype`` (None: it can). ``patched``: embench changed its
+    attention (a family patch, bidirectional layers), which the packed row would bypass."""
+    kind = getattr(config, "model_type", "?")
+    if kind not in FAMILIES_UNPADDED:
+        return f"{kind} models are not run unpadded (supported: {', '.join(FAMILIES_UNPADDED)})"
+    if getattr(config, "_attn_implementation", None) not in ("sdpa", "eager", None):
+        return f"the model attends through {config._attn_implementation}"
+    if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
+        return "the model has sliding-window attention"
+    if patched:
+        return "embench patches this model's attention (family patch or bidirectional layers)"
+    return why_not_flash(device, dtype)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """One batch as one row: the model's keyword arguments, and where each token sits in the padded layout."""
+
+    inputs: dict[str, Any]
+    index: torch.Tensor  # (tokens,) flat positions in the padded (texts x width) layout
+    shape: tuple[int, int]  # (texts, width) of the padded batch
+
+    def unpack(self, states: torch.Tensor) -> torch.Tensor:
+        """``(1, tokens, hidden)`` states in the padded layout ``(texts, width, hidden)``, zero at the padding."""
+        texts, width = self.shape
+        full = states.new_zeros(texts * width, states.shape[-1])
+        full.index_copy_(0, self.index, states[0])
+        return full.view(texts, width, -1)
+
+
+def pack(enc: dict[str, torch.Tensor], tokens: int, config: Any, left_padded: bool) -> Packed:
+    """``enc`` (the padded batch on its device: ``input_ids``, ``attention_mask``, maybe ``token_type_ids``) as one
+    row of its ``tokens`` real tokens (the host's count: sizing the row never waits for the device)."""
+    mask = enc["attention_mask"]
+    texts, width = mask.shape
+    index = torch.nonzero_static(mask.reshape(-1), size=tokens).squeeze(1)
+    lengths = mask.sum(1)
+    columns = torch.arange(width, device=mask.device).expand(texts, width)
+    positions = columns - (width - lengths)[:, None] if left_padded else columns  # 0 at each text's first token
+    if getattr(config, "model_type", "") in FROM_PADDING_INDEX:
+        positions = positions + config.pad_token_id + 1
+    cumulative = torch.zeros(texts + 1, dtype=torch.int32, device=mask.device)
+    cumulative[1:] = lengths.cumsum(0)
+    inputs = {name: enc[name].reshape(-1)[index][None] for name in ("input_ids", "token_type_ids") if name in enc}
+    inputs.update(position_ids=positions.reshape(-1)[index][None], cu_seq_lens_q=cumulative, cu_seq_lens_k=cumulative,
+                  max_length_q=width, max_length_k=width)
+    return Packed(inputs, index, (texts, width))
+
+
+def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, extra: dict[str, Any]) -> bool:
+    """Whether a model loaded with ``unpadded=True`` runs so; where it cannot, one warning saying why, and its
+    batches stay padded (the same vectors up to rounding either way)."""
+    import warnings
+
+    patched = any(key in extra for key in ("family", "bidirectional_last", "adapter"))
+    reason = why_not_unpadded(config, device, dtype, patched)
+    if reason is not None:
+        warnings.warn(f"--unpadded (unpadded=True) has no effect here: {reason}; batches stay padded", stacklevel=3)
+    return reason is None

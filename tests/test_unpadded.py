@@ -1,0 +1,244 @@
+"""``--unpadded``: a batch runs as one row of its real tokens with variable-length attention, and its states go back
+to the padded layout (``models/unpadded_batch.py``, ``models/varlen_attention.py``). On a CPU the attention is the
+reference (SDPA under the texts' block-diagonal mask), so each supported family's vectors are compared here with
+transformers' padded forward; the flash kernel itself runs on a GPU only (``benchmarks/encode_gpu.py --unpadded``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from host_reads import HostReads
+from transformers import (
+    AutoTokenizer,
+    GPT2Config,
+    LlamaConfig,
+    LlamaModel,
+    MistralConfig,
+    MistralModel,
+    Qwen2Config,
+    Qwen2Model,
+    Qwen3Config,
+    Qwen3Model,
+    RobertaConfig,
+    RobertaModel,
+    XLMRobertaConfig,
+    XLMRobertaModel,
+)
+
+import embench
+import embench.encoding.batching as batching
+import embench.encoding.engine as engine_mod
+import embench.models.varlen_attention as varlen
+from embench.core.errors import EmbenchError
+from embench.encoding.engine import Engine, embed_views
+from embench.models.unpadded_batch import pack, why_not_unpadded
+from embench.models.varlen_attention import why_not_flash
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TEXTS = ["a man plays a guitar", "two dogs run through the deep snow, barking at each other as they go", "rain",
+         "the cat sat on the mat", "a woman is slicing an onion in the kitchen", "yes"]
+SHAPE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=130)
+FAMILIES = {  # grouped-query attention where the family has it (2 key/value heads for 4 query heads)
+    "roberta": lambda vocab, pad: RobertaModel(RobertaConfig(vocab_size=vocab, pad_token_id=pad, **SHAPE)),
+    "xlm-roberta": lambda vocab, pad: XLMRobertaModel(XLMRobertaConfig(vocab_size=vocab, pad_token_id=pad, **SHAPE)),
+    "llama": lambda vocab, pad: LlamaModel(LlamaConfig(vocab_size=vocab, num_key_value_heads=2, **SHAPE)),
+    "qwen2": lambda vocab, pad: Qwen2Model(Qwen2Config(vocab_size=vocab, num_key_value_heads=2, **SHAPE)),
+    "qwen3": lambda vocab, pad: Qwen3Model(Qwen3Config(vocab_size=vocab, num_key_value_heads=2, head_dim=8, **SHAPE)),
+    "mistral": lambda vocab, pad: MistralModel(MistralConfig(vocab_size=vocab, num_key_value_heads=2, sliding_window=None,
+                                                             **SHAPE)),
+}
+
+
+@pytest.fixture(scope="module")
+def family_dirs(tiny_model, minilm_path):
+    pad = AutoTokenizer.from_pretrained(minilm_path).pad_token_id
+    return {name: tiny_model(f"tiny-{name}", lambda vocab, make=make: make(vocab, pad)) for name, make in FAMILIES.items()}
+
+
+@pytest.fixture
+def attention_calls(monkeypatch):
+    """How many times the unpadded attention ran (its CPU reference)."""
+    calls = []
+    real = varlen.reference_attention
+    monkeypatch.setattr(varlen, "reference_attention", lambda *a, **k: calls.append(a[0].shape[0]) or real(*a, **k))
+    return calls
+
+
+def _unpadded(folder, **options):
+    enc = embench.load_model(folder, device="cpu", **options)
+    enc.unpadded = True  # what load_model(..., unpadded=True) sets on a GPU in bf16; here the reference attention runs
+    return enc
+
+
+def _pair(folder, **options):
+    padded = Engine(embench.load_model(folder, device="cpu", **options), cache_dir=None).embed(TEXTS)
+    return padded, Engine(_unpadded(folder, **options), cache_dir=None).embed(TEXTS)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max", "weighted_mean", "first_last_avg"])
+def test_bert_gives_the_padded_forward_s_vectors_under_every_pooler(tiny_bert_dir, attention_calls, pooling):
+    padded, unpadded = _pair(tiny_bert_dir, pooling=pooling)
+    np.testing.assert_allclose(unpadded, padded, atol=2e-6, rtol=0)
+    real_tokens = sum(len(ids) for ids in embench.load_model(tiny_bert_dir, device="cpu").pretokenize(TEXTS)["input_ids"])
+    assert attention_calls == [real_tokens] * 2  # one row of every real token, in each of the 2 layers
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_supported_family_gives_the_padded_forward_s_vectors(family_dirs, attention_calls, family):
+    """RoBERTa's positions start after its padding index; the decoders are left-padded with rotary positions, so a
+    text's offset in its padded row changes nothing; Llama, Qwen2/3 and Mistral attend with 2 key/value heads."""
+    for pooling in ("mean", "last_token"):
+        padded, unpadded = _pair(family_dirs[family], pooling=pooling)
+        np.testing.assert_allclose(unpadded, padded, atol=1e-5, rtol=0)
+    assert len(attention_calls) == 4
+
+
+def test_views_of_every_layer_in_one_pass_match(tiny_bert_dir):
+    def views(enc):
+        return [Engine(enc.view(layer=layer, pooling=pooling), cache_dir=None) for layer in (0, 1, 2) for pooling in ("mean", "cls")]
+
+    padded = embed_views(views(embench.load_model(tiny_bert_dir, device="cpu")), TEXTS)
+    unpadded = embed_views(views(_unpadded(tiny_bert_dir)), TEXTS)
+    for a, b in zip(padded, unpadded, strict=True):
+        np.testing.assert_allclose(b, a, atol=2e-6, rtol=0)
+
+
+def test_the_packed_row_by_hand():
+    """Two texts of 2 and 3 tokens in a batch of width 3, right- and left-padded."""
+    class Config:
+        model_type = "bert"
+
+    ids = torch.tensor([[5, 6, 0], [7, 8, 9]])
+    enc = {"input_ids": ids, "attention_mask": torch.tensor([[1, 1, 0], [1, 1, 1]])}
+    right = pack(enc, 5, Config(), left_padded=False)
+    assert right.inputs["input_ids"].tolist() == [[5, 6, 7, 8, 9]]
+    assert right.inputs["position_ids"].tolist() == [[0, 1, 0, 1, 2]]
+    assert right.inputs["cu_seq_lens_q"].tolist() == [0, 2, 5] and right.inputs["max_length_q"] == 3
+    assert right.index.tolist() == [0, 1, 3, 4, 5]
+    left = pack({"input_ids": torch.tensor([[0, 5, 6], [7, 8, 9]]), "attention_mask": torch.tensor([[0, 1, 1], [1, 1, 1]])},
+                5, Config(), left_padded=True)
+    assert left.inputs["input_ids"].tolist() == [[5, 6, 7, 8, 9]]
+    assert left.inputs["position_ids"].tolist() == [[0, 1, 0, 1, 2]]  # from each text's first real token
+    states = torch.arange(5.0).reshape(1, 5, 1)
+    assert left.unpack(states)[..., 0].tolist() == [[0.0, 0.0, 1.0], [2.0, 3.0, 4.0]]  # zero at the padding
+
+    class Roberta:
+        model_type, pad_token_id = "roberta", 1
+
+    assert pack(enc, 5, Roberta(), left_padded=False).inputs["position_ids"].tolist() == [[2, 3, 2, 3, 4]]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_reference_attention_is_each_text_s_own_attention(causal):
+    torch.manual_seed(0)
+    lengths = [3, 1, 4]
+    q = torch.randn(sum(lengths), 4, 8)
+    k, v = torch.randn(sum(lengths), 2, 8), torch.randn(sum(lengths), 2, 8)  # 2 key/value heads for 4 query heads
+    cu = torch.tensor([0, 3, 4, 8], dtype=torch.int32)
+    out = varlen.reference_attention(q, k, v, cu, causal, None)
+    for a, b in zip(cu[:-1].tolist(), cu[1:].tolist(), strict=True):
+        qi, ki, vi = (t[a:b].transpose(0, 1) for t in (q, k, v))
+        ki, vi = ki.repeat_interleave(2, 0), vi.repeat_interleave(2, 0)
+        weights = torch.softmax(qi @ ki.transpose(1, 2) / 8 ** 0.5 + (
+            torch.full((b - a, b - a), float("-inf")).triu(1) if causal else 0), -1)
+        torch.testing.assert_close(out[a:b], (weights @ vi).transpose(0, 1), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("signature", ["is_causal", "window_size"])
+def test_the_flash_kernel_gets_causality_and_grouped_heads_as_its_torch_release_names_them(monkeypatch, signature):
+    seen = {}
+    if signature == "is_causal":  # torch 2.10's form: no grouped-query switch, so keys and values are repeated
+        def kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, is_causal=False, scale=None):
+            seen.update(is_causal=is_causal, kv_heads=key.shape[1], max_q=max_q)
+            return query
+    else:
+        def kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, scale=None, window_size=(-1, -1),
+                   enable_gqa=False):
+            seen.update(window_size=window_size, enable_gqa=enable_gqa, kv_heads=key.shape[1], max_q=max_q)
+            return query
+
+    monkeypatch.setattr(varlen, "flash_kernel", lambda: kernel)
+    q, kv = torch.zeros(5, 4, 8), torch.zeros(5, 2, 8)
+    varlen._flash(q, kv, kv, torch.tensor([0, 2, 5], dtype=torch.int32), 3, True, None)
+    if signature == "is_causal":
+        assert seen == {"is_causal": True, "kv_heads": 4, "max_q": 3}
+    else:
+        assert seen == {"window_size": (-1, 0), "enable_gqa": True, "kv_heads": 2, "max_q": 3}
+
+
+def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir, tiny_model):
+    with pytest.warns(UserWarning, match="--unpadded .* no effect here: variable-length attention needs a CUDA GPU"):
+        enc = embench.load_model(tiny_bert_dir, device="cpu", unpadded=True)
+    assert enc.unpadded is False and "lengths" not in enc.tokenize(TEXTS)
+    bert = enc.config
+    assert "bf16/fp16 only" in why_not_unpadded(bert, "cuda", torch.float32, patched=False)
+    assert "bidirectional" in why_not_unpadded(bert, "cuda", torch.bfloat16, patched=True)
+    assert "gpt2 models are not run unpadded" in why_not_unpadded(GPT2Config(), "cuda", torch.bfloat16, False)
+    windowed = MistralConfig(sliding_window=4096)
+    assert "sliding-window" in why_not_unpadded(windowed, "cuda", torch.bfloat16, False)
+    # the model passes; only this machine's reasons remain (no GPU here)
+    assert why_not_unpadded(Qwen2Config(), "cuda", torch.bfloat16, False) == why_not_flash("cuda", torch.bfloat16)
+    with pytest.raises(EmbenchError, match="--cuda-graphs and --unpadded cannot be combined"):
+        embench.load_model(tiny_bert_dir, device="cpu", unpadded=True, cuda_graphs=True)
+
+
+def test_an_unpadded_pass_on_the_gpu_path_reads_nothing_back(tiny_bert_dir, tiny_llama_dir, monkeypatch):
+    """The engine's GPU path forced on the CPU, unpadded: the row's size is the host's count and its index comes from
+    ``nonzero_static``, so nothing is read back; a decoder no longer meets transformers' causal-mask check either."""
+    monkeypatch.setattr(batching, "GPU_FIRST_CHUNK", 4)
+    monkeypatch.setattr(batching, "GPU_TOKENIZE_CHUNK", 4)
+    monkeypatch.setattr(engine_mod, "FLUSH_EVERY", 3)
+    gpu_batches = engine_mod._batches
+    monkeypatch.setattr(engine_mod, "_batches", lambda engine, ts, on_cpu: gpu_batches(engine, ts, False))
+    for folder in (tiny_bert_dir, tiny_llama_dir):
+        reference = Engine(embench.load_model(folder, device="cpu"), batch_size=4).embed(TEXTS)
+        enc = _unpadded(folder)
+        with HostReads() as reads:
+            out = Engine(enc, batch_tokens=40, cache_dir=None).embed(TEXTS)
+        assert reads.calls == []
+        np.testing.assert_allclose(out, reference, atol=1e-5, rtol=0)
+
+
+def test_a_batch_out_of_memory_is_split_and_stays_unpadded(tiny_bert_dir, attention_calls, monkeypatch):
+    """The halves of a batch that did not fit keep their own host lengths: the same vectors."""
+    reference = Engine(embench.load_model(tiny_bert_dir, device="cpu"), cache_dir=None).embed(TEXTS)
+    enc = _unpadded(tiny_bert_dir)
+    real = type(enc)._unpadded_hidden
+
+    def small_memory(self, enc_, tokens, all_layers):
+        if enc_["attention_mask"].shape[0] > 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(self, enc_, tokens, all_layers)
+
+    monkeypatch.setattr(type(enc), "_unpadded_hidden", small_memory)
+    with pytest.warns(UserWarning, match="out of GPU memory"):
+        out = Engine(enc, cache_dir=None).embed(TEXTS)
+    np.testing.assert_allclose(out, reference, atol=2e-6, rtol=0)
+    assert len(attention_calls) == 4  # two halves of three texts, two layers each
+
+
+@pytest.mark.slow  # over 2 s: CLI runs
+def test_the_cli_option_reaches_the_loader_and_the_record(env, tiny_bert_dir, monkeypatch):
+    from typer.testing import CliRunner
+
+    import embench.api as api
+    from embench.cli import app
+
+    for command in (["run"], ["mteb", "run"], ["analyze"], ["audit"], ["compare"]):  # every command that encodes
+        assert "--unpadded" in CliRunner().invoke(app, [*command, "--help"], terminal_width=200).output
+    with pytest.warns(UserWarning, match="--unpadded .* no effect here: variable-length attention needs a CUDA GPU"):
+        result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--unpadded", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    record = embench.results(model=str(tiny_bert_dir.name))[0]
+    assert record.provenance["unpadded"] is False  # this CPU ran padded batches, and the record says so
+    seen = {}
+
+    def capture(name, **options):
+        seen.update(options)
+        raise EmbenchError("captured")
+
+    monkeypatch.setattr(api, "load_model", capture)
+    result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--unpadded"])
+    assert "captured" in str(result.exception) and seen["unpadded"] is True
