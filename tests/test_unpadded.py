@@ -5,6 +5,8 @@ transformers' padded forward; the flash kernel itself runs on a GPU only (``benc
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -159,7 +161,8 @@ def test_the_flash_kernel_gets_causality_and_grouped_heads_as_its_torch_release_
             seen.update(window_size=window_size, enable_gqa=enable_gqa, kv_heads=key.shape[1], max_q=max_q)
             return query
 
-    monkeypatch.setattr(varlen, "flash_kernel", lambda: kernel)
+    monkeypatch.setattr(varlen, "FLASH_KERNEL", kernel)
+    monkeypatch.setattr(varlen, "FLASH_PARAMS", frozenset(inspect.signature(kernel).parameters))
     q, kv = torch.zeros(5, 4, 8), torch.zeros(5, 2, 8)
     varlen._flash(q, kv, kv, torch.tensor([0, 2, 5], dtype=torch.int32), 3, True, None)
     if signature == "is_causal":

@@ -6,7 +6,7 @@ mask is given (it falls back to the memory-efficient one, which reads the mask).
 (:mod:`.unpadded_batch`), a batch is one row of all its real tokens and the texts' boundaries
 (``cu_seq_lens``: cumulative lengths, 0 first). On CUDA in bf16/fp16 the attention is torch's own flash
 variable-length kernel (``torch.nn.attention.varlen.varlen_attn``, torch >= 2.10; no flash-attn package needed).
-Anywhere else (a CPU, fp32) it is :func:`reference_attention`: SDPA under the block-diagonal mask those boundaries
+On a CPU it is :func:`reference_attention`: SDPA under the block-diagonal mask those boundaries
 define (causal within a text for a decoder), the same arithmetic, which is what the CPU tests compare against
 transformers' padded forward.
 
@@ -28,14 +28,18 @@ import torch
 NAME = "embench_varlen"
 
 
-@functools.cache
-def flash_kernel() -> Callable | None:
-    """torch's flash variable-length attention, or None where this torch has none."""
+def _find_flash_kernel() -> tuple[Callable | None, frozenset[str]]:
+    """torch's flash variable-length attention and the names of its parameters, or (None, empty) where this torch
+    has none. Looked up once, at import: the attention function below then reads plain globals, which
+    ``torch.compile`` of a layer traces without a break."""
     try:
         from torch.nn.attention.varlen import varlen_attn
     except ImportError:
-        return None
-    return varlen_attn
+        return None, frozenset()
+    return varlen_attn, frozenset(inspect.signature(varlen_attn).parameters)
+
+
+FLASH_KERNEL, FLASH_PARAMS = _find_flash_kernel()
 
 
 def why_not_flash(device: str, dtype: torch.dtype) -> str | None:
@@ -44,7 +48,7 @@ def why_not_flash(device: str, dtype: torch.dtype) -> str | None:
         return "variable-length attention needs a CUDA GPU"
     if dtype not in (torch.bfloat16, torch.float16):
         return "the flash kernel computes bf16/fp16 only (fp32 stays padded and exact)"
-    if flash_kernel() is None:
+    if FLASH_KERNEL is None:
         return f"torch {torch.__version__} has no torch.nn.attention.varlen (torch 2.10 or later)"
     if torch.cuda.is_available() and torch.cuda.get_device_capability(torch.device(device)) < (8, 0):
         return "the flash kernel needs an Ampere (sm80) or newer GPU"
@@ -55,8 +59,7 @@ def _flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, 
            scale: float | None) -> torch.Tensor:
     """The flash kernel on ``(tokens, heads, dim)`` tensors; its keyword for causality changed across torch releases
     (``is_causal`` first, then ``window_size=(-1, 0)``), and so did its grouped-query switch."""
-    kernel = flash_kernel()
-    params = inspect.signature(kernel).parameters
+    kernel, params = FLASH_KERNEL, FLASH_PARAMS
     extra: dict[str, Any] = {"scale": scale} if "scale" in params else {}
     if causal:
         extra.update({"window_size": (-1, 0)} if "window_size" in params else {"is_causal": True})
@@ -97,10 +100,8 @@ def varlen_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: 
     causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
     cu, width = kwargs["cu_seq_lens_q"], int(kwargs["max_length_q"])
     q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # (tokens, heads, dim); no copy for BERT
-    if why_not_flash(str(q.device), q.dtype) is None:
-        out = _flash(q, k, v, cu, width, causal, scaling)
-    else:
-        out = reference_attention(q, k, v, cu, causal, scaling)
+    # on a GPU the flash kernel (the loader checked it can run: why_not_flash); elsewhere its reference
+    out = _flash(q, k, v, cu, width, causal, scaling) if q.is_cuda else reference_attention(q, k, v, cu, causal, scaling)
     return out.unsqueeze(0), None
 
 
