@@ -34,7 +34,7 @@ import embench.encoding.engine as engine_mod
 import embench.models.varlen_attention as varlen
 from embench.core.errors import EmbenchError
 from embench.encoding.engine import Engine, embed_views
-from embench.models.unpadded_batch import pack, why_not_unpadded
+from embench.models.unpadded_batch import pack, patched_attention, why_not_unpadded
 from embench.models.varlen_attention import why_not_flash
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -176,13 +176,16 @@ def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir,
         enc = embench.load_model(tiny_bert_dir, device="cpu", unpadded=True)
     assert enc.unpadded is False and "lengths" not in enc.tokenize(TEXTS)
     bert = enc.config
-    assert "bf16/fp16 only" in why_not_unpadded(bert, "cuda", torch.float32, patched=False)
-    assert "bidirectional" in why_not_unpadded(bert, "cuda", torch.bfloat16, patched=True)
-    assert "gpt2 models are not run unpadded" in why_not_unpadded(GPT2Config(), "cuda", torch.bfloat16, False)
-    windowed = MistralConfig(sliding_window=4096)
-    assert "sliding-window" in why_not_unpadded(windowed, "cuda", torch.bfloat16, False)
+    assert "bf16/fp16 only" in why_not_unpadded(bert, "cuda", torch.float32)
+    billm = patched_attention({"bidirectional_last": 1, "bidirectional_mode": "billm"})
+    assert "--bidirectional-mode billm attends padding" in why_not_unpadded(bert, "cuda", torch.bfloat16, billm)
+    assert patched_attention({"bidirectional_last": 1, "bidirectional_mode": "sum"}) is None  # a packed row opens it too
+    assert "LoRA adapter" in patched_attention({"adapter": {}})
+    assert "drops attention weights in training" in why_not_unpadded(bert, "cuda", torch.bfloat16, training=True)
+    assert "gpt2 models are not run unpadded" in why_not_unpadded(GPT2Config(), "cuda", torch.bfloat16)
+    assert "sliding-window" in why_not_unpadded(MistralConfig(sliding_window=4096), "cuda", torch.bfloat16)
     # the model passes; only this machine's reasons remain (no GPU here)
-    assert why_not_unpadded(Qwen2Config(), "cuda", torch.bfloat16, False) == why_not_flash("cuda", torch.bfloat16)
+    assert why_not_unpadded(Qwen2Config(), "cuda", torch.bfloat16, training=True) == why_not_flash("cuda", torch.bfloat16)
     with pytest.raises(EmbenchError, match="--cuda-graphs and --unpadded cannot be combined"):
         embench.load_model(tiny_bert_dir, device="cpu", unpadded=True, cuda_graphs=True)
 
@@ -245,3 +248,15 @@ def test_the_cli_option_reaches_the_loader_and_the_record(env, tiny_bert_dir, mo
     monkeypatch.setattr(api, "load_model", capture)
     result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--unpadded"])
     assert "captured" in str(result.exception) and seen["unpadded"] is True
+
+
+@pytest.mark.parametrize("mode", ["sum", "mask"])
+def test_bellm_s_bidirectional_layers_open_each_text_of_the_row(tiny_llama_dir, attention_calls, mode):
+    """BeLLM's sum (Eq. 5: the branch reruns the last layers without the causal mask) and mask modes: in a packed row
+    each text's causal mask is opened, as the padded batch's mask is; K = 2 of 2 layers, so every layer differs."""
+    for pooling in ("last_token", "mean"):
+        padded, unpadded = _pair(tiny_llama_dir, pooling=pooling, bidirectional_last=2, bidirectional_mode=mode)
+        causal = Engine(embench.load_model(tiny_llama_dir, device="cpu", pooling=pooling), cache_dir=None).embed(TEXTS)
+        assert np.abs(padded - causal).max() > 1e-3  # the bidirectional layers change the vectors
+        np.testing.assert_allclose(unpadded, padded, atol=1e-5, rtol=0)
+    assert len(attention_calls) == (4 if mode == "sum" else 2) * 2  # sum: 2 causal layers + the branch's 2

@@ -26,12 +26,13 @@ from typing import Any
 import torch
 
 from .families import is_decoder
+from .varlen_attention import NAME
 
 
 def takes_prepared_mask(model: torch.nn.Module) -> bool:
     """True where the model's own code would turn a 2D padding mask into the 4D one :func:`prepared_mask` builds."""
     config = getattr(model, "config", None)
-    if config is None or getattr(config, "_attn_implementation", None) != "sdpa":
+    if config is None or getattr(config, "_attn_implementation", None) not in ("sdpa", NAME):  # NAME: SDPA when padded
         return False
     if is_decoder(config) or getattr(config, "is_encoder_decoder", False):
         return False

@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
-from .bidirectional_masks import SUPPORTED_ATTENTION, attention_kind, open_mask
+from .bidirectional_masks import SUPPORTED_ATTENTION, attention_kind, opened
 from .layer_stack import layer_stack
 
 HOOK_ATTR = "_embench_bidirectional"
@@ -68,8 +68,7 @@ def check_mode(mode: str | None, option: str = "--bidirectional-mode") -> str:
 def _stack_hook(config: Any, padding: bool):
     def pre_hook(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         hidden = args[0] if args else kwargs["hidden_states"]
-        kwargs["attention_mask"] = open_mask(kwargs.get("attention_mask"), hidden, config, padding)
-        return args, kwargs
+        return args, opened(kwargs, hidden, config, padding)
 
     return pre_hook
 

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
-from .bidirectional_masks import open_mask
+from .bidirectional_masks import opened
 from .layer_stack import final_norm, layer_stack
 
 _CACHE_KEYWORDS = ("cache", "past_key_value", "past_key_values")  # the branch neither reads nor writes a cache
@@ -101,8 +101,7 @@ class ParallelBranch:
         self.inputs = self.causal = None
         if self.code and self.start > 0 and causal is None:
             raise EmbenchError(f"--bidirectional-mode sum-code: layer {self.start + 1} was not run in this pass")
-        kwargs = {k: v for k, v in kwargs.items() if k != "hidden_states"}
-        kwargs["attention_mask"] = open_mask(kwargs.get("attention_mask"), x, self.config, padding=not self.code)
+        kwargs = opened({k: v for k, v in kwargs.items() if k != "hidden_states"}, x, self.config, padding=not self.code)
         kwargs.update({k: None for k in _CACHE_KEYWORDS if k in kwargs})
         if "use_cache" in kwargs:
             kwargs["use_cache"] = False

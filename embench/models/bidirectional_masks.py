@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
+from .varlen_attention import NAME as VARLEN
 
 SUPPORTED_ATTENTION = ("eager", "sdpa")
 
@@ -49,10 +50,21 @@ def attention_kind(config: Any, hidden: torch.Tensor) -> torch.dtype:
     """The mask dtype the model's attention takes now: bool for SDPA, the states' float for eager.
     Read at each call: analyses switch a model from SDPA to eager to get attention weights."""
     attention = getattr(config, "_attn_implementation", None) or "eager"
+    if attention == VARLEN:  # SDPA for a padded batch (varlen_attention.py)
+        return torch.bool
     if attention not in SUPPORTED_ATTENTION:
         raise EmbenchError(f"bidirectional layers are built for {' and '.join(SUPPORTED_ATTENTION)} attention; "
                            f"the model now uses {attention}")
     return torch.bool if attention == "sdpa" else hidden.dtype
+
+
+def opened(kwargs: dict[str, Any], hidden: torch.Tensor, config: Any, padding: bool) -> dict[str, Any]:
+    """The keyword arguments of a layer call (or a branch's) without the causal mask: :func:`open_mask`'s mask, or for
+    a packed row (``cu_seq_lens_q``: ``unpadded_batch.py``) variable-length attention that is not causal within each
+    text (a packed row has no padding to mask or attend)."""
+    if "cu_seq_lens_q" in kwargs:
+        return {**kwargs, "is_causal": False}
+    return {**kwargs, "attention_mask": open_mask(kwargs.get("attention_mask"), hidden, config, padding)}
 
 
 def open_mask(mask: torch.Tensor | None, hidden: torch.Tensor, config: Any, padding: bool) -> torch.Tensor:

@@ -29,7 +29,7 @@ from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
 from .unpadded_batch import pack
-from .varlen_attention import attention_as, registered
+from .varlen_attention import use_varlen
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -160,6 +160,8 @@ class HFEncoder(SentenceEncode):
             if owner.weights_cast:  # held in the run's dtype (cast on the host: the device never holds fp32 copies)
                 model = model.to(DTYPES[owner.settings.dtype])
             owner._model = model.eval().to(owner.device)
+            if owner.unpadded:  # packed rows attend variable-length; padded batches as before (varlen_attention.py)
+                use_varlen(owner._model)
             if owner.compiled:  # torch.compile of each layer, shapes dynamic: one compile for every layer and batch shape
                 compile_layers(owner._model)
             if owner._tokenizer is None:
@@ -248,7 +250,7 @@ class HFEncoder(SentenceEncode):
         """The hidden states of the padded batch ``enc`` (``tokens`` real tokens), computed as one unpadded row with
         variable-length attention (:mod:`.unpadded_batch`) and put back in the padded layout."""
         packed = pack(enc, tokens, self.config, self.tokenizer.padding_side == "left")
-        with self._autocast(), attention_as(self.model, registered()):
+        with self._autocast():
             out = self.model(**packed.inputs, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.config))
         if all_layers:
             return tuple(packed.unpack(h) for h in out.hidden_states)

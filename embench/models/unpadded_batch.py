@@ -8,11 +8,12 @@ real tokens comes from the host's lengths (the engine's, ``lengths``), and the p
 ``torch.nonzero_static`` of the padding mask at that size. The model's states are scattered back into the padded
 ``(texts, width, hidden)`` layout, zero at the padding, so that every pooler, view and layer works unchanged.
 
-Only where the result is the padded forward's up to rounding: model families whose attention goes through
+Only where the result is the padded forward's up to rounding: SDPA models of families whose attention goes through
 transformers' attention functions with the keywords passed down to them, whose positions are absolute from each
 text's first token (BERT, RoBERTa) or rotary (Llama, Qwen2, Qwen3, Mistral: relative, so a left-padded text's
-offset changes nothing), with no sliding-window layers and no patch of embench's own (BeLLM's bidirectional
-layers). ``tests/test_unpadded.py`` checks each family against transformers' padded forward.
+offset changes nothing), with no sliding-window layers, no patch of embench's own but BeLLM's ``sum`` and ``mask``
+modes, and in training no attention dropout. ``tests/test_unpadded.py`` checks each family against transformers'
+padded forward, and a training step's loss and gradients against the padded step's.
 """
 
 from __future__ import annotations
@@ -22,25 +23,44 @@ from typing import Any
 
 import torch
 
-from .varlen_attention import why_not_flash
+from .varlen_attention import NAME, row_marker, why_not_flash
 
 FAMILIES_UNPADDED = ("bert", "roberta", "xlm-roberta", "camembert", "llama", "qwen2", "qwen3", "mistral")
 FROM_PADDING_INDEX = ("roberta", "xlm-roberta", "camembert")  # positions start after the padding index
+PADDING_ATTENDED = ("sum-code", "billm")  # BeLLM modes whose bidirectional layers attend padding (bidirectional.py)
 
 
-def why_not_unpadded(config: Any, device: str, dtype: torch.dtype, patched: bool) -> str | None:
-    """Why a model cannot run unpadded on ``device`` in ``dtype`` (None: it can). ``patched``: embench changed its
-    attention (a family patch, bidirectional layers), which the packed row would bypass."""
+def why_not_unpadded(config: Any, device: str, dtype: torch.dtype, patched: str | None = None,
+                     training: bool = False) -> str | None:
+    """Why a model cannot run unpadded on ``device`` in ``dtype`` (None: it can). ``patched``: what embench changed in
+    its attention that a packed row would not reproduce; ``training``: its attention dropout must be off (the flash
+    kernel has none)."""
     kind = getattr(config, "model_type", "?")
     if kind not in FAMILIES_UNPADDED:
         return f"{kind} models are not run unpadded (supported: {', '.join(FAMILIES_UNPADDED)})"
-    if getattr(config, "_attn_implementation", None) not in ("sdpa", "eager", None):
-        return f"the model attends through {config._attn_implementation}"
+    if getattr(config, "_attn_implementation", None) not in ("sdpa", None, NAME):
+        return f"the model attends through {config._attn_implementation} (SDPA models only)"
     if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
         return "the model has sliding-window attention"
     if patched:
-        return "embench patches this model's attention (family patch or bidirectional layers)"
+        return patched
+    dropout = getattr(config, "attention_dropout", None) or getattr(config, "attention_probs_dropout_prob", None)
+    if training and dropout:
+        return f"the model drops attention weights in training (p = {dropout}); the flash kernel has no dropout"
     return why_not_flash(device, dtype)
+
+
+def patched_attention(extra: dict[str, Any]) -> str | None:
+    """What embench changed in a model's attention that a packed row would not reproduce (an encoder's settings'
+    ``extra``), or None. BeLLM's ``sum`` and ``mask`` modes open each text's causal mask, which a packed row does
+    too; ``sum-code`` and ``billm`` attend the padding itself."""
+    if "family" in extra:
+        return f"the {extra['family']} family patches the model"
+    if "adapter" in extra:
+        return "the model carries a LoRA adapter"
+    if extra.get("bidirectional_last") and extra.get("bidirectional_mode") in PADDING_ATTENDED:
+        return f"--bidirectional-mode {extra['bidirectional_mode']} attends padding, and a packed row has none"
+    return None
 
 
 @dataclass(frozen=True)
@@ -73,18 +93,19 @@ def pack(enc: dict[str, torch.Tensor], tokens: int, config: Any, left_padded: bo
     cumulative = torch.zeros(texts + 1, dtype=torch.int32, device=mask.device)
     cumulative[1:] = lengths.cumsum(0)
     inputs = {name: enc[name].reshape(-1)[index][None] for name in ("input_ids", "token_type_ids") if name in enc}
-    inputs.update(position_ids=positions.reshape(-1)[index][None], cu_seq_lens_q=cumulative, cu_seq_lens_k=cumulative,
-                  max_length_q=width, max_length_k=width)
+    inputs.update(position_ids=positions.reshape(-1)[index][None], attention_mask=row_marker(mask.device),
+                  cu_seq_lens_q=cumulative, cu_seq_lens_k=cumulative, max_length_q=width, max_length_k=width)
     return Packed(inputs, index, (texts, width))
 
 
-def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, extra: dict[str, Any]) -> bool:
-    """Whether a model loaded with ``unpadded=True`` runs so; where it cannot, one warning saying why, and its
-    batches stay padded (the same vectors up to rounding either way)."""
+def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, extra: dict[str, Any],
+                            training: bool = False) -> bool:
+    """Whether a model asked to run unpadded does; where it cannot, one warning saying why, and its batches stay
+    padded (the same vectors up to rounding either way)."""
     import warnings
 
-    patched = any(key in extra for key in ("family", "bidirectional_last", "adapter"))
-    reason = why_not_unpadded(config, device, dtype, patched)
+    reason = why_not_unpadded(config, device, dtype, patched_attention(extra), training)
     if reason is not None:
-        warnings.warn(f"--unpadded (unpadded=True) has no effect here: {reason}; batches stay padded", stacklevel=3)
+        option = "--set unpadded=1" if training else "--unpadded (unpadded=True)"
+        warnings.warn(f"{option} has no effect here: {reason}; batches stay padded", stacklevel=3)
     return reason is None

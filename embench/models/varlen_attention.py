@@ -4,23 +4,25 @@ attention), with no padding computed and no mask.
 A padded batch spends every layer's matmuls on its padding, and SDPA cannot use its flash kernel once a padding
 mask is given (it falls back to the memory-efficient one, which reads the mask). Run unpadded
 (:mod:`.unpadded_batch`), a batch is one row of all its real tokens and the texts' boundaries
-(``cu_seq_lens``: cumulative lengths, 0 first). On CUDA in bf16/fp16 the attention is torch's own flash
-variable-length kernel (``torch.nn.attention.varlen.varlen_attn``, torch >= 2.10; no flash-attn package needed).
-On a CPU it is :func:`reference_attention`: SDPA under the block-diagonal mask those boundaries
-define (causal within a text for a decoder), the same arithmetic, which is what the CPU tests compare against
-transformers' padded forward.
+(``cu_seq_lens_q``: cumulative lengths, 0 first). On CUDA the attention is torch's own flash variable-length kernel
+(``torch.nn.attention.varlen.varlen_attn``, torch >= 2.10; no flash-attn package needed). On a CPU it is
+:func:`reference_attention`: SDPA under the block-diagonal mask those boundaries define (causal within a text for a
+decoder), the same arithmetic, which is what the CPU tests compare against transformers' padded forward.
 
-The function is registered with transformers' ``AttentionInterface`` under :data:`NAME` and chosen for one forward
-at a time (:func:`attention_as`): a name transformers' mask builders do not know makes them return no mask
-(``masking_utils._preprocess_mask_arguments``), so a forward under it never builds, nor reads, a padding mask.
+A model runs it as its attention implementation :data:`NAME` (:func:`use_varlen`), set once and kept: a layer
+recomputed in a backward pass (gradient checkpointing) reads its config's implementation again, so a switch around
+the forward alone would recompute it as SDPA over the whole row. Under :data:`NAME` a call without the boundaries (a
+padded batch: an evaluation, an analysis) is transformers' own SDPA, with SDPA's masks (the same mask function is
+registered), so the model stays what it was for every other caller. A packed row comes with a 1x1x1x1 marker mask,
+which transformers' mask builders return as given (a 4-D mask), so none of them looks at the row (a decoder's would
+otherwise find the packed texts from the positions, reading them back, and build a tokens x tokens mask).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -90,13 +92,19 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: t
 def varlen_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                              attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                              is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
-    """transformers' attention-function contract: ``query`` ``(1, heads, tokens, dim)`` (keys and values with their
-    own heads), the batch's boundaries in ``cu_seq_lens_q`` and its longest text in ``max_length_q`` (the names
-    transformers' flash path uses); returns ``(1, tokens, heads, dim)`` and no weights."""
-    if attention_mask is not None or query.shape[0] != 1 or "cu_seq_lens_q" not in kwargs:
+    """transformers' attention-function contract. A packed row: ``query`` ``(1, heads, tokens, dim)`` (keys and values
+    with their own heads), the texts' boundaries in ``cu_seq_lens_q`` and the longest text in ``max_length_q`` (the
+    names transformers' flash path uses); returns ``(1, tokens, heads, dim)`` and no weights. ``is_causal`` False
+    (BeLLM's bidirectional layers) opens the causal mask within each text. Anything else is transformers' SDPA."""
+    if "cu_seq_lens_q" not in kwargs:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    if query.shape[0] != 1:
         raise RuntimeError(f"{NAME} attention runs one unpadded row with its texts' boundaries (unpadded_batch.py)")
     if dropout:
-        raise RuntimeError(f"{NAME} attention is for encoding: it has no attention dropout")
+        raise RuntimeError(f"{NAME} attention has no attention dropout: a model that drops attention runs padded")
     causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
     cu, width = kwargs["cu_seq_lens_q"], int(kwargs["max_length_q"])
     q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # (tokens, heads, dim); no copy for BERT
@@ -105,23 +113,25 @@ def varlen_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: 
     return out.unsqueeze(0), None
 
 
+def row_marker(device: torch.device | str) -> torch.Tensor:
+    """The 4-D mask a packed row is given: transformers' mask builders return a 4-D mask as it is, and
+    :func:`varlen_attention_forward` ignores it."""
+    return torch.ones(1, 1, 1, 1, dtype=torch.bool, device=device)
+
+
 @functools.cache
 def registered() -> str:
-    """Register :func:`varlen_attention_forward` with transformers once; its name."""
+    """Register :data:`NAME` with transformers once (attention: :func:`varlen_attention_forward`; masks: SDPA's own);
+    its name."""
     from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
     AttentionInterface.register(NAME, varlen_attention_forward)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
     return NAME
 
 
-@contextlib.contextmanager
-def attention_as(model: torch.nn.Module, name: str) -> Iterator[None]:
-    """``model`` attends through the registered function ``name`` for the forwards inside (every layer reads its
-    config's ``_attn_implementation`` when it runs), and through its own again afterwards."""
-    config = model.config
-    own = config._attn_implementation
-    config._attn_implementation = name
-    try:
-        yield
-    finally:
-        config._attn_implementation = own
+def use_varlen(model: torch.nn.Module) -> None:
+    """``model`` (an SDPA model) attends through :data:`NAME` from now on: packed rows variable-length, padded
+    batches as before."""
+    model.config._attn_implementation = registered()
