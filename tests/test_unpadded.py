@@ -35,7 +35,7 @@ import embench.models.varlen_attention as varlen
 from embench.core.errors import EmbenchError
 from embench.encoding.engine import Engine, embed_views
 from embench.models.unpadded_batch import pack, patched_attention, why_not_unpadded
-from embench.models.varlen_attention import why_not_flash
+from embench.models.varlen_attention import use_varlen, why_not_flash
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -213,10 +213,10 @@ def test_a_batch_out_of_memory_is_split_and_stays_unpadded(tiny_bert_dir, attent
     enc = _unpadded(tiny_bert_dir)
     real = type(enc)._unpadded_hidden
 
-    def small_memory(self, enc_, tokens, all_layers):
+    def small_memory(self, enc_, all_layers):
         if enc_["attention_mask"].shape[0] > 3:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-        return real(self, enc_, tokens, all_layers)
+        return real(self, enc_, all_layers)
 
     monkeypatch.setattr(type(enc), "_unpadded_hidden", small_memory)
     with pytest.warns(UserWarning, match="out of GPU memory"):
@@ -260,3 +260,92 @@ def test_bellm_s_bidirectional_layers_open_each_text_of_the_row(tiny_llama_dir, 
         assert np.abs(padded - causal).max() > 1e-3  # the bidirectional layers change the vectors
         np.testing.assert_allclose(unpadded, padded, atol=1e-5, rtol=0)
     assert len(attention_calls) == (4 if mode == "sum" else 2) * 2  # sum: 2 causal layers + the branch's 2
+
+
+def _bellm_module(tiny_llama_dir, data_root, tmp_path, **options):
+    from embench.train import make_config
+    from embench.train.methods import METHODS
+    from embench.train.resolution import resolve
+
+    cfg = resolve(make_config(method="bellm", model=str(tiny_llama_dir), lora_r=4, lora_dropout=0.0, max_length=32,
+                              data_root=str(data_root), out=str(tmp_path / "run"), precision="fp32", progress=False,
+                              **options))
+    model = METHODS.get(cfg.method)(cfg).build("cpu")
+    model.train()
+    return model
+
+
+def _vectors_and_grads(model, texts):
+    model.zero_grad(set_to_none=True)
+    z = model(texts)
+    (z * torch.linspace(-1, 1, z.shape[1])).sum().backward()  # a gradient that weighs every row and unit
+    return z.detach(), {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.slow  # LoRA Llama steps: about 3 s
+@pytest.mark.parametrize("mode", ["sum", "mask"])
+def test_a_training_pass_gives_the_padded_pass_s_vectors_and_gradients(tiny_llama_dir, data_root, tmp_path,
+                                                                       attention_calls, mode):
+    """The bellm step's module (LoRA Llama, BeLLM's bidirectional last layer, left padding, the last token) as one
+    padded pass and as packed rows: with length buckets, and with gradient checkpointing, whose recomputed layers
+    must attend variable-length again (the model keeps its attention implementation between forward and backward)."""
+    texts = [t for t in TEXTS for _ in range(2)]
+    model = _bellm_module(tiny_llama_dir, data_root, tmp_path, bidirectional_mode=mode)
+    model.bucket_tokens = 0
+    z, grads = _vectors_and_grads(model, texts)
+    padded_tokens = model.padded_tokens
+    model.unpadded = True  # what run_unpadded sets on a GPU in bf16/fp16
+    use_varlen(model.encoder)
+    for buckets, checkpointing in ((0, False), (60, False), (0, True)):
+        model.bucket_tokens = buckets
+        if checkpointing:
+            model.encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        calls = len(attention_calls)
+        zu, grads_u = _vectors_and_grads(model, texts)
+        assert len(attention_calls) > calls  # the rows attended variable-length (and again when recomputed)
+        torch.testing.assert_close(zu, z, rtol=1e-5, atol=1e-5)
+        assert grads_u.keys() == grads.keys() and grads
+        for name, g in grads.items():
+            torch.testing.assert_close(grads_u[name], g, rtol=1e-4, atol=max(1e-6, 1e-4 * float(g.abs().max())),
+                                       msg=lambda m, name=name: f"{name}: {m}")
+    real = sum(len(ids) for ids in model._ids(texts)["input_ids"])
+    assert model.padded_tokens - padded_tokens == 3 * real  # a packed row computes its real tokens only
+
+
+def test_the_trainer_option_says_why_it_stays_padded_here(tiny_llama_dir, data_root, tmp_path):
+    model = _bellm_module(tiny_llama_dir, data_root, tmp_path)
+    with pytest.warns(UserWarning, match="--set unpadded=1 has no effect here: variable-length attention needs a CUDA GPU"):
+        assert model.run_unpadded("cpu", torch.bfloat16) is False
+    assert "lengths" not in model.tokenize(TEXTS) and model.encoder.config._attn_implementation == "sdpa"
+    billm = _bellm_module(tiny_llama_dir, data_root, tmp_path, bidirectional_mode="billm")
+    with pytest.warns(UserWarning, match="--bidirectional-mode billm attends padding"):
+        assert billm.run_unpadded("cuda", torch.bfloat16) is False
+
+
+@pytest.mark.slow  # a two-step LoRA Llama run: about 2 s
+def test_a_run_asked_to_go_unpadded_trains_and_records_what_it_used(tiny_llama_dir, data_root, tmp_path, monkeypatch):
+    """``--set unpadded=1`` through the trainer: on this CPU the warning and padded passes, recorded as such; with the
+    device check passed (as on a GPU), the steps run as packed rows and the record says so."""
+    import json
+
+    import embench.models.unpadded_batch as unpadded_batch
+    from embench.train import Trainer, make_config
+
+    triplets = tmp_path / "nli.csv"
+    triplets.write_text("sent0,sent1,hard_neg\n" + "a man plays a guitar,a person makes music,nobody plays at all\n" * 8)
+
+    def run(out):
+        cfg = make_config(recipe="bellm", model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root),
+                          out=str(tmp_path / out), max_steps=2, batch_size=4, max_length=24, lora_r=4, load_kbit=0,
+                          warmup_steps=0, progress=False, unpadded=True, precision="fp32", bidirectional_mode="sum")
+        trainer = Trainer(cfg)
+        trainer.fit()
+        return trainer, json.loads((tmp_path / out / "train_config.json").read_text())
+
+    with pytest.warns(UserWarning, match="--set unpadded=1 has no effect here"):
+        trainer, record = run("cpu")
+    assert record["unpadded"] is True and record["unpadded_used"] is False and trainer.model.unpadded is False
+    monkeypatch.setattr(unpadded_batch, "why_not_flash", lambda device, dtype: None)  # as on a GPU in bf16
+    trainer, record = run("gpu-like")
+    assert record["unpadded_used"] is True and trainer.model.unpadded is True
+    assert trainer.model.padded_tokens == trainer.model.tokens  # the steps computed real tokens only

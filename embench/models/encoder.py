@@ -28,7 +28,7 @@ from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
-from .unpadded_batch import pack
+from .unpadded_batch import forward_packed
 from .varlen_attention import use_varlen
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -238,7 +238,7 @@ class HFEncoder(SentenceEncode):
         enc = self.tokenize(texts) if enc is None else enc
         all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
         if "lengths" in enc:
-            hidden = self._unpadded_hidden(enc, int(enc["lengths"].numpy().sum()), all_layers)  # a host count
+            hidden = self._unpadded_hidden(enc, all_layers)
         else:
             out = self.forward_hidden(enc, all_layers)
             # Only the last layer is read unless a view wants more: indexed where the poolers expect it.
@@ -246,15 +246,12 @@ class HFEncoder(SentenceEncode):
         pooled = [v._pool(hidden, enc["attention_mask"]) for v in views]
         return pooled if as_tensors else [p.cpu().numpy() for p in pooled]
 
-    def _unpadded_hidden(self, enc: dict[str, torch.Tensor], tokens: int, all_layers: bool) -> tuple:
-        """The hidden states of the padded batch ``enc`` (``tokens`` real tokens), computed as one unpadded row with
-        variable-length attention (:mod:`.unpadded_batch`) and put back in the padded layout."""
-        packed = pack(enc, tokens, self.config, self.tokenizer.padding_side == "left")
+    def _unpadded_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool) -> tuple:
+        """The hidden states of the padded batch ``enc``, computed as one unpadded row with variable-length attention
+        and put back in the padded layout (:func:`~.unpadded_batch.forward_packed`)."""
         with self._autocast():
-            out = self.model(**packed.inputs, output_hidden_states=all_layers, return_dict=True, **no_kv_cache(self.config))
-        if all_layers:
-            return tuple(packed.unpack(h) for h in out.hidden_states)
-        return (None,) * self.num_layers + (packed.unpack(out.last_hidden_state),)
+            return forward_packed(self.model, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
+                                  **no_kv_cache(self.config))
 
     def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         if self.settings.extra.get("final_norm"):

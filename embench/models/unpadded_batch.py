@@ -98,6 +98,18 @@ def pack(enc: dict[str, torch.Tensor], tokens: int, config: Any, left_padded: bo
     return Packed(inputs, index, (texts, width))
 
 
+def forward_packed(model: torch.nn.Module, enc: dict[str, torch.Tensor], left_padded: bool, all_layers: bool,
+                   num_layers: int, **kwargs: Any) -> tuple:
+    """The hidden states of the padded batch ``enc`` (with the host's ``lengths``), computed as one packed row and put
+    back in the padded layout: every layer's, or ``(None, ..., None, last)`` as the poolers index them. ``model``
+    attends through ``varlen_attention.NAME`` (``use_varlen``)."""
+    packed = pack(enc, int(enc["lengths"].numpy().sum()), model.config, left_padded)  # a host count: no device read
+    out = model(**packed.inputs, output_hidden_states=all_layers, return_dict=True, **kwargs)
+    if all_layers:
+        return tuple(packed.unpack(h) for h in out.hidden_states)
+    return (None,) * num_layers + (packed.unpack(out.last_hidden_state),)
+
+
 def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, extra: dict[str, Any],
                             training: bool = False) -> bool:
     """Whether a model asked to run unpadded does; where it cannot, one warning saying why, and its batches stay

@@ -142,7 +142,8 @@ ANNOUNCED_KEYS = {"max_steps": "the learning-rate schedule is laid over the new 
                   "precision": "the steps from here run in the new precision",
                   "grad_accumulation": "the same global batch, split into another number of micro-batches",
                   "group_by_length": "a split step's texts grouped into passes another way (the same batch)",
-                  "bucket_tokens": "a pass's texts cut into length buckets of another size (the same batch)"}
+                  "bucket_tokens": "a pass's texts cut into length buckets of another size (the same batch)",
+                  "unpadded": "passes run as rows of real tokens, or padded again (the same batch)"}
 
 
 def check_compatible(saved: dict[str, Any], cfg: Any) -> list[str]:

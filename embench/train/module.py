@@ -21,10 +21,13 @@ import torch
 from torch import nn
 
 from ..models.attention_masks import model_inputs
-from ..models.families import apply_prompt
+from ..models.bidirectional import bidirectional_setting
+from ..models.families import apply_prompt, is_decoder
 from ..models.fast_tokens import pad_rows, to_device, token_ids
 from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+from ..models.unpadded_batch import forward_packed, unpadded_where_possible
+from ..models.varlen_attention import use_varlen
 from .length_groups import length_buckets
 
 
@@ -39,6 +42,7 @@ class SentenceModel(nn.Module):
         self.bucket_tokens = int(bucket_tokens)  # > 0: one call over more padded tokens runs in length buckets
         self.tokens = 0  # real tokens seen in training passes (for tokens/s and MFU)
         self.padded_tokens = 0  # ... with their padding: what the device computed (a hardware MFU)
+        self.unpadded = False  # each pass as one row of its real tokens (run_unpadded; models/unpadded_batch.py)
         self._ready: dict[tuple[str, ...], tuple[dict[str, torch.Tensor], int]] = {}  # pretokenize()'s, by texts
         self._plans: dict[tuple[str, ...], list[list[int]] | None] = {}  # ... and the buckets of each pass
         self.encoder = encoder
@@ -69,8 +73,23 @@ class SentenceModel(nn.Module):
         enc, real = found if found is not None else self._tokenized(texts)
         if torch.is_grad_enabled():  # counted when trained on, however often (GradCache's first pass has no grad)
             self.tokens += real
-            self.padded_tokens += enc["attention_mask"].numel()
+            self.padded_tokens += real if "lengths" in enc else enc["attention_mask"].numel()
         return enc
+
+    def run_unpadded(self, device: str, dtype: torch.dtype) -> bool:
+        """Run every pass as one row of its real tokens (``--set unpadded=1``) where the model can: a GPU in bf16/fp16,
+        a supported family with no attention dropout, BeLLM's sum or mask mode, no MLM head; elsewhere one warning
+        saying why, and passes stay padded. The encoder attends through ``varlen_attention.NAME`` from now on."""
+        extra = {}
+        if is_decoder(self.encoder.config):
+            setting = bidirectional_setting(self.encoder)
+            extra = {"bidirectional_last": setting.last, "bidirectional_mode": setting.mode}
+        if self.mlm_head is not None:
+            extra["family"] = "MLM"  # its masked copy runs padded (forward's mlm_probability)
+        self.unpadded = unpadded_where_possible(self.encoder.config, device, dtype, extra, training=True)
+        if self.unpadded:
+            use_varlen(self.encoder)
+        return self.unpadded
 
     def pretokenize(self, passes: list[list[str]]) -> None:
         """Tokenize the texts of later passes now (each a list of texts; a pass cut into length buckets, bucket by
@@ -116,7 +135,10 @@ class SentenceModel(nn.Module):
     def _padded(self, ids: dict[str, list[list[int]]]) -> tuple[dict[str, torch.Tensor], int]:
         """Padded inputs on the device (one pinned, asynchronous copy on a GPU: ``fast_tokens.pad_rows``) and the real
         tokens among them."""
-        return pad_rows(ids, self.tokenizer, self.device), sum(map(len, ids["input_ids"]))
+        enc = pad_rows(ids, self.tokenizer, self.device)
+        if self.unpadded:  # each row's length on the host: the packed row's size, known without asking the device
+            enc["lengths"] = torch.tensor([len(row) for row in ids["input_ids"]])
+        return enc, sum(map(len, ids["input_ids"]))
 
     def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
         return self._padded(self._ids(texts))
@@ -124,12 +146,16 @@ class SentenceModel(nn.Module):
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
         all_layers = self.pooling in NEEDS_ALL_LAYERS
-        # on a GPU an SDPA encoder gets its 4D mask ready-made: transformers' check for padding would make the host
-        # wait for the device before every forward (models/attention_masks.py)
-        out = self.encoder(**model_inputs(self.encoder, enc, self.device), output_hidden_states=all_layers, return_dict=True,
-                           **no_kv_cache(self.encoder.config))
-        last = len(out.hidden_states) - 1 if all_layers else self.num_layers
-        hidden = tuple(out.hidden_states) if all_layers else (None,) * last + (out.last_hidden_state,)
+        if "lengths" in enc:  # one row of real tokens, its states back in the padded layout (unpadded_batch.py)
+            hidden = forward_packed(self.encoder, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
+                                    **no_kv_cache(self.encoder.config))
+        else:
+            # on a GPU an SDPA encoder gets its 4D mask ready-made: transformers' check for padding would make the host
+            # wait for the device before every forward (models/attention_masks.py)
+            out = self.encoder(**model_inputs(self.encoder, enc, self.device), output_hidden_states=all_layers,
+                               return_dict=True, **no_kv_cache(self.encoder.config))
+            hidden = tuple(out.hidden_states) if all_layers else (None,) * self.num_layers + (out.last_hidden_state,)
+        last = len(hidden) - 1
         pooler = self.encoder.pooler if self.use_pooler_head else None
         z = self._pool(PoolInput(hidden, enc["attention_mask"], last, pooler))
         return self.head(z) if self.head is not None else z
