@@ -197,7 +197,8 @@ def fit_record(out: Path, history: list[dict]) -> dict:
     got = {k: conf.get(k) for k in FIT_KEYS}
     for rec in history:
         got.update({k: rec[k] for k in FIT_KEYS if k in rec})
-    return {"fit": got, "precision": conf.get("precision"), "examples": conf.get("examples")}
+    return {"fit": got, "precision": conf.get("precision"), "examples": conf.get("examples"),
+            "unpadded_used": conf.get("unpadded_used")}  # passes as rows of real tokens (--set unpadded=1)
 
 
 def whole_recipe(name: str, row: dict) -> dict:

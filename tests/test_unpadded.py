@@ -180,7 +180,6 @@ def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir,
     billm = patched_attention({"bidirectional_last": 1, "bidirectional_mode": "billm"})
     assert "--bidirectional-mode billm attends padding" in why_not_unpadded(bert, "cuda", torch.bfloat16, billm)
     assert patched_attention({"bidirectional_last": 1, "bidirectional_mode": "sum"}) is None  # a packed row opens it too
-    assert "LoRA adapter" in patched_attention({"adapter": {}})
     assert "drops attention weights in training" in why_not_unpadded(bert, "cuda", torch.bfloat16, training=True)
     assert "gpt2 models are not run unpadded" in why_not_unpadded(GPT2Config(), "cuda", torch.bfloat16)
     assert "sliding-window" in why_not_unpadded(MistralConfig(sliding_window=4096), "cuda", torch.bfloat16)
@@ -323,7 +322,8 @@ def test_the_trainer_option_says_why_it_stays_padded_here(tiny_llama_dir, data_r
 
 
 @pytest.mark.slow  # a two-step LoRA Llama run: about 2 s
-def test_a_run_asked_to_go_unpadded_trains_and_records_what_it_used(tiny_llama_dir, data_root, tmp_path, monkeypatch):
+def test_a_run_asked_to_go_unpadded_trains_and_records_what_it_used(tiny_llama_dir, data_root, tmp_path, monkeypatch,
+                                                                     attention_calls):
     """``--set unpadded=1`` through the trainer: on this CPU the warning and padded passes, recorded as such; with the
     device check passed (as on a GPU), the steps run as packed rows and the record says so."""
     import json
@@ -339,7 +339,7 @@ def test_a_run_asked_to_go_unpadded_trains_and_records_what_it_used(tiny_llama_d
                           out=str(tmp_path / out), max_steps=2, batch_size=4, max_length=24, lora_r=4, load_kbit=0,
                           warmup_steps=0, progress=False, unpadded=True, precision="fp32", bidirectional_mode="sum")
         trainer = Trainer(cfg)
-        trainer.fit()
+        trainer.best_dir = trainer.fit().best_dir
         return trainer, json.loads((tmp_path / out / "train_config.json").read_text())
 
     with pytest.warns(UserWarning, match="--set unpadded=1 has no effect here"):
@@ -349,3 +349,23 @@ def test_a_run_asked_to_go_unpadded_trains_and_records_what_it_used(tiny_llama_d
     trainer, record = run("gpu-like")
     assert record["unpadded_used"] is True and trainer.model.unpadded is True
     assert trainer.model.padded_tokens == trainer.model.tokens  # the steps computed real tokens only
+    # the adapter it saved, loaded for encoding with --unpadded (LoRA layers over the base: the same vectors)
+    calls = len(attention_calls)
+    padded, unpadded = _pair(trainer.best_dir)
+    assert embench.load_model(trainer.best_dir, device="cpu").settings.extra["adapter"] and len(attention_calls) > calls
+    np.testing.assert_allclose(unpadded, padded, atol=1e-5, rtol=0)
+
+
+def test_under_the_varlen_implementation_a_padded_batch_is_transformers_sdpa(tiny_bert_dir, tiny_llama_dir, attention_calls):
+    """A model that runs unpadded keeps the implementation for good (so recomputed layers stay variable-length); a
+    padded batch given to it (an evaluation during training, an analysis) still gets SDPA with SDPA's masks."""
+    for folder in (tiny_bert_dir, tiny_llama_dir):
+        enc = embench.load_model(folder, device="cpu")
+        inputs = enc.tokenize(TEXTS)
+        sdpa = enc.forward_hidden(inputs, True).hidden_states
+        use_varlen(enc.model)
+        assert enc.model.config._attn_implementation == varlen.NAME
+        ours = enc.forward_hidden(inputs, True).hidden_states
+        assert attention_calls == []  # no packed row: transformers' SDPA ran
+        for a, b in zip(sdpa, ours, strict=True):
+            assert torch.equal(a, b)

@@ -56,8 +56,6 @@ def patched_attention(extra: dict[str, Any]) -> str | None:
     too; ``sum-code`` and ``billm`` attend the padding itself."""
     if "family" in extra:
         return f"the {extra['family']} family patches the model"
-    if "adapter" in extra:
-        return "the model carries a LoRA adapter"
     if extra.get("bidirectional_last") and extra.get("bidirectional_mode") in PADDING_ATTENDED:
         return f"--bidirectional-mode {extra['bidirectional_mode']} attends padding, and a packed row has none"
     return None
@@ -110,13 +108,14 @@ def forward_packed(model: torch.nn.Module, enc: dict[str, torch.Tensor], left_pa
     return (None,) * num_layers + (packed.unpack(out.last_hidden_state),)
 
 
-def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, extra: dict[str, Any],
+def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, patched: str | None,
                             training: bool = False) -> bool:
-    """Whether a model asked to run unpadded does; where it cannot, one warning saying why, and its batches stay
-    padded (the same vectors up to rounding either way)."""
+    """Whether a model asked to run unpadded does (``patched``: :func:`patched_attention`'s answer, or the caller's);
+    where it cannot, one warning saying why, and its batches stay padded (the same vectors up to rounding either
+    way)."""
     import warnings
 
-    reason = why_not_unpadded(config, device, dtype, patched_attention(extra), training)
+    reason = why_not_unpadded(config, device, dtype, patched, training)
     if reason is not None:
         option = "--set unpadded=1" if training else "--unpadded (unpadded=True)"
         warnings.warn(f"{option} has no effect here: {reason}; batches stay padded", stacklevel=3)

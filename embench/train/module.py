@@ -26,7 +26,7 @@ from ..models.families import apply_prompt, is_decoder
 from ..models.fast_tokens import pad_rows, to_device, token_ids
 from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
-from ..models.unpadded_batch import forward_packed, unpadded_where_possible
+from ..models.unpadded_batch import forward_packed, patched_attention, unpadded_where_possible
 from ..models.varlen_attention import use_varlen
 from .length_groups import length_buckets
 
@@ -80,13 +80,11 @@ class SentenceModel(nn.Module):
         """Run every pass as one row of its real tokens (``--set unpadded=1``) where the model can: a GPU in bf16/fp16,
         a supported family with no attention dropout, BeLLM's sum or mask mode, no MLM head; elsewhere one warning
         saying why, and passes stay padded. The encoder attends through ``varlen_attention.NAME`` from now on."""
-        extra = {}
+        patched = "the MLM term's masked copy runs padded" if self.mlm_head is not None else None
         if is_decoder(self.encoder.config):
             setting = bidirectional_setting(self.encoder)
-            extra = {"bidirectional_last": setting.last, "bidirectional_mode": setting.mode}
-        if self.mlm_head is not None:
-            extra["family"] = "MLM"  # its masked copy runs padded (forward's mlm_probability)
-        self.unpadded = unpadded_where_possible(self.encoder.config, device, dtype, extra, training=True)
+            patched = patched or patched_attention({"bidirectional_last": setting.last, "bidirectional_mode": setting.mode})
+        self.unpadded = unpadded_where_possible(self.encoder.config, device, dtype, patched, training=True)
         if self.unpadded:
             use_varlen(self.encoder)
         return self.unpadded
