@@ -337,21 +337,11 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
                                       pooling=None if name == "all-MiniLM-L6-v2" else pooling)
         if whole:
             compiled.model.compile(dynamic=True)
-        try:
-            for row in (f"{label} (first pass)", label):
-                start = time.perf_counter()
-                vecs = Engine(compiled, cache_dir=None).embed(texts)
-                sync()
-                record(row, vecs, time.perf_counter() - start, peak_bytes())
-                runs[row]["cosine_vs_st64_min"] = round(float(cosines(vecs, ref).min()), 6)
-                runs[row]["cosine_vs_st64_mean"] = round(float(cosines(vecs, ref).mean()), 7)
+        if compiled_passes(label, compiled, texts, record, runs, ref):
             key = "compiled_whole" if whole else "compiled"
             summary[f"frac_of_matmul_{key}"] = runs[label]["frac_of_matmul"]
             summary[f"first_pass_seconds_{key}"] = runs[f"{label} (first pass)"]["seconds"]
             summary[f"vs_plain_loop_{key}"] = round(runs[label]["frac_of_matmul"] / best("plain@"), 3)
-        except Exception as e:  # a compile failure is a figure too
-            runs[label] = {"error": f"{type(e).__name__}: {e}"[:500]}
-            print("  compile failed:", runs[label]["error"], flush=True)
         compiled = None
     unpadded = None
     if name in args.unpadded:
@@ -410,19 +400,29 @@ def unpadded_rows(name: str, folder: Path, texts: list[str], warm_texts: list[st
         compiled = embench.load_model(str(folder), device=DEVICE, dtype="bf16", unpadded=True, compile=True,
                                       pooling=None if name == "all-MiniLM-L6-v2" else pooling)
         compiled.unpadded = enc.unpadded
-        try:
-            for row in (f"{label}+compile (first pass)", f"{label}+compile"):
-                start = time.perf_counter()
-                vecs = Engine(compiled, cache_dir=None).embed(texts)
-                sync()
-                record(row, vecs, time.perf_counter() - start, peak_bytes())
-                runs[row]["cosine_vs_st64_min"] = round(float(cosines(vecs, ref).min()), 6)
-                runs[row]["cosine_vs_st64_mean"] = round(float(cosines(vecs, ref).mean()), 7)
+        if compiled_passes(f"{label}+compile", compiled, texts, record, runs, ref):
             summary["frac_of_matmul_unpadded_compiled"] = runs[f"{label}+compile"]["frac_of_matmul"]
-        except Exception as e:  # a compile failure is a figure too
-            runs[f"{label}+compile"] = {"error": f"{type(e).__name__}: {e}"[:500]}
-            print("  compile failed:", runs[f"{label}+compile"]["error"], flush=True)
     return enc
+
+
+def compiled_passes(label: str, enc, texts: list[str], record, runs: dict, ref: np.ndarray) -> bool:
+    """Rows ``LABEL (first pass)`` and ``LABEL`` of a compiled encoder: its first pass pays the compilation, the second
+    does not. A failure is a figure too: the row's error. True when both passes ran."""
+    from embench.encoding.engine import Engine
+
+    try:
+        for row in (f"{label} (first pass)", label):
+            start = time.perf_counter()
+            vecs = Engine(enc, cache_dir=None).embed(texts)
+            sync()
+            record(row, vecs, time.perf_counter() - start, peak_bytes())
+            runs[row]["cosine_vs_st64_min"] = round(float(cosines(vecs, ref).min()), 6)
+            runs[row]["cosine_vs_st64_mean"] = round(float(cosines(vecs, ref).mean()), 7)
+        return True
+    except Exception as e:
+        runs[label] = {"error": f"{type(e).__name__}: {e}"[:500]}
+        print("  compile failed:", runs[label]["error"], flush=True)
+        return False
 
 
 def graphs_rows(name: str, folder: Path, texts: list[str], warm_texts: list[str], pooling: str, budget: int,
