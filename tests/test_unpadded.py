@@ -311,6 +311,7 @@ def test_a_training_pass_gives_the_padded_pass_s_vectors_and_gradients(tiny_llam
     assert model.padded_tokens - padded_tokens == 3 * real  # a packed row computes its real tokens only
 
 
+@pytest.mark.slow  # two LoRA Llama modules built: about 1.5 s
 def test_the_trainer_option_says_why_it_stays_padded_here(tiny_llama_dir, data_root, tmp_path):
     model = _bellm_module(tiny_llama_dir, data_root, tmp_path)
     with pytest.warns(UserWarning, match="--set unpadded=1 has no effect here: variable-length attention needs a CUDA GPU"):
