@@ -370,3 +370,25 @@ def test_under_the_varlen_implementation_a_padded_batch_is_transformers_sdpa(tin
         assert attention_calls == []  # no packed row: transformers' SDPA ran
         for a, b in zip(sdpa, ours, strict=True):
             assert torch.equal(a, b)
+
+
+def test_the_gpu_check_of_the_flash_kernel_flags_a_wrong_kernel(benchmark_script, monkeypatch, capsys):
+    """``benchmarks/varlen_check.py`` (run first in a GPU session) with the kernel stood in for on the CPU: the
+    reference passes within bf16 rounding, a kernel that ignores causality or the texts' boundaries fails."""
+    check = benchmark_script("varlen_check")
+    monkeypatch.setattr(varlen, "why_not_flash", lambda device, dtype: None)
+    monkeypatch.setattr(varlen, "FLASH_PARAMS", frozenset({"window_size", "enable_gqa"}))
+
+    def right(q, k, v, cu, cu_k, max_q, max_k, window_size=(-1, -1), enable_gqa=False, **_):
+        return varlen.reference_attention(q, k, v, cu, window_size == (-1, 0), None)
+
+    def one_text(q, k, v, cu, cu_k, max_q, max_k, window_size=(-1, -1), enable_gqa=False, **_):
+        whole = torch.tensor([0, q.shape[0]], dtype=cu.dtype)  # the row as one text: the boundaries ignored
+        return varlen.reference_attention(q, k, v, whole, window_size == (-1, 0), None)
+
+    monkeypatch.setattr(varlen, "FLASH_KERNEL", right)
+    assert check.main(["--device", "cpu"]) == 0
+    assert capsys.readouterr().out.count("ok  ") == 8
+    monkeypatch.setattr(varlen, "FLASH_KERNEL", one_text)
+    assert check.main(["--device", "cpu"]) == 1
+    assert "BAD " in capsys.readouterr().out
