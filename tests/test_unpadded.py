@@ -97,6 +97,15 @@ def test_each_supported_family_gives_the_padded_forward_s_vectors(family_dirs, a
     assert len(attention_calls) == 4
 
 
+def test_a_model_loaded_before_it_was_set_to_run_unpadded_still_keeps_texts_apart(tiny_bert_dir):
+    padded = Engine(embench.load_model(tiny_bert_dir, device="cpu"), cache_dir=None).embed(TEXTS)
+    enc = embench.load_model(tiny_bert_dir, device="cpu")
+    enc.model  # noqa: B018  (loaded under SDPA)
+    enc.unpadded = True
+    np.testing.assert_allclose(Engine(enc, cache_dir=None).embed(TEXTS), padded, atol=2e-6, rtol=0)
+    assert enc.model.config._attn_implementation == varlen.NAME
+
+
 def test_views_of_every_layer_in_one_pass_match(tiny_bert_dir):
     def views(enc):
         return [Engine(enc.view(layer=layer, pooling=pooling), cache_dir=None) for layer in (0, 1, 2) for pooling in ("mean", "cls")]

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .varlen_attention import NAME, row_marker, why_not_flash
+from .varlen_attention import NAME, row_marker, use_varlen, why_not_flash
 
 FAMILIES_UNPADDED = ("bert", "roberta", "xlm-roberta", "camembert", "llama", "qwen2", "qwen3", "mistral")
 FROM_PADDING_INDEX = ("roberta", "xlm-roberta", "camembert")  # positions start after the padding index
@@ -101,6 +101,8 @@ def forward_packed(model: torch.nn.Module, enc: dict[str, torch.Tensor], left_pa
     """The hidden states of the padded batch ``enc`` (with the host's ``lengths``), computed as one packed row and put
     back in the padded layout: every layer's, or ``(None, ..., None, last)`` as the poolers index them. ``model``
     attends through ``varlen_attention.NAME`` (``use_varlen``)."""
+    if model.config._attn_implementation != NAME:  # under SDPA the row's texts would attend to one another
+        use_varlen(model)
     packed = pack(enc, int(enc["lengths"].numpy().sum()), model.config, left_padded)  # a host count: no device read
     out = model(**packed.inputs, output_hidden_states=all_layers, return_dict=True, **kwargs)
     if all_layers:
