@@ -401,3 +401,33 @@ def test_the_gpu_check_of_the_flash_kernel_flags_a_wrong_kernel(benchmark_script
     monkeypatch.setattr(varlen, "FLASH_KERNEL", one_text)
     assert check.main(["--device", "cpu"]) == 1
     assert "BAD " in capsys.readouterr().out
+
+
+@pytest.fixture
+def flash_kernel_on_the_cpu():
+    """torch's ``aten::_flash_attention_forward`` (CUDA only) given a CPU kernel for the test: the reference, with the
+    arguments torch's ``varlen_attn`` wrapper handed it."""
+    seen = {}
+
+    def forward(q, k, v, cu_q, cu_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, *, scale=None,
+                window_size_left=None, window_size_right=None, **_):
+        seen.update(is_causal=is_causal, max_q=max_q, kv_heads=k.shape[1], dropout_p=dropout_p)
+        out = varlen.reference_attention(q, k, v, cu_q, is_causal, scale)
+        return out, torch.zeros(q.shape[1], q.shape[0]), torch.zeros(2, dtype=torch.uint64), torch.empty(0), torch.empty(0)
+
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("_flash_attention_forward", forward, "CPU")
+    yield seen
+    library._destroy()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_this_torch_s_varlen_wrapper_gets_causality_and_grouped_heads_through(flash_kernel_on_the_cpu, causal):
+    """Our call of this torch's own ``varlen_attn`` (its keywords as this release names them), down to the kernel."""
+    torch.manual_seed(0)
+    q, kv = torch.randn(8, 4, 16), torch.randn(8, 2, 16)
+    cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+    out = varlen._flash(q, kv, kv, cu, 5, causal, None)
+    assert flash_kernel_on_the_cpu == {"is_causal": causal, "max_q": 5, "kv_heads": 2 if "enable_gqa" in varlen.FLASH_PARAMS
+                                       else 4, "dropout_p": 0.0}
+    torch.testing.assert_close(out, varlen.reference_attention(q, kv, kv, cu, causal, None), atol=1e-6, rtol=0)
