@@ -41,8 +41,7 @@ from .tasks.names import resolve_tasks, with_task_files
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
-                 "bidirectional_mode", "adapter", "batch_tokens", "compile", "cuda_graphs", "unpadded", "revision",
-                 "prompt_name")
+                 "bidirectional_mode", "adapter", "batch_tokens", "compile", "cuda_graphs", "unpadded", "revision", "prompt_name")
 
 
 def evaluate(

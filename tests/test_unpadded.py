@@ -219,14 +219,14 @@ def test_a_batch_out_of_memory_is_split_and_stays_unpadded(tiny_bert_dir, attent
     """The halves of a batch that did not fit keep their own host lengths: the same vectors."""
     reference = Engine(embench.load_model(tiny_bert_dir, device="cpu"), cache_dir=None).embed(TEXTS)
     enc = _unpadded(tiny_bert_dir)
-    real = type(enc)._unpadded_hidden
+    real = type(enc)._hidden
 
     def small_memory(self, enc_, all_layers):
         if enc_["attention_mask"].shape[0] > 3:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
         return real(self, enc_, all_layers)
 
-    monkeypatch.setattr(type(enc), "_unpadded_hidden", small_memory)
+    monkeypatch.setattr(type(enc), "_hidden", small_memory)
     with pytest.warns(UserWarning, match="out of GPU memory"):
         out = Engine(enc, cache_dir=None).embed(TEXTS)
     np.testing.assert_allclose(out, reference, atol=2e-6, rtol=0)

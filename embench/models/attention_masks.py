@@ -59,7 +59,9 @@ def waits_for_reads(device: str) -> bool:
 
 
 def model_inputs(model: torch.nn.Module, enc: dict[str, Any], device: str) -> dict[str, Any]:
-    """``enc`` as the model should get it: on CUDA, with the prepared mask where the model takes one."""
+    """``enc`` as the model should get it: without the host's row lengths (``pad_rows(..., lengths=True)``), and on
+    CUDA with the prepared mask where the model takes one."""
+    enc = {k: v for k, v in enc.items() if k != "lengths"}
     if not waits_for_reads(device) or "attention_mask" not in enc or not takes_prepared_mask(model):
         return enc
     return {**enc, "attention_mask": prepared_mask(enc["attention_mask"])}

@@ -29,7 +29,6 @@ from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
 from .unpadded_batch import forward_packed
-from .varlen_attention import use_varlen
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -125,8 +124,8 @@ class HFEncoder(SentenceEncode):
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
         v.batch_tokens = self.batch_tokens
-        v.compiled, v.load_spec, v.prompt_set, v.graphs = self.compiled, self.load_spec, self.prompt_set, self.graphs
-        v.unpadded = self.unpadded
+        v.compiled, v.load_spec, v.prompt_set, v.graphs, v.unpadded = (self.compiled, self.load_spec, self.prompt_set,
+                                                                        self.graphs, self.unpadded)
         v._dense_load, v.dense_modules = self._dense_load, list(self.dense_modules)
         if final_norm and v.layer < v.num_layers:  # the last layer's states are already normed
             v.settings.extra["final_norm"] = True
@@ -160,8 +159,6 @@ class HFEncoder(SentenceEncode):
             if owner.weights_cast:  # held in the run's dtype (cast on the host: the device never holds fp32 copies)
                 model = model.to(DTYPES[owner.settings.dtype])
             owner._model = model.eval().to(owner.device)
-            if owner.unpadded:  # packed rows attend variable-length; padded batches as before (varlen_attention.py)
-                use_varlen(owner._model)
             if owner.compiled:  # torch.compile of each layer, shapes dynamic: one compile for every layer and batch shape
                 compile_layers(owner._model)
             if owner._tokenizer is None:
@@ -201,20 +198,15 @@ class HFEncoder(SentenceEncode):
 
     def collate(self, features: dict[str, list[list[int]]], shape: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
         """Pad pretokenised rows to the longest (or to ``shape``, rows x width) on the tokenizer's side, with their
-        attention mask (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device. An encoder that runs
-        unpadded also gets each row's length on the host (``lengths``): the packed row's size, known without asking
-        the device."""
-        enc = pad_rows(features, self.tokenizer, self.device, shape)
-        if self.unpadded and shape is None:
-            enc["lengths"] = torch.tensor([len(row) for row in features["input_ids"]])
-        return enc
+        attention mask (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device; run unpadded, with
+        each row's length on the host (``lengths``: the packed row's size, known without asking the device)."""
+        return pad_rows(features, self.tokenizer, self.device, shape, lengths=self.unpadded and shape is None)
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.collate(self.pretokenize(texts))
 
     def forward_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool, **kwargs: Any):
         """Run the model on the padded batch; returns its output with ``hidden_states`` when ``all_layers``."""
-        enc = {k: v for k, v in enc.items() if k != "lengths"}  # an unpadded encoder's host lengths (collate)
         with self._autocast(), gpu_attention(self.device):
             return self.model(**model_inputs(self.model, enc, self.device), output_hidden_states=all_layers, return_dict=True,
                               **no_kv_cache(self.config), **kwargs)
@@ -237,21 +229,19 @@ class HFEncoder(SentenceEncode):
                                    "views share one model, maximum length, dtype and prompt")
         enc = self.tokenize(texts) if enc is None else enc
         all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
-        if "lengths" in enc:
-            hidden = self._unpadded_hidden(enc, all_layers)
-        else:
-            out = self.forward_hidden(enc, all_layers)
-            # Only the last layer is read unless a view wants more: indexed where the poolers expect it.
-            hidden = tuple(out.hidden_states) if all_layers else (None,) * self.num_layers + (out.last_hidden_state,)
+        hidden = self._hidden(enc, all_layers)
         pooled = [v._pool(hidden, enc["attention_mask"]) for v in views]
         return pooled if as_tensors else [p.cpu().numpy() for p in pooled]
 
-    def _unpadded_hidden(self, enc: dict[str, torch.Tensor], all_layers: bool) -> tuple:
-        """The hidden states of the padded batch ``enc``, computed as one unpadded row with variable-length attention
-        and put back in the padded layout (:func:`~.unpadded_batch.forward_packed`)."""
-        with self._autocast():
-            return forward_packed(self.model, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
-                                  **no_kv_cache(self.config))
+    def _hidden(self, enc: dict[str, torch.Tensor], all_layers: bool) -> tuple:
+        """The batch's states where the poolers index them: every layer's, or only the last (``(None, ..., last)``). A
+        batch with host ``lengths`` runs as one unpadded row, its states put back in the padded layout (``forward_packed``)."""
+        if "lengths" in enc:
+            with self._autocast():
+                return forward_packed(self.model, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
+                                      **no_kv_cache(self.config))
+        out = self.forward_hidden(enc, all_layers)
+        return tuple(out.hidden_states) if all_layers else (None,) * self.num_layers + (out.last_hidden_state,)
 
     def _pool(self, hidden: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         if self.settings.extra.get("final_norm"):

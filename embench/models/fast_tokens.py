@@ -54,24 +54,25 @@ def token_ids(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, li
 
 
 def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str,
-             shape: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
+             shape: tuple[int, int] | None = None, lengths: bool = False) -> dict[str, torch.Tensor]:
     """Pad unpadded rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does, with
     the attention mask of the padding. The mask and the padded ids (and token types) are written into one
     host buffer, pinned on a GPU, which goes to the device in one copy that does not wait for the device: one
     pinned block and one copy a batch, not one of each per tensor (the profile of an H200 pass of sts-all put
     the host's remaining time in copies into pinned memory). ``shape`` (rows, width): pad to it instead (the
     CUDA graphs' fixed shapes, ``encoding/cuda_graphs.py``); each added row is one pad token under mask 1, so
-    that no row is wholly masked."""
+    that no row is wholly masked. ``lengths``: each row's length too, as a host tensor (a batch run unpadded:
+    ``unpadded_batch.py`` sizes its packed row without asking the device)."""
     pads = {"input_ids": tokenizer.pad_token_id, "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0)}
     if shape is not None and shape[0] > len(features["input_ids"]):
         extra = shape[0] - len(features["input_ids"])
         features = {name: list(seqs) + [[pads[name]]] * extra for name, seqs in features.items() if name in pads}
     rows = features["input_ids"]
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    width = int(lengths.max()) if shape is None else max(int(shape[1]), int(lengths.max()))
+    row_lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    width = int(row_lengths.max()) if shape is None else max(int(shape[1]), int(row_lengths.max()))
     cols = np.arange(width)
     # where each row's tokens go: from the left, or after the padding on the left
-    real = cols >= (width - lengths)[:, None] if tokenizer.padding_side == "left" else cols < lengths[:, None]
+    real = cols >= (width - row_lengths)[:, None] if tokenizer.padding_side == "left" else cols < row_lengths[:, None]
     names = ["attention_mask", *(name for name in features if name in pads)]
     cuda = str(device).startswith("cuda")
     host = torch.empty((len(names), len(rows), width), dtype=torch.int64, pin_memory=cuda)
@@ -79,9 +80,12 @@ def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str,
     arrays[0] = real
     for arr, name in zip(arrays[1:], names[1:], strict=True):
         arr.fill(pads[name])
-        arr[real] = np.fromiter(itertools.chain.from_iterable(features[name]), dtype=np.int64, count=int(lengths.sum()))
+        arr[real] = np.fromiter(itertools.chain.from_iterable(features[name]), dtype=np.int64, count=int(row_lengths.sum()))
     moved = host.to(device, non_blocking=True) if cuda else host.to(device)
-    return dict(zip(names, moved.unbind(0), strict=True))
+    out = dict(zip(names, moved.unbind(0), strict=True))
+    if lengths:
+        out["lengths"] = torch.from_numpy(row_lengths)
+    return out
 
 
 def to_device(tensors: dict[str, torch.Tensor], device: str | torch.device) -> dict[str, torch.Tensor]:

@@ -18,6 +18,7 @@ padded forward, and a training step's loss and gradients against the padded step
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,8 +116,6 @@ def unpadded_where_possible(config: Any, device: str, dtype: torch.dtype, patche
     """Whether a model asked to run unpadded does (``patched``: :func:`patched_attention`'s answer, or the caller's);
     where it cannot, one warning saying why, and its batches stay padded (the same vectors up to rounding either
     way)."""
-    import warnings
-
     reason = why_not_unpadded(config, device, dtype, patched, training)
     if reason is not None:
         option = "--set unpadded=1" if training else "--unpadded (unpadded=True)"

@@ -15,6 +15,7 @@ memory too (``fit_memory.py``).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -22,13 +23,15 @@ from torch import nn
 
 from ..models.attention_masks import model_inputs
 from ..models.bidirectional import bidirectional_setting
+from ..models.encoder import DTYPES
 from ..models.families import apply_prompt, is_decoder
 from ..models.fast_tokens import pad_rows, to_device, token_ids
 from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from ..models.unpadded_batch import forward_packed, patched_attention, unpadded_where_possible
-from ..models.varlen_attention import use_varlen
+from ..report.progress import announce
 from .length_groups import length_buckets
+from .mixed_precision import eval_dtype
 
 
 class SentenceModel(nn.Module):
@@ -79,14 +82,13 @@ class SentenceModel(nn.Module):
     def run_unpadded(self, device: str, dtype: torch.dtype) -> bool:
         """Run every pass as one row of its real tokens (``--set unpadded=1``) where the model can: a GPU in bf16/fp16,
         a supported family with no attention dropout, BeLLM's sum or mask mode, no MLM head; elsewhere one warning
-        saying why, and passes stay padded. The encoder attends through ``varlen_attention.NAME`` from now on."""
+        saying why, and passes stay padded. From its first packed pass on, the encoder attends through
+        ``varlen_attention.NAME`` (``unpadded_batch.forward_packed``)."""
         patched = "the MLM term's masked copy runs padded" if self.mlm_head is not None else None
         if is_decoder(self.encoder.config):
             setting = bidirectional_setting(self.encoder)
             patched = patched or patched_attention({"bidirectional_last": setting.last, "bidirectional_mode": setting.mode})
         self.unpadded = unpadded_where_possible(self.encoder.config, device, dtype, patched, training=True)
-        if self.unpadded:
-            use_varlen(self.encoder)
         return self.unpadded
 
     def pretokenize(self, passes: list[list[str]]) -> None:
@@ -133,10 +135,7 @@ class SentenceModel(nn.Module):
     def _padded(self, ids: dict[str, list[list[int]]]) -> tuple[dict[str, torch.Tensor], int]:
         """Padded inputs on the device (one pinned, asynchronous copy on a GPU: ``fast_tokens.pad_rows``) and the real
         tokens among them."""
-        enc = pad_rows(ids, self.tokenizer, self.device)
-        if self.unpadded:  # each row's length on the host: the packed row's size, known without asking the device
-            enc["lengths"] = torch.tensor([len(row) for row in ids["input_ids"]])
-        return enc, sum(map(len, ids["input_ids"]))
+        return pad_rows(ids, self.tokenizer, self.device, lengths=self.unpadded), sum(map(len, ids["input_ids"]))
 
     def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
         return self._padded(self._ids(texts))
@@ -190,6 +189,19 @@ class SentenceModel(nn.Module):
         z = parts.new_empty(parts.shape)
         z[group_positions(plan, parts.device)] = parts  # differentiable: the gradient of row i goes back to its bucket
         return z
+
+
+def unpadded_passes(model: nn.Module, cfg: Any, device: str, precision: str) -> bool:
+    """``--set unpadded=1``: ``model`` runs each pass as one row of its real tokens where it can (else a warning says
+    why and passes stay padded), in the dtype its evaluations and attention compute in (``eval_dtype``)."""
+    if not isinstance(model, SentenceModel):
+        warnings.warn(f"--set unpadded=1 has no effect on --method {cfg.method}: its module is not one sentence model; "
+                      "passes stay padded", stacklevel=3)
+        return False
+    if not model.run_unpadded(device, DTYPES[eval_dtype(precision)]):
+        return False
+    announce(cfg.progress, "passes: each one row of its real tokens, variable-length attention (no padding)")
+    return True
 
 
 def special_tokens(ids: torch.Tensor, tokenizer: Any) -> torch.Tensor:

@@ -17,7 +17,6 @@ import contextlib
 import logging
 import math
 import random
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,8 @@ from .footprint import Footprint, human, measure
 from .frozen_weights import hold_frozen_weights
 from .methods import METHODS
 from .metrics_log import MetricsLog
-from .mixed_precision import AUTOCAST, eval_dtype, grad_scaler, precision_context, resolve_precision
-from .module import SentenceModel
+from .mixed_precision import eval_dtype, grad_scaler, precision_context, resolve_precision
+from .module import unpadded_passes
 from .out_lock import OutputLock
 from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
@@ -126,7 +125,7 @@ class Trainer:
         elif cfg.lora_r and self.method.exports_adapter_alone and (freed := hold_frozen_weights(self.model, self.precision)):
             announce(cfg.progress, f"memory: the frozen base weights held in {self.precision[:4]}, as autocast computes with them ({human(freed)} less)")
         if cfg.unpadded:
-            self._run_unpadded()
+            unpadded_passes(self.model, cfg, self.device, self.precision)
         if cfg.compile:
             self.model.encoder.compile()  # in place: state_dict keys stay those of the model
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -154,17 +153,6 @@ class Trainer:
                 "world_size": dist.world_size, "device": self.device, "precision": self.precision, **self.step_fit.record(),
                 "unpadded_used": bool(getattr(self.model, "unpadded", False)),
                 "pooling": getattr(self.method.encoder_for_eval(self.model), "pooling", cfg.pooling)})
-
-    def _run_unpadded(self) -> None:
-        """``--set unpadded=1``: the module runs each pass as one row of its real tokens where it can (else a warning
-        says why and passes stay padded); the dtype is the one its attention computes in."""
-        if not isinstance(self.model, SentenceModel):
-            warnings.warn(f"--set unpadded=1 has no effect on --method {self.cfg.method}: its module is not one sentence "
-                          "model; passes stay padded", stacklevel=2)
-            return
-        dtype = AUTOCAST.get(self.precision, torch.bfloat16 if self.precision == "bf16" else torch.float32)
-        if self.model.run_unpadded(self.device, dtype):
-            announce(self.cfg.progress, "passes: each one row of its real tokens, variable-length attention (no padding)")
 
     # -- one step --------------------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager:
