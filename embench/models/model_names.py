@@ -6,11 +6,14 @@ Each place tried is recorded, so that a name that resolves nowhere gives an erro
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..core.errors import EmbenchError, first_line
 from .aliases import ALIASES, HUB_IDS
 from .local_models import find_local_model
+
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a full commit hash, as the hub's cache names snapshots
 
 
 def resolve_model_path(name: str, revision: str | None = None) -> tuple[Path | None, list[str], str]:
@@ -51,6 +54,13 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
     try:
         from huggingface_hub import snapshot_download
 
+        if revision is not None and COMMIT.fullmatch(revision):
+            # a commit never changes, so the cache's snapshot of it is the copy, online or not; huggingface_hub 1.x
+            # offline otherwise asks the hub for the commit's file list, and fails, though the cache holds it
+            try:
+                return Path(snapshot_download(hub_id, revision=revision, local_files_only=True))
+            except Exception:  # not in the cache: fetch it below
+                pass
         return Path(snapshot_download(hub_id, revision=revision))
     except Exception as e:  # offline, unknown repo or revision, gated, ...
         msg = first_line(e)
@@ -64,4 +74,4 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
 
 def snapshot_revision(folder: Path) -> str | None:
     """The commit a Hugging Face cache snapshot holds (``.../snapshots/<commit>``), else None."""
-    return folder.name if folder.parent.name == "snapshots" and len(folder.name) == 40 else None
+    return folder.name if folder.parent.name == "snapshots" and COMMIT.fullmatch(folder.name) else None
