@@ -476,9 +476,10 @@ def profile(enc, texts: list[str]) -> str:
 
     from embench.encoding.engine import Engine
 
-    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])  # --tiny on a CPU too
+    with torch_profile(activities=activities) as prof:
         Engine(enc, cache_dir=None).embed(texts)
-        torch.cuda.synchronize()
+        sync()
     tables = gpu_rates.profile_tables(prof)
     print(tables, flush=True)
     return tables
