@@ -110,6 +110,7 @@ def _direct_knn(xtr, ytr, xte, k, metric):
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("transform", ["raw", "centred", "whitened"])
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_knn_accuracy_equals_direct_majority_vote_with_binomial_stderr(rng, metric, transform):
     y = np.repeat(np.arange(4), 60)
     x = rng.normal(size=(240, 6)) + y[:, None] * np.array([0.6, 0, 0.3, 0, 0, 0]) + 2.0

@@ -115,6 +115,7 @@ TEXTS = ["A man plays a guitar.", "A much longer sentence that forces padding of
 
 @pytest.mark.parametrize("mode", ["sum", "mask"])
 @pytest.mark.parametrize("last", [1, 2])
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_embeddings_agree_under_left_and_right_padding_and_alone(tiny_llama_dir, last, mode, one_thread):
     """The modes that mask padding give a text the same vector whatever its batch pads it to."""
     enc = embench.load_model(tiny_llama_dir, bidirectional_last=last, bidirectional_mode=mode, prompt="bellm")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -23,6 +24,7 @@ def _options(*path: str) -> dict[str, object]:
     return {opt: p for p in command.params for opt in p.opts}
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_every_protocol_axis_is_one_cli_option_with_its_choices():
     from embench.cli.commands.mteb import run as mteb_run
     from embench.cli.commands.run import run
@@ -91,6 +93,7 @@ def test_analyses_load_their_models_with_the_prompt(tiny_bert_dir):
     assert ref.encoder(layer=1).describe()["prompt"] == PROMPT
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_model_encoding_and_storage_options_are_declared_once():
     """run, mteb run, compare, analyze, audit and grid take them from one table: same spelling, help and default."""
     from pathlib import Path
@@ -122,6 +125,7 @@ def test_model_encoding_and_storage_options_are_declared_once():
         assert not [n for n in alias_names if f": {n}" in f.read_text()], f.name
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_the_cli_leaves_the_tokenizer_its_threads():
     """TOKENIZERS_PARALLELISM=false runs the Rust tokenizer on one core (on a GPU the engine's pass then waits on
     tokenising): the CLI keeps the user's setting and sets none of its own."""

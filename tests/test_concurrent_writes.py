@@ -7,6 +7,7 @@ import json
 import multiprocessing as mp
 
 import numpy as np
+import pytest
 
 from embench.encoding.cache import EmbeddingCache, text_key
 from embench.evaluation.items import Items
@@ -41,6 +42,7 @@ def _hammer(args: tuple[str, str, int]) -> None:
             assert k and np.isfinite(v).all()
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_many_processes_write_one_results_folder_and_one_cache_without_loss(tmp_path):
     results, cache_root = tmp_path / "results", tmp_path / "cache"
     with mp.get_context("fork").Pool(WRITERS) as pool:  # separate processes (fork: no second import of torch)

@@ -61,6 +61,7 @@ class _Counted:
                 "longest": max(map(len, features["input_ids"]))}
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_bucketed_batches_hold_every_text_once_in_few_shapes_within_the_budget(monkeypatch):
     rng = np.random.default_rng(0)
     texts = [" ".join(["w"] * int(n)) for n in np.clip(rng.lognormal(3.5, 0.8, 20000), 1, 512)]

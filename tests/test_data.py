@@ -94,6 +94,7 @@ def test_sts_input_and_gold_of_different_lengths(data_root, tmp_path):
         TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.EvalProtocol())
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_data_check_lists_every_task_with_files_rows_and_checksums(data_root, tmp_path):
     rows = {r["task"]: r for r in check(DataRoot(data_root))}
     assert {"STS12", "STSBenchmark", "SICKRelatedness"} <= set(rows)
@@ -123,6 +124,7 @@ def http_root(tmp_path):
     server.shutdown()
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_download_fetches_verifies_and_lays_out(data_root, tmp_path, http_root):
     served, url = http_root
     src = data_root / "senteval" / "downstream" / "STS" / "STS13-en-test"
@@ -153,6 +155,7 @@ def test_download_fetches_verifies_and_lays_out(data_root, tmp_path, http_root):
     assert not list((root.path / "senteval/downstream/STS/STS13-en-test").glob("*.tmp"))  # no temporary file of core.atomic
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_packaged_manifest_checksums_match_the_data(data_root):
     from embench.data.manifest import content_sha256, load_manifest
 

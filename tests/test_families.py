@@ -32,6 +32,7 @@ def test_each_kind_of_checkpoint_gets_its_family_defaults(tiny_llama_dir, tiny_b
     np.testing.assert_allclose(alone[0], padded[0], atol=1e-5)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_failing_family_hook_names_the_family_and_the_model_and_stores_nothing(tiny_bert_dir, data_root, tmp_path):
     def broken(model):
         raise RuntimeError("no attention module to patch")

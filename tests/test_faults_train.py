@@ -41,6 +41,7 @@ def _digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_nan_stop_leaves_the_previous_good_checkpoint_untouched_and_names_it(tiny_bert_dir, data_root, tmp_path, monkeypatch):
     _nan_at(monkeypatch, at_call=4)  # a checkpoint after step 2; the loss of step 4 is NaN
     cfg = _config(tiny_bert_dir, data_root, tmp_path / "run", max_steps=10, save_steps=2)

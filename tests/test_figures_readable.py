@@ -71,6 +71,7 @@ def test_attention_maps_have_a_colour_bar_axis_titles_and_7pt_tokens_within_a_pa
     assert [t.get_text() for t in maps[0].get_yticklabels()] == TOKENS  # every query token named
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_long_sentence_names_every_kth_token_rather_than_shrink_the_type():
     side, cols, rows, every = attention_maps.layout(60, 12)
     assert side <= attention_maps.PANEL_INCHES[1] and every > 1 and cols * rows >= 12

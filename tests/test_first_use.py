@@ -125,6 +125,7 @@ def test_an_alias_in_another_case_is_stored_under_its_registered_name_with_a_war
 
 # --- output off a terminal (item 3) -----------------------------------------------------------------
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_messages_off_a_terminal_are_one_line_however_long(tmp_path):
     import sys
 
@@ -193,6 +194,7 @@ def test_the_python_api_stores_records_apart_from_the_command_lines_results_fold
 
 # --- words meant for users (item 7) -----------------------------------------------------------------
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_bad_choice_is_one_plain_usage_error_without_pydantics_words():
     import sys
 

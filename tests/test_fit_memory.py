@@ -134,6 +134,7 @@ def test_the_cli_stops_with_the_message_and_status_3(tiny_bert_dir, wiki_corpus,
     assert "4 micro-batches of 1 example(s) with gradient checkpointing" in lines[-1]
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_no_auto_fit_runs_the_step_as_set_and_says_what_to_set(simcse_trainer, tmp_path, monkeypatch):
     _oom_above(monkeypatch, rows=4)
     t = simcse_trainer(tmp_path / "off", auto_fit=False)
@@ -155,6 +156,7 @@ def test_other_errors_are_not_retried(simcse_trainer, tmp_path, monkeypatch):
     assert len(calls) == 1
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_the_split_is_chosen_before_the_first_step_from_the_estimate(simcse_trainer, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(memory_estimate, "in_use_bytes", lambda device: 0)
     probe = simcse_trainer(tmp_path / "probe")
@@ -172,6 +174,7 @@ def test_the_split_is_chosen_before_the_first_step_from_the_estimate(simcse_trai
     assert simcse_trainer(tmp_path / "as-set", auto_fit=False).step_fit == StepFit(1, False)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_checkpointing_is_chosen_when_no_split_fits(simcse_trainer, tiny_model, tmp_path, monkeypatch):
     from transformers import BertConfig
 

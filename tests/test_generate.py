@@ -69,6 +69,7 @@ def test_omega_zero_gives_exactly_plain_greedy_generation(llama):
     assert changed != got  # the contrast does move the tokens
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_sampling_is_reproducible_from_its_seed(llama):
     model, tok = llama
     settings = DecodeSettings(max_new_tokens=6, omega=0.3, sample=True, temperature=2.0, top_p=0.9)
@@ -77,6 +78,7 @@ def test_sampling_is_reproducible_from_its_seed(llama):
     assert run(1) == run(1) and run(1) != run(2)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_encoder_decoder_decoding_equals_generate(tiny_model, one_thread):
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 

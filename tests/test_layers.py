@@ -90,6 +90,7 @@ def test_no_import_runs_back_up_a_layer():
     assert upward == []
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_no_module_imports_a_module_that_imports_it():
     graph = {_module(p): {n for _, n in _imports(p) if n != _module(p)} for p in _sources()}
     cycles, done = [], set()

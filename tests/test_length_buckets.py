@@ -98,6 +98,7 @@ def test_the_trainer_tokenizes_the_buckets_of_the_next_step_ahead(simcse_trainer
     assert math.isfinite(loss) and 0 < model.padded_tokens < len(texts) * longest  # in buckets
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_step_in_buckets_is_the_step_of_one_pass(simcse_trainer, tmp_path):
     """The trainer's step (loss, gradients) with its pass in buckets equals the unbucketed step; it pads less."""
     def step(out, **kw):
@@ -115,6 +116,7 @@ def test_a_step_in_buckets_is_the_step_of_one_pass(simcse_trainer, tmp_path):
     assert cut.model.padded_tokens < whole.model.padded_tokens == off.model.padded_tokens
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_the_fitting_prefers_one_checkpointed_pass_in_buckets_to_a_split(simcse_trainer, tmp_path, monkeypatch, capsys):
     """Where the step's pass is cut into buckets and fits with checkpointing, that is chosen before micro-batches (the
     same 8 N a token, fewer and larger passes); where it is not cut, a split comes first, as before."""

@@ -33,6 +33,7 @@ def test_an_examples_length_is_its_longest_texts():
     assert Crop.example_lengths(None, ["a document"], [0]) is None  # crops are drawn in batch()
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_split_step_pads_less_and_gives_the_update_of_the_whole_batch(simcse_trainer, tmp_path):
     def run(out, **kw):
         t = simcse_trainer(out, batch_size=32, **kw)
@@ -61,6 +62,7 @@ def test_text_groups_take_the_longest_first_within_the_budget_of_an_even_split()
     assert text_groups([3, 10, 5, 10, 2, 4], 4, even=True) == [[1, 3], [2, 5], [0], [4]]  # DDP: 4 passes on every rank
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_split_step_is_cut_by_text_unless_the_method_embeds_otherwise(simcse_trainer, tmp_path):
     t = simcse_trainer(tmp_path / "plain", batch_size=16, grad_accumulation=4)
     batches = step_batches(t, 0)

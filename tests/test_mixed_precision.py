@@ -32,6 +32,7 @@ def test_the_context_and_scaler_of_each_precision():
 
 
 @pytest.mark.parametrize("accumulation", [1, 4])
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_an_fp16_step_is_the_fp32_step_with_the_scale_taken_out(simcse_trainer, tmp_path, accumulation):
     ref = simcse_trainer(tmp_path / "fp32", precision="fp32")
     before = {k: v.clone() for k, v in ref.model.state_dict().items()}
@@ -64,6 +65,7 @@ def test_an_overflowed_fp16_step_is_skipped_and_the_scale_halved(simcse_trainer,
     assert all(torch.equal(v, t.model.state_dict()[k]) for k, v in before.items())  # the update was skipped
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_resumed_fp16_run_keeps_its_loss_scale(simcse_trainer, tmp_path):
     first = simcse_trainer(tmp_path / "run", max_steps=2, save_steps=1, precision="fp16-mixed")
     first.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)  # as after overflows
@@ -74,6 +76,7 @@ def test_a_resumed_fp16_run_keeps_its_loss_scale(simcse_trainer, tmp_path):
     assert again.scaler.get_scale() == scale and scale != 2.0**16 and again.start == 1
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_an_fp16_loss_that_overflows_skips_the_step_until_it_never_stops(simcse_trainer, tmp_path, monkeypatch):
     from embench.train import step as step_module
     from embench.train.divergence import TrainingDivergedError

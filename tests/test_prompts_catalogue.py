@@ -72,6 +72,7 @@ def test_sides_and_tasks_choose_prompts_in_mtebs_order():
 
 
 # -- a folder's prompts, applied as sentence-transformers applies them -------------------------------------
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_folders_default_prompt_is_applied_and_named_in_the_record_and_cache_key(tmp_path, tiny_bert_dir):
     folder = st_folder(tmp_path, tiny_bert_dir)
     enc = embench.load_model(folder, device="cpu")
@@ -275,6 +276,7 @@ def test_the_cli_revision_reaches_the_record(env, hub_cache):
     assert record["provenance"]["model_revision"] == COMMIT and record["encoder"]["revision"] == COMMIT
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_revision_and_prompt_name_are_shared_options_of_every_model_command():
     def params(*path: str) -> set[str]:
         import typer

@@ -154,6 +154,7 @@ def test_every_name_in_a_readme_command_resolves(line, argv):
 @pytest.mark.parametrize(("line", "argv"), [(n, a) for n, a in COMMANDS
                                              if a[0] == "train" and not set(_values(a, "--method")) & PLUGIN_EXAMPLE],
                          ids=lambda x: str(x))
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_every_readme_train_command_resolves_its_configuration(line, argv, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for config in _values(argv, "--config"):  # the reader's own file: any valid one will do

@@ -93,6 +93,7 @@ def test_values_yaml_must_quote_or_break_still_load_with_their_notes():
     assert "model_config:  # set here" in shown and "data:  # set here (the recipe: [\"snli\"], " in shown
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_each_family_cites_the_paper_or_script_its_numbers_come_from():
     unsup = _show("--recipe", "simcse-unsup")
     assert "Table A.1" in _line(unsup, "lr") and "run_unsup_example.sh --learning_rate 3e-5" in _line(unsup, "lr")

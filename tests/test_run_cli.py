@@ -160,6 +160,7 @@ def test_invalid_choice_is_rejected_by_the_parser(env, tiny_bert_dir):
     assert r.exit_code == 2 and "median" in r.output
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_data_check_and_list_commands(env):
     r = _run("data", "check", "--format", "csv")
     assert r.exit_code == 0 and r.stdout.splitlines()[1].startswith("STS12,sts,20/20")

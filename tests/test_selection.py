@@ -112,6 +112,7 @@ METHODS.add("test-annealed-temperature", AnnealedTemperature)
 
 
 @pytest.mark.parametrize("accumulation", [1, 2])
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_method_is_told_the_step_and_the_runs_total(tiny_bert_dir, data_root, tmp_path, accumulation):
     """32 examples, batches of 8, one epoch: 4 steps, a number the trainer resolves; tau = 0.1 - 0.08 * step / 4."""
     r = train(make_config(method="test-annealed-temperature", model=str(tiny_bert_dir), data=["corpora"],

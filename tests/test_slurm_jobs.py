@@ -140,6 +140,7 @@ def _add_seed(out: str, seed: int, start) -> None:
     add_to_group(Path(out), seed, Path(out) / f"seed-{seed}" / "best", {"method": "crop"})
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_seeds_that_finish_at_once_all_land_in_the_group(tmp_path):
     """Array tasks of one seed group finish together: each adds its seed to what the others wrote (without the
     lock, 16 processes released at once keep 4 to 11 of their 16 seeds here)."""

@@ -368,6 +368,7 @@ def test_snli_files_of_the_data_root_give_premise_entailment_contradiction_tripl
     assert (p, e, "entailment") in pairs and (p, c, "contradiction") in pairs
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_nan_loss_before_any_resume_checkpoint_says_there_is_none_and_writes_none(tiny_bert_dir, data_root, tmp_path, monkeypatch):
     cfg = _small_crop_config(tiny_bert_dir, data_root, tmp_path / "nan", max_steps=10, save_steps=100)
     with _failing_loss(monkeypatch, at_call=3, kind="nan"), pytest.raises(
@@ -397,6 +398,7 @@ def test_config_file_yaml_or_toml_then_cli_overrides(tmp_path):
         make_config(method="simsce")
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_cli_train_command_runs_and_keeps_a_checkpoint(tiny_bert_dir, data_root, tmp_path):
     from typer.testing import CliRunner
 
@@ -418,6 +420,7 @@ def test_cli_train_command_runs_and_keeps_a_checkpoint(tiny_bert_dir, data_root,
 
 
 # -- methods and options -------------------------------------------------------------------------
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_sup_simcse_on_snli_keeps_the_mlp_as_the_pooler_head_of_the_checkpoint(tiny_bert_dir, data_root, tmp_path):
     import embench
 

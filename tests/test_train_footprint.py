@@ -97,6 +97,7 @@ def _crop(tiny_bert_dir, data_root, out, **kw):
                        device="cpu", **kw)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_step_too_large_for_the_machine_is_said_before_the_first_step_with_the_accumulation_that_fits(
         tiny_bert_dir, data_root, tmp_path, monkeypatch, caplog):
     t = Trainer(_crop(tiny_bert_dir, data_root, tmp_path / "run", max_steps=1))

@@ -51,6 +51,7 @@ class TripletMargin(Method):
 METHODS.add("triplet-margin", TripletMargin)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_method_defined_in_a_test_trains_through_the_trainer_and_the_cli(tiny_bert_dir, wiki_corpus, data_root, tmp_path):
     import embench
 
@@ -77,6 +78,7 @@ def _first_update(make, out, **kw):
     return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}, loss, trainer
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_four_micro_batches_of_8_give_the_update_of_one_batch_of_32(simcse_trainer, tmp_path):
     whole, loss, one = _first_update(simcse_trainer, tmp_path / "a")
     accumulated, loss4, four = _first_update(simcse_trainer, tmp_path / "b", grad_accumulation=4)
@@ -100,6 +102,7 @@ def test_gradient_checkpointing_changes_memory_not_the_update(simcse_trainer, tm
     assert max(float((plain[k] - ckpt[k]).abs().max()) for k in plain) < 1e-6
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_bf16_precision_keeps_the_weights_in_bf16(simcse_trainer, tmp_path):
     _, loss, _ = _first_update(simcse_trainer, tmp_path / "a", mlp="train")
     _, bf16_loss, t = _first_update(simcse_trainer, tmp_path / "b", mlp="train", precision="bf16")
@@ -146,6 +149,7 @@ def test_a_checkpoint_series_resumes_exactly(tiny_bert_dir, data_root, tmp_path,
 
 
 # -- recipes ----------------------------------------------------------------------------------------
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_recipes_show_the_papers_numbers():
     import yaml
 
@@ -176,6 +180,7 @@ def test_crop_warm_up_is_ten_percent_of_one_epoch_whatever_the_epochs(tiny_bert_
 
 
 # -- parameter-efficient training and evaluation callbacks ------------------------------------------
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_lora_trains_only_the_adapters_and_exports_a_merged_model(tiny_bert_dir, wiki_corpus, data_root, tmp_path):
     import embench
 

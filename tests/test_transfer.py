@@ -118,6 +118,7 @@ def test_batched_fits_equal_one_at_a_time_fits():
                 assert b.evals == pytest.approx(s.evals, abs=1e-9)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_nested_cv_chooses_the_penalty_a_direct_grid_search_chooses():
     from sklearn.model_selection import StratifiedKFold
 

@@ -88,6 +88,7 @@ def test_bert_gives_the_padded_forward_s_vectors_under_every_pooler(tiny_bert_di
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_each_supported_family_gives_the_padded_forward_s_vectors(family_dirs, attention_calls, family):
     """RoBERTa's positions start after its padding index; the decoders are left-padded with rotary positions, so a
     text's offset in its padded row changes nothing; Llama, Qwen2/3 and Mistral attend with 2 key/value heads."""
@@ -198,6 +199,7 @@ def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir,
         embench.load_model(tiny_bert_dir, device="cpu", unpadded=True, cuda_graphs=True)
 
 
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_an_unpadded_pass_on_the_gpu_path_reads_nothing_back(tiny_bert_dir, tiny_llama_dir, monkeypatch):
     """The engine's GPU path forced on the CPU, unpadded: the row's size is the host's count and its index comes from
     ``nonzero_static``, so nothing is read back; a decoder no longer meets transformers' causal-mask check either."""
@@ -259,6 +261,7 @@ def test_the_cli_option_reaches_the_loader_and_the_record(env, tiny_bert_dir, mo
 
 
 @pytest.mark.parametrize("mode", ["sum", "mask"])
+@pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_bellm_s_bidirectional_layers_open_each_text_of_the_row(tiny_llama_dir, attention_calls, mode):
     """BeLLM's sum (Eq. 5: the branch reruns the last layers without the causal mask) and mask modes: in a packed row
     each text's causal mask is opened, as the padded batch's mask is; K = 2 of 2 layers, so every layer differs."""
