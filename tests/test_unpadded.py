@@ -177,6 +177,8 @@ def test_the_flash_kernel_gets_causality_and_grouped_heads_as_its_torch_release_
     varlen._flash(q, kv, kv, torch.tensor([0, 2, 5], dtype=torch.int32), 3, True, None)
     if signature == "is_causal":
         assert seen == {"is_causal": True, "kv_heads": 4, "max_q": 3}
+        varlen._flash(q, kv, kv, torch.tensor([0, 2, 5], dtype=torch.int32), 3, True, None, repeat_kv=False)
+        assert seen["kv_heads"] == 2  # the probe's form: the heads as they are
     else:
         assert seen == {"window_size": (-1, 0), "enable_gqa": True, "kv_heads": 2, "max_q": 3}
 
@@ -404,6 +406,29 @@ def test_the_gpu_check_of_the_flash_kernel_flags_a_wrong_kernel(benchmark_script
     monkeypatch.setattr(varlen, "FLASH_KERNEL", one_text)
     assert check.main(["--device", "cpu"]) == 1
     assert "BAD " in capsys.readouterr().out
+
+
+def test_where_the_kernel_has_no_gqa_switch_the_check_probes_unrepeated_heads_without_counting_them(
+        benchmark_script, monkeypatch, capsys):
+    check = benchmark_script("varlen_check")
+    monkeypatch.setattr(varlen, "why_not_flash", lambda device, dtype: None)
+    monkeypatch.setattr(varlen, "FLASH_PARAMS", frozenset({"window_size"}))  # torch 2.11's form
+
+    def takes_groups(q, k, v, cu, cu_k, max_q, max_k, window_size=(-1, -1), **_):
+        return varlen.reference_attention(q, k, v, cu, window_size == (-1, 0), None)
+
+    def refuses_groups(q, k, v, cu, cu_k, max_q, max_k, window_size=(-1, -1), **_):
+        if k.shape[1] != q.shape[1]:
+            raise RuntimeError("number of heads in key/value must equal the query's")
+        return takes_groups(q, k, v, cu, cu_k, max_q, max_k, window_size)
+
+    monkeypatch.setattr(varlen, "FLASH_KERNEL", takes_groups)
+    assert check.main(["--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok  ") == 8 and out.count("probe: grouped-query heads unrepeated, ok") == 2
+    monkeypatch.setattr(varlen, "FLASH_KERNEL", refuses_groups)
+    assert check.main(["--device", "cpu"]) == 0  # the 8 counted cases repeat the heads and pass
+    assert capsys.readouterr().out.count("unrepeated, refused: RuntimeError: number of heads") == 2
 
 
 @pytest.fixture

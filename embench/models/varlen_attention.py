@@ -58,9 +58,11 @@ def why_not_flash(device: str, dtype: torch.dtype) -> str | None:
 
 
 def _flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, width: int, causal: bool,
-           scale: float | None) -> torch.Tensor:
+           scale: float | None, repeat_kv: bool = True) -> torch.Tensor:
     """The flash kernel on ``(tokens, heads, dim)`` tensors; its keyword for causality changed across torch releases
-    (``is_causal`` first, then ``window_size=(-1, 0)``), and so did its grouped-query switch."""
+    (``is_causal`` first, then ``window_size=(-1, 0)``), and so did its grouped-query switch. Where it has none
+    (torch 2.11), a grouped-query model's key/value heads are repeated to the query's; ``repeat_kv=False`` passes them
+    as they are, which aten's flash kernel may take itself (``benchmarks/varlen_check.py`` probes it on a GPU)."""
     kernel, params = FLASH_KERNEL, FLASH_PARAMS
     extra: dict[str, Any] = {"scale": scale} if "scale" in params else {}
     if causal:
@@ -68,7 +70,7 @@ def _flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, 
     if k.shape[1] != q.shape[1]:  # grouped-query attention (Qwen2, Llama 3): keys and values have fewer heads
         if "enable_gqa" in params:
             extra["enable_gqa"] = True
-        else:
+        elif repeat_kv:
             k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
     return kernel(q, k, v, cu, cu, width, width, **extra)
 
