@@ -257,7 +257,7 @@ def test_a_revision_is_read_from_the_hub_cache_and_kept_in_the_encoder_and_cache
 def test_a_revision_that_cannot_be_had_is_an_error_naming_it(hub_cache, tiny_bert_dir):
     with pytest.raises(ModelLoadError, match=r"at revision 'v9', which the local Hugging Face cache does not hold"):
         embench.load_model("embench-test/tiny", revision="v9")
-    other = "f" * 40  # a commit the cache does not hold: tried in the cache, then on the (offline) hub
+    other = "f" * 40  # a commit the cache does not hold, offline: looked for in the cache alone
     with pytest.raises(ModelLoadError, match=f"at revision '{other}', which the local Hugging Face cache does not hold"):
         embench.load_model("embench-test/tiny", revision=other)
     with pytest.raises(EmbenchError, match="--revision 'v9' names a hub revision; .* is a local folder"):

@@ -52,16 +52,12 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
     if hub_id.count("/") > 1 or hub_id.startswith((".", "/", "~")):
         return None
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import constants, snapshot_download
 
-        if revision is not None and COMMIT.fullmatch(revision):
-            # a commit never changes, so the cache's snapshot of it is the copy, online or not; huggingface_hub 1.x
-            # offline otherwise asks the hub for the commit's file list, and fails, though the cache holds it
-            try:
-                return Path(snapshot_download(hub_id, revision=revision, local_files_only=True))
-            except Exception:  # not in the cache: fetch it below
-                pass
-        return Path(snapshot_download(hub_id, revision=revision))
+        # offline, a commit is the cache's snapshot of it: huggingface_hub 1.x would otherwise ask the hub for the
+        # commit's file list and fail though the cache holds it (online it also fetches what a snapshot lacks)
+        cached = constants.HF_HUB_OFFLINE and revision is not None and COMMIT.fullmatch(revision) is not None
+        return Path(snapshot_download(hub_id, revision=revision, local_files_only=cached))
     except Exception as e:  # offline, unknown repo or revision, gated, ...
         msg = first_line(e)
         offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
