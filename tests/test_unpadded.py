@@ -34,7 +34,7 @@ import embench.encoding.engine as engine_mod
 import embench.models.varlen_attention as varlen
 from embench.core.errors import EmbenchError
 from embench.encoding.engine import Engine, embed_views
-from embench.models.unpadded_batch import pack, patched_attention, why_not_unpadded
+from embench.models.unpadded_batch import pack, patched_attention, pools_padding, why_not_unpadded
 from embench.models.varlen_attention import use_varlen, why_not_flash
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -201,6 +201,16 @@ def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir,
         embench.load_model(tiny_bert_dir, device="cpu", unpadded=True, cuda_graphs=True)
 
 
+def test_cls_pooling_under_left_padding_stays_padded_and_keeps_its_vectors(tiny_llama_dir):
+    """Its first column is a padding token in all but the longest text: padded, that token's state; packed, nothing
+    would sit there (zeros), so the model says so and stays padded."""
+    with pytest.warns(UserWarning, match="cls_before_pooler pooling reads the first column, a padding token under "
+                                         "this model's left padding; batches stay padded"):
+        enc = embench.load_model(tiny_llama_dir, device="cpu", pooling="cls_before_pooler", unpadded=True)
+    assert enc.tokenizer.padding_side == "left" and enc.unpadded is False
+    assert pools_padding("cls", "right") is None and pools_padding("last_token", "left") is None
+
+
 @pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_an_unpadded_pass_on_the_gpu_path_reads_nothing_back(tiny_bert_dir, tiny_llama_dir, monkeypatch):
     """The engine's GPU path forced on the CPU, unpadded: the row's size is the host's count and its index comes from
@@ -334,6 +344,9 @@ def test_the_trainer_option_says_why_it_stays_padded_here(tiny_llama_dir, data_r
     billm = _bellm_module(tiny_llama_dir, data_root, tmp_path, bidirectional_mode="billm")
     with pytest.warns(UserWarning, match="--bidirectional-mode billm attends padding"):
         assert billm.run_unpadded("cuda", torch.bfloat16) is False
+    model.pooling = "cls_before_pooler"  # the first column of a left-padded batch: padding
+    with pytest.warns(UserWarning, match="--set unpadded=1 has no effect here: cls_before_pooler pooling reads the first"):
+        assert model.run_unpadded("cuda", torch.bfloat16) is False
 
 
 @pytest.mark.slow  # a two-step LoRA Llama run: about 2 s
