@@ -19,6 +19,8 @@ import torch
 
 from embench.models import varlen_attention as varlen
 
+LENGTHS = [1, 7, 33, 64, 5, 130]  # one row's texts: a lone token, odd lengths, one longer than a 128-token block
+
 
 def case(device: str, dtype: torch.dtype, causal: bool, kv_heads: int, lengths: list[int], heads: int = 8,
          dim: int = 64, repeat_kv: bool = True) -> dict:
@@ -59,14 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     for dtype in (torch.bfloat16, torch.float16):
         for causal in (False, True):
             for kv_heads in (8, 2):
-                row = case(args.device, dtype, causal, kv_heads, [1, 7, 33, 64, 5, 130])
+                row = case(args.device, dtype, causal, kv_heads, LENGTHS)
                 worst = max(row["relative"].values())
                 bad += worst > args.tolerance
                 print(("ok  " if worst <= args.tolerance else "BAD ") + json.dumps(row), flush=True)
     if "enable_gqa" not in varlen.FLASH_PARAMS:  # a probe, not counted: can this torch skip the repeat of kv heads?
         for causal in (False, True):
             try:
-                row = case(args.device, torch.bfloat16, causal, 2, [1, 7, 33, 64, 5, 130], repeat_kv=False)
+                row = case(args.device, torch.bfloat16, causal, 2, LENGTHS, repeat_kv=False)
                 verdict = "ok" if max(row["relative"].values()) <= args.tolerance else "wrong"
                 print(f"probe: grouped-query heads unrepeated, {verdict}: " + json.dumps(row), flush=True)
             except Exception as e:  # noqa: BLE001 - the kernel's refusal is the answer
