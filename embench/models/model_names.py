@@ -5,7 +5,6 @@ Each place tried is recorded, so that a name that resolves nowhere gives an erro
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -51,16 +50,16 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
     default branch), or None with why appended to ``tried``."""
     if hub_id.count("/") > 1 or hub_id.startswith((".", "/", "~")):
         return None
-    try:
-        from huggingface_hub import constants, snapshot_download
+    from huggingface_hub import constants, snapshot_download
 
+    try:
         # offline, a commit is the cache's snapshot of it: huggingface_hub 1.x would otherwise ask the hub for the
         # commit's file list and fail though the cache holds it (online it also fetches what a snapshot lacks)
         cached = constants.HF_HUB_OFFLINE and revision is not None and COMMIT.fullmatch(revision) is not None
         return Path(snapshot_download(hub_id, revision=revision, local_files_only=cached))
     except Exception as e:  # offline, unknown repo or revision, gated, ...
         msg = first_line(e)
-        offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
+        offline = " (HF_HUB_OFFLINE is set)" if constants.HF_HUB_OFFLINE else ""
         at = "" if revision is None else (f" at revision {revision!r}" + (
             ", which the local Hugging Face cache does not hold (fetch it once online, or give --revision "
             "main for the copy the cache has)" if offline else ""))
