@@ -545,7 +545,7 @@ def parse_chunks(value: str) -> list[tuple[int, int, int | None]]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minilm", type=Path, required=True, help="all-MiniLM-L6-v2's folder (its tokenizer serves the shapes)")
     ap.add_argument("--models", default="bert-base,bert-large,qwen2-1.5b,all-MiniLM-L6-v2")
@@ -574,7 +574,7 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="tiny shapes on --device: a smoke test of this script")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--limit", type=int, default=None, help="only the first N texts")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     global DEVICE, TINY
     DEVICE, TINY = args.device, args.tiny
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -595,6 +595,7 @@ def main() -> None:
     if args.check_fp32:
         result["vectors"] = check_fp32(args.minilm, texts)
         save(result, args.out)
+    return result
 
 
 def save(result: dict, out: Path) -> None:
