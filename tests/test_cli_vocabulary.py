@@ -13,7 +13,6 @@ from embench.cli.app import app
 
 # Options that legitimately differ in one command, with why.
 EXCEPTIONS = {
-    ("train", "--model"): "one model to start training from",
     ("train", "--batch-size"): "the global training batch, not an encoding batch",
     ("report", "--results-dir"): "a report reads several results folders; the others write into one",
     ("grid", "--results-dir"): "the one folder every job of the grid writes into",
@@ -106,3 +105,15 @@ def test_train_data_given_to_the_data_root_option_is_explained(tmp_path):
 
     r = CliRunner().invoke(app, ["train", "--method", "crop", "--data", "20newsgroups", "-o", str(tmp_path / "o")])
     assert isinstance(r.exception, EmbenchError) and "--train-data 20newsgroups" in str(r.exception)
+
+
+def test_train_takes_model_as_every_command_does_and_refuses_a_second_one(capsys, monkeypatch):
+    import sys
+
+    from embench.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["embench", "train", "--recipe", "simcse-unsup", "-m", "a", "-m", "b", "--show"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 2 and "--model was given 2 times (a, b): a training run starts from one model" in err

@@ -137,6 +137,24 @@ def test_a_figure_without_its_analysis_output_says_which_command_makes_it(tmp_pa
         compose("spectrum", [tmp_path / "a"], tmp_path / "out", models=["m1", "m2"])
 
 
+def test_an_unknown_figure_is_one_error_line_naming_the_nearest_and_the_help_lists_every_figure(tmp_path, capsys,
+                                                                                                 monkeypatch):
+    from embench.report.figures import COMPOSERS
+
+    (tmp_path / "a").mkdir()
+    pd.DataFrame({"model": ["m1"], "index": [1], "singular_value": [1.0], "normalised": [1.0]}).to_csv(tmp_path / "a" / "spectrum.csv")
+    monkeypatch.setattr(sys, "argv", ["embench", "report", "-a", str(tmp_path / "a"), "-o", str(tmp_path / "r.html"),
+                                      "-f", "html", "--figure", "spectrum", "--figure", "spectrm-x"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert "error: unknown figure 'spectrm-x'. Did you mean 'spectrum'?" in err
+    assert not (tmp_path / "r-figures").exists()  # nothing drawn before the bad name was found
+    shown = " ".join(CliRunner().invoke(app, ["report", "--help"], terminal_width=400).output.split())
+    assert [n for n in COMPOSERS if n not in shown] == []
+
+
 @pytest.mark.slow
 def test_bellm_figures_draw_each_model_in_its_report_colour(tmp_path, monkeypatch):
     from matplotlib.colors import to_rgba

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.errors import EmbenchError
+from ..core.errors import EmbenchError, UnknownNameError
+from ..core.registry import nearest
 from .panels import alignment_uniformity, cosine_ridges
 from .per_layer import per_layer
 from .style import figure, palette, paper_style, save
@@ -169,13 +170,18 @@ COMPOSERS: dict[str, Composer] = {
 }
 
 
+def composer(name: str) -> Composer:
+    """The composer of figure ``name``; an unknown name is an error naming the nearest figures."""
+    if name not in COMPOSERS:
+        raise UnknownNameError("figure", name, list(COMPOSERS), nearest(name, list(COMPOSERS)))
+    return COMPOSERS[name]
+
+
 def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: Sequence[str] = (),
             colours: dict[str, tuple] | None = None) -> list[Path]:
     """Draw figure ``name`` (a key of :data:`COMPOSERS`) from the outputs under ``folders`` into
     ``out/<name>.png`` and ``.pdf``. ``models``: the models to draw (default: every model found)."""
-    if name not in COMPOSERS:
-        raise EmbenchError(f"unknown figure {name!r}; choose one of: {', '.join(COMPOSERS)}")
-    c = COMPOSERS[name]
+    c = composer(name)
     data = read_output(folders, c.file)
     found = list(dict.fromkeys(data["model"]))
     missing = [m for m in models if m not in found]

@@ -42,7 +42,8 @@ def report(
     standalone: Annotated[bool, typer.Option("--standalone", help="LaTeX: a whole document pdflatex compiles (article + booktabs).")] = False,
     analysis: Annotated[list[Path] | None, typer.Option("--analysis", "-a", help="Folder of `embench analyze`/`train` outputs to draw figures from; repeatable.")] = None,
     figure: Annotated[list[str] | None, typer.Option("--figure", help="Figures to draw (default: every one whose output is found): "
-                                                      "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, knn, training-loss, training-eval.")] = None,
+                                                      "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, layer-removal, "
+                                                      "token-dependency, knn, training-loss, training-eval, training-knn.")] = None,
     image: Annotated[list[Path] | None, typer.Option("--image", help="HTML: a PNG made elsewhere (e.g. `embench analyze tsne`) to embed as it is; repeatable.")] = None,
     title: Annotated[str, typer.Option("--title", help="HTML page title.")] = "embench report",
 ) -> None:
@@ -68,6 +69,8 @@ def report(
         if out is None:
             raise typer.BadParameter("figures need --out (they are written beside it)", param_hint="--out")
         fig_dir = out.parent / f"{out.stem}-figures"
+        for n in figure or ():
+            figs.composer(n)  # an unknown name is an error before anything is drawn
         wanted = figure or [n for n, c in figs.COMPOSERS.items() if len(figs.read_output(analysis, c.file))]
         models = [names.get(m, m) for m in model or ()]
         colours = None

@@ -23,7 +23,7 @@ def train(
     method: Annotated[str | None, Opt("--method", help="Training method (embench list methods).")] = None,
     recipe: Annotated[str | None, Opt("--recipe", "-r", help="A paper's recipe (embench list recipes): simcse-unsup, simcse-sup, crop, crop-scratch, jtcse-bert, jtcse-roberta, bellm, multicsr, multicsr-code.")] = None,
     show: Annotated[bool, Opt("--show", help="Print the resolved configuration and exit.")] = False,
-    model: Annotated[str | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from.")] = None,
+    model: Annotated[list[str] | None, Opt("--model", "-m", help="Model name, alias, folder or .gguf file to start from (one).")] = None,
     revision: Annotated[str | None, Opt("--revision", help="Hub revision of a hub id --model: a commit, branch or tag (kept in train_config.json).")] = None,
     train_data: Annotated[list[str] | None, Opt("--train-data", help="Training data: a path, or corpora | snli | 20newsgroups (from the data root); repeatable.")] = None,
     config: Annotated[Path | None, Opt("--config", help="YAML or TOML file of training options.")] = None,
@@ -86,6 +86,7 @@ def train(
     overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data", "executor", "slurm_option")}
     _check_data_root(data, train_data)
     _check_names(method, recipe, pooling)
+    overrides["model"] = _one_model(model)
     from rich.markup import escape
 
     from ...train import Trainer, make_config, resolve
@@ -124,6 +125,18 @@ def train(
     message_console(stderr=False).print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
     if result.footprint is not None:
         err.print(result.footprint.describe(), highlight=False, markup=False)
+
+
+def _one_model(models: list[str] | None) -> str | None:
+    """``--model`` is repeatable in every command; a training run starts from one model, so a second is an error
+    rather than silently the one kept."""
+    from ...core.errors import EmbenchError
+
+    if models and len(models) > 1:
+        raise EmbenchError(f"--model was given {len(models)} times ({', '.join(models)}): a training run starts from one "
+                           "model; train each in its own run (--tower2 names JTCSE's second tower, --teacher a "
+                           "distillation teacher)")
+    return models[0] if models else None
 
 
 def _check_names(method: str | None, recipe: str | None, pooling: str | None) -> None:
