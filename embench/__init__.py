@@ -1,6 +1,6 @@
 """embench: benchmark and analyse sentence embeddings under every evaluation protocol.
 
-The public names are imported on first use (PEP 562), so ``import embench`` and every ``embench --help``
+The public names and the subpackages are imported on first use (PEP 562), so ``import embench`` and every ``embench --help``
 start without torch, pandas or scipy; ``embench.evaluate`` and the rest are there when asked for.
 """
 
@@ -23,7 +23,10 @@ _PUBLIC = {
     "generate_triplets": "embench.generate",
     "curate_triplets": "embench.generate",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
+# the subpackages the README reaches from ``import embench`` alone (embench.analysis.run, embench.stats, ...)
+_SUBPACKAGES = ("analysis", "audit", "data", "encoding", "evaluation", "generate", "grid", "models", "report", "stats",
+                "tasks", "train")
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, _SUBPACKAGES)
 __all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare", "curate_triplets", "evaluate",
            "generate_triplets", "load_model", "report_tables", "results"]
 

@@ -76,9 +76,22 @@ def test_an_unknown_suite_task_pooler_method_or_recipe_is_reported_before_any_he
 def test_import_embench_is_light_and_the_public_names_resolve_on_use():
     # (embench.evaluate itself imports torch on first use: every other test resolves it)
     code = (f"import sys, embench; p = embench.EvalProtocol(); heavy = [m for m in {HEAVY!r} if m in sys.modules]; "
-            "print(heavy, p.aggregation, 'evaluate' in dir(embench), embench.__version__ > '')")
+            "print(heavy, p.aggregation, 'evaluate' in dir(embench), embench.__version__ > '', "
+            # the subpackages as the README calls them after `import embench` alone
+            "callable(embench.analysis.run), callable(embench.stats.paired_bootstrap_p), 'report' in dir(embench))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "[] all True True"
+    assert out == "[] all True True True True True"
+
+
+def test_every_subpackage_is_reached_from_the_package():
+    import importlib.util
+    from pathlib import Path
+
+    import embench
+
+    folders = {p.parent.name for p in Path(embench.__file__).parent.glob("*/__init__.py")} - {"cli", "core"}
+    assert set(embench._SUBPACKAGES) == folders
+    assert all(importlib.util.find_spec(f"embench.{name}") for name in embench._SUBPACKAGES)
 
 
 def test_progress_off_a_terminal_is_a_log_line_every_interval_and_at_the_end(monkeypatch, capsys):
