@@ -96,7 +96,7 @@ def test_every_record_kind_loads_with_mtebs_result_cache_and_keeps_its_score(sto
     by_key = {(mr.model_name, mr.model_revision, tr.task_name): tr for mr in loaded.model_results for tr in mr.task_results}
     assert len(by_key) == len(stored.records)
     for r in stored.records:
-        tr = by_key[(mteb_model_name(r.model), mteb_revision(r), _expected_task_name(r))]
+        tr = by_key[(mteb_model_name(r.model, r.encoder), mteb_revision(r), _expected_task_name(r))]
         assert tr.get_score() == pytest.approx(r.main_score, abs=MTEB_ROUNDING), r.task
         if r.kind == "mteb":  # the bridge's record is mteb's own result, every score of it
             native = r.scores["mteb_result"]["scores"]["test"][0]
@@ -214,3 +214,21 @@ def test_an_export_into_a_file_or_a_folder_with_files_is_refused(tmp_path):
 def test_an_unknown_export_format_lists_the_formats(tmp_path):
     run = CliRunner().invoke(app, ["results", "export", "--format", "csvx", "--out", str(tmp_path / "o")])
     assert run.exit_code == 2 and "'csvx' is not one of 'mteb'" in run.output
+
+
+def test_a_vector_axis_and_a_local_path_do_not_enter_the_model_name():
+    """Truncated or quantised rows file under their checkpoint's name (the revision's hash keeps them apart); a local
+    folder under its own name, not the path it had on the machine that scored it."""
+    from embench.evaluation.results import Record
+    from embench.tasks.mteb.adapter import mteb_model_name, mteb_revision
+
+    axis = {"truncate_dim": 128, "quantize": "int8"}
+    assert mteb_model_name("all-MiniLM-L6-v2 (dim 128, int8)", axis) == "sentence-transformers/all-MiniLM-L6-v2"
+    assert mteb_model_name("/gone/models/tiny-bert (dim 16)", {"truncate_dim": 16}) == "embench/tiny-bert"
+    assert mteb_model_name("/gone/models/tiny-bert/") == mteb_model_name("~/x/tiny-bert") == "embench/tiny-bert"
+    assert mteb_model_name("org/model") == "org/model" and mteb_model_name("a/..") == "embench/a__.."
+    enc = {"fingerprint": "f0", "pooling": "mean"}
+    rows = [Record(task="STS12", display="STS12", kind="sts", model="m" + s, main_score=0.5, scores={}, protocol={},
+                   encoder={**enc, **a}) for s, a in (("", {}), (" (dim 128, int8)", axis), (" (dim 64)", {"truncate_dim": 64}))]
+    assert {mteb_model_name(r.model, r.encoder) for r in rows} == {"embench/m"}
+    assert len({mteb_revision(r) for r in rows}) == 3

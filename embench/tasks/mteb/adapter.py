@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...core.errors import EmbenchError
 from ...core.hashing import stable_hash
+from ...encoding.vector_axes import suffix
 from ...evaluation.results import IDENTITY_ENCODER_FIELDS, IDENTITY_OPTIONAL_FIELDS, slug
 from ..base import Embed
 
@@ -106,15 +108,22 @@ def _takes_prompt(embed: Embed) -> bool:
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain path part (not '.', '..' or hidden)
 
 
-def mteb_model_name(record_model: str) -> str:
-    """The name mteb files a model under: the hub id for a known alias, else ``embench/<name>``."""
+def mteb_model_name(record_model: str, encoder: dict | None = None) -> str:
+    """The name mteb files a model under: the hub id for a known alias or an ``org/name`` id, else
+    ``embench/<name>`` (a local folder: its last part, wherever it was). A record's vector axis (``(dim 128, int8)``
+    after the name: ``encoder``'s truncate_dim and quantize) is not part of it: the checkpoint is the same, and the
+    revision's hash (:func:`mteb_revision`) keeps each configuration apart."""
     from ...models.aliases import HUB_IDS
 
-    if record_model in HUB_IDS:
-        return HUB_IDS[record_model]
-    if record_model.count("/") == 1 and all(_SAFE.fullmatch(part) for part in record_model.split("/")):
-        return record_model  # an org/name hub id: mteb's own folder name for it
-    return f"embench/{slug(record_model)}"
+    name = record_model.removesuffix(suffix(encoder or {}))
+    if name in HUB_IDS:
+        return HUB_IDS[name]
+    plain = name.rstrip("/\\").replace("\\", "/")
+    if plain.startswith(("/", "~", "./", "../")) or plain.count("/") > 1 or Path(name).expanduser().exists():
+        return f"embench/{slug(plain.rsplit('/', 1)[-1])}"  # a local folder: its name, not the path it had here
+    if plain.count("/") == 1 and all(_SAFE.fullmatch(part) for part in plain.split("/")):
+        return plain  # an org/name hub id: mteb's own folder name for it
+    return f"embench/{slug(name)}"
 
 
 def mteb_revision(record) -> str:
@@ -152,7 +161,7 @@ def records_model_meta(records):
     settings = {k: enc[k] for k in LOADER_FIELDS if enc.get(k) not in (None, "")}
     if model_revision(first):
         settings["revision"] = model_revision(first)
-    return model_meta(mteb_model_name(first.model), mteb_revision(first), (first.protocol or {}).get("similarity", "cosine"),
+    return model_meta(mteb_model_name(first.model, first.encoder), mteb_revision(first), (first.protocol or {}).get("similarity", "cosine"),
                       embed_dim=dim, loader_kwargs=settings)
 
 

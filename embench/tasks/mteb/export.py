@@ -71,7 +71,7 @@ def export_mteb(records: list[Any], out: Path | str) -> list[Path]:
         raise EmbenchError(f"cannot write to --out {out} ({e.strerror or e}); choose another folder")
     groups: dict[tuple[str, str], list[Any]] = {}
     for r in records:
-        groups.setdefault((mteb_model_name(r.model), mteb_revision(r)), []).append(r)
+        groups.setdefault((mteb_model_name(r.model, r.encoder), mteb_revision(r)), []).append(r)
     from mteb.cache import ResultCache
 
     cache = ResultCache(out)
