@@ -390,6 +390,11 @@ def test_config_file_yaml_or_toml_then_cli_overrides(tmp_path):
     resolved = resolve(ct)  # SimCSE Table A.1 (supervised, base) and the official script
     assert (resolved.pooling, resolved.method_options.mlp, resolved.lr, resolved.max_length) == ("cls", "keep", 5e-5, 32)
     assert (resolved.batch_size, resolved.epochs, resolved.warmup_ratio, resolved.method_options.temperature) == (512, 3, 0.0, 0.1)
+    # YAML 1.1 reads 1e-4 (an exponent, no dot) as a string; the config takes it as the number, as TOML and JSON would
+    e = tmp_path / "e.yaml"
+    e.write_text("method: sup-simcse\nlr: 1e-4\ntemperature: 5E-2\nmodel: 1e-4-model\n")
+    ce = make_config(e)
+    assert (ce.lr, ce.method_options["temperature"], ce.model) == (1e-4, 0.05, "1e-4-model")
     bad = tmp_path / "bad.yaml"
     bad.write_text("temprature: 0.1\n")
     with pytest.raises(EmbenchError, match="'temprature' is neither a training option nor an option of method unsup-simcse. Did you mean 'temperature'"):

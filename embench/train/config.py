@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +115,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
                 raise EmbenchError(f"--config {p}: YAML aliases (*name) are not accepted in a training config; "
                                    "write each value out")
-            raw = yaml.safe_load(text) or {}
+            raw = _exponent_numbers(yaml.safe_load(text) or {})
         else:
             raise EmbenchError(f"--config {p}: expected a .yaml, .yml or .toml file")
     except (tomllib.TOMLDecodeError, ValueError) as e:
@@ -128,6 +129,21 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if set(raw) == {"train"} and isinstance(raw["train"], dict):
         raw = raw["train"]
     return raw
+
+
+# YAML 1.1 (PyYAML) reads a number written with an exponent but no dot (`lr: 1e-4`, `lr: 5E-5`) as a string, where
+# YAML 1.2, TOML and JSON read a number: such values are taken as the numbers they spell
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _exponent_numbers(value: Any) -> Any:
+    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _exponent_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_exponent_numbers(v) for v in value]
+    return value
 
 
 def parse_override(item: str) -> tuple[str, Any]:
