@@ -117,3 +117,14 @@ def test_train_takes_model_as_every_command_does_and_refuses_a_second_one(capsys
         main()
     err = " ".join(capsys.readouterr().err.split())
     assert exit_.value.code == 2 and "--model was given 2 times (a, b): a training run starts from one model" in err
+
+
+def test_every_seed_option_takes_numpy_s_range_and_refuses_the_rest_as_a_usage_error():
+    seeds = [(path, p) for path, p in options() if {"--seed", "--ci-seed"} & set(p.opts)]
+    assert len(seeds) >= 6
+    for path, p in seeds:
+        assert (p.min, p.max) == (0, 2**32 - 1), (path, p.opts)
+    for args in (["run", "-m", "x", "-t", "STS16", "--seed", "-1"], ["compare", "-m", "a", "-m", "b", "--ci-seed", "-1"],
+                 ["train", "--recipe", "simcse-unsup", "--seed", str(2**32), "--show"]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2 and "Invalid value for '--" in res.output, (args, res.output)

@@ -61,6 +61,24 @@ def test_a_results_folder_that_cannot_be_made_stops_the_run_before_any_encoding(
     assert code == 2 and f"cannot write result records to {env / results} ({reason})" in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["audit", "-m", "M", "-t", "STS16", "--knobs", "truncate-dim", "--figures", "{file}"], "--figures {file} is a file"),
+    (["analyze", "spectrum", "-m", "M", "-o", "{file}"], "--out {file} is a file"),
+    (["grid", "-m", "M", "-t", "STS16", "--executor", "local", "--results", "{file}"], "--results {file} is a file"),
+    (["report", "--results-dir", "{env}", "-f", "markdown", "-o", "{file}/x.md"], "--out's folder {file} is a file"),
+    (["report", "--results-dir", "{env}", "-f", "markdown", "-o", "{env}"], "--out {env} is a folder"),
+])
+def test_an_output_folder_that_is_a_file_is_one_error_before_any_work(env, tiny_bert_dir, capsys, monkeypatch, args,
+                                                                      message):
+    """Not a traceback once the work is done (an audit's table was lost so)."""
+    (env / "afile").write_text("a file in the way")
+    _no_encoding(monkeypatch)
+    fill = {"file": str(env / "afile"), "env": str(env)}
+    code, out, err = _main([str(tiny_bert_dir) if a == "M" else a.format(**fill) for a in args], capsys, monkeypatch)
+    err = " ".join(err.split())
+    assert code == 2 and message.format(**fill) in err and "Traceback" not in err, err
+
+
 def test_analyze_refuses_k_0_before_loading_anything(env, capsys, monkeypatch):
     code, out, err = _main(["analyze", "knn", "-m", "no-such-model", "--k", "0", "-o", env / "out"], capsys, monkeypatch)
     assert code == 2 and "--k" in out + err and "Traceback" not in out + err and not (env / "out").exists()

@@ -116,6 +116,17 @@ def test_folder_without_weights_is_a_clear_error(tmp_path, tiny_bert_dir):
         enc.encode_batch(["x"])
 
 
+def test_folder_without_a_tokenizer_is_an_error_not_an_empty_vocabulary(tmp_path, tiny_bert_dir):
+    """transformers would build a tokenizer from the config alone, every word [UNK]: a score, but a wrong one."""
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    for f in tiny_bert_dir.iterdir():
+        if not f.name.startswith(("tokenizer", "vocab", "special")):
+            (folder / f.name).write_bytes(f.read_bytes())
+    with pytest.raises(EmbenchError, match=r"no-tokenizer has no tokenizer \(none of tokenizer.json, .*save it with the model"):
+        embench.load_model(folder)
+
+
 def test_alias_resolves_to_the_offline_package(minilm_path):
     enc = embench.load_model("all-MiniLM-L6-v2")
     assert enc.source == str(minilm_path)

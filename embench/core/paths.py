@@ -37,3 +37,13 @@ def unwritable(folder: Path) -> OSError | None:
     except OSError as e:
         return e
     return None
+
+
+def check_folder_option(folder: Path | str, flag: str) -> None:
+    """An output folder given as ``flag``, checked before any work: a file there, or a folder that cannot be written, is
+    one message naming the option (rather than a traceback once the work is done and its output lost)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise EmbenchError(f"{flag} {folder} is a file; give a folder")
+    if (e := unwritable(folder)) is not None:
+        raise EmbenchError(f"{flag} {folder}: cannot write there ({e.strerror or e}); choose another folder")

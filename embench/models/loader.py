@@ -41,6 +41,7 @@ from .pooling import POOLERS
 from .precision import warn_if_emulated
 from .prompts import attach_prompts, read_prompt_set, with_row
 from .st_folder import load_dense, read_json, sentence_transformers_config
+from .tokenizer_files import tokenizer_folder
 from .unpadded_batch import patched_attention, pools_padding, unpadded_where_possible
 
 log = logging.getLogger(__name__)
@@ -245,14 +246,13 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     hf_folder = st_cfg.get("transformer_path", folder)
     gguf = gguf_file_of(raw_name)
     extra = {"gguf_file": gguf} if gguf else {}
-    has_tok = any((hf_folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"))
+    tok_from = None if tokenizer is not None else tokenizer_folder(hf_folder, folder, gguf)
     # a GGUF file loaded before: its config, tokenizer and fp32 weights are read from the cache, not the file
     cached = cached_gguf_folder(fingerprint_files(stat_files(folder / gguf))) if gguf else None
     try:
         config = AutoConfig.from_pretrained(cached or hf_folder, trust_remote_code=trust_remote_code, **({} if cached else extra))
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(cached or (hf_folder if has_tok or gguf else folder),
-                                                      trust_remote_code=trust_remote_code, **({} if cached else extra))
+            tokenizer = AutoTokenizer.from_pretrained(cached or tok_from, trust_remote_code=trust_remote_code, **({} if cached else extra))
     except Exception as e:
         if gguf and "is not supported" in str(e):
             from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES

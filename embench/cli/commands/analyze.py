@@ -15,8 +15,10 @@ from typing import Annotated, Any
 import typer
 
 from ...core.errors import EmbenchError
+from ...core.paths import check_folder_option
 from ...core.values import parse_value
 from ..option_groups import ENCODING, Given, shared_options
+from ..options import SEED_MAX
 from ..output import emit
 
 RENAMES = {"dataset": ("datasets", "dataset"), "sentence": ("sentences",)}
@@ -62,7 +64,7 @@ def analyze(
     label: Annotated[list[str] | None, typer.Option("--label", help="Figure label per --model, in the same order.")] = None,
     dataset: Annotated[list[str] | None, typer.Option("--dataset", help="Labelled set(s): twentynewsgroups, banking77, emotion, agnews, trec.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Use a seeded random subset of this many examples/sentences.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for splits, subsets and t-SNE.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for splits, subsets and t-SNE.", min=0, max=SEED_MAX)] = None,
     layers: Annotated[str | None, typer.Option(help="layers: which hidden layers, e.g. '0,3,6' (default all).")] = None,
     sentence: Annotated[list[str] | None, typer.Option("--sentence", help="attention: sentence(s) whose maps are drawn.")] = None,
     heads: Annotated[str | None, typer.Option(help="attention: mean or a head number; cls-energy: concat or mean.")] = None,
@@ -92,6 +94,7 @@ def analyze(
         raise EmbenchError("give at least one --model")
     if out is None:
         raise EmbenchError("give --out DIR: the folder the numbers and figures go to")
+    check_folder_option(out, "--out")
     flags = {"dataset": dataset, "limit": limit, "seed": seed, "layers": layers, "sentence": sentence, "heads": heads,
              "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
              "suite": suite}

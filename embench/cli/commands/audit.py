@@ -43,6 +43,7 @@ def audit(
     if ctx.invoked_subcommand is not None:
         return
     from ...core.errors import EmbenchError
+    from ...core.paths import check_folder_option
     from ...tasks.names import check_names, with_task_files
 
     task = with_task_files(opts.pop("task_file"), task)  # a task file's tasks are audited like the built-in ones
@@ -59,6 +60,8 @@ def audit(
     knob_list = [knob_name(k) for k in knobs.split(",") if k.strip()] if knobs else None
     if figures is not None and knob_list is not None and not {"truncate_dim", "quantize"} & set(knob_list):
         raise EmbenchError("--figures draws the grid of the truncate-dim and quantize knobs: add one of them to --knobs")
+    if figures is not None:
+        check_folder_option(figures, "--figures")
 
     def step(msg: str) -> None:  # a line per step, in a terminal and in logs alike
         err.print(f"[dim]audit[/] {escape(msg)}", highlight=False)

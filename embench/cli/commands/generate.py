@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ..options import DataOpt, DeviceOpt
+from ..options import SEED_MAX, DataOpt, DeviceOpt
 
 Opt = typer.Option
 generate_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -33,7 +33,7 @@ def triplets(
     temperature: Annotated[float | None, Opt(help="Sampling temperature (default 1).")] = None,
     top_p: Annotated[float, Opt(help="Sampling: nucleus probability mass (1 = off).")] = 1.0,
     max_new_tokens: Annotated[int, Opt(help="Tokens per generated sentence at most.")] = 48,
-    seed: Annotated[int | None, Opt(help="Seed of the prompt draws and of sampling (default 0).")] = None,
+    seed: Annotated[int | None, Opt(help="Seed of the prompt draws and of sampling (default 0).", min=0, max=SEED_MAX)] = None,
     prompt_entailment: Annotated[list[str] | None, Opt("--prompt-entailment", help="Your entailment template with {premise} (repeatable: one is drawn per premise); default: the paper's App. A prompts.")] = None,
     prompt_contradiction: Annotated[list[str] | None, Opt("--prompt-contradiction", help="Your contradiction template with {premise} (repeatable).")] = None,
     chat: Annotated[bool | None, Opt("--chat/--no-chat", help="Wrap prompts in the tokenizer's chat template (default: when it has one).")] = None,

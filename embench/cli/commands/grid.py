@@ -59,6 +59,7 @@ def grid(
     if ctx.invoked_subcommand is not None:
         return
     from ...core.errors import EmbenchError
+    from ...core.paths import check_folder_option
     from ...grid import GridSpec, expand_models, read_protocols, run_grid
     from ...grid.sharded import parse_devices
     from ...grid.slurm import SlurmSettings, parse_options
@@ -66,6 +67,7 @@ def grid(
     if not models or results is None:
         raise EmbenchError("embench grid needs --models and --results (see embench grid --help); "
                            "`embench grid status DIR` shows a grid's cells")
+    check_folder_option(results, "--results")
     extra = parse_options(slurm_option)
     spec = GridSpec(
         models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ..option_groups import ENCODING, MODEL, STORAGE, VECTORS, Given, protocol_options, shared_options
-from ..options import Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, cli_results, value
+from ..options import SEED_MAX, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, cli_results, value
 from ..output import emit
 
 mteb_app = typer.Typer(no_args_is_help=True)
@@ -41,7 +41,7 @@ def run(
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite (default mteb-lite).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="MTEB:<name> task(s), after the suite's when --suite is given too.")] = None,
     protocol: dict[str, str] | None = None,
-    seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).", min=0, max=SEED_MAX)] = None,
     opts: Given | None = None,
     overwrite: OverwriteOpt = False,
     mteb_output: OutputOpt = None,

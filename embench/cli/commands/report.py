@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from ...core.errors import EmbenchError
+from ...core.paths import check_folder_option
 from ...report.formats import REPORT_FORMATS
 from ..options import choice_enum, value
 from ..output import emit, err
@@ -57,6 +58,10 @@ def report(
     names = _names(name or [])
     if not results and not analysis and not image:
         raise typer.BadParameter("give --results DIR (tables) and/or --analysis DIR (figures)", param_hint="--results")
+    if out is not None:
+        if out.is_dir():
+            raise EmbenchError(f"--out {out} is a folder; give the name of the file to write")
+        check_folder_option(out.parent, "--out's folder")
     tables, problems = [], []
     if results:
         tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,

@@ -8,7 +8,18 @@ import typer
 from rich.markup import escape
 
 from ..option_groups import ENCODING, MODEL, STORAGE, VECTORS, Given, protocol_options, shared_options
-from ..options import CIOpt, CISeedOpt, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResamplesOpt, value
+from ..options import (
+    SEED_MAX,
+    CIOpt,
+    CISeedOpt,
+    Fmt,
+    FmtOpt,
+    ModelsOpt,
+    OverwriteOpt,
+    QuietOpt,
+    ResamplesOpt,
+    value,
+)
 from ..output import emit, err
 
 
@@ -27,7 +38,7 @@ def run(
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
     protocol: dict[str, str] | None = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).", min=0, max=SEED_MAX)] = None,
     opts: Given | None = None,
     overwrite: OverwriteOpt = False,
     ci: CIOpt = None,

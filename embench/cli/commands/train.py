@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from ..options import SEED_MAX
+
 Opt = typer.Option
 TRAIN_KEYWORDS = ("corpora", "snli", "20newsgroups", "twentynewsgroups")  # the data root's training sets (data/training_sets.py)
 
@@ -68,7 +70,7 @@ def train(
     select_on: Annotated[str | None, Opt(help="Metric that picks the best checkpoint (default: the first), higher or lower being better as it declares: tasks higher, e.g. alignment-uniformity:split=dev/alignment lower.")] = None,
     save_every: Annotated[int | None, Opt(help="Keep a checkpoint series OUT/checkpoints/step-N every n steps.")] = None,
     save_steps: Annotated[int | None, Opt(help="Write the resume checkpoint every n steps.")] = None,
-    seed: Annotated[int | None, Opt(help="Random seed.")] = None,
+    seed: Annotated[int | None, Opt(help="Random seed.", min=0, max=SEED_MAX)] = None,
     seeds: Annotated[str | None, Opt("--seeds", help="Train once per seed, e.g. 1-5 or 1,3,7: OUT/seed-N each, and OUT read as one model (mean over seeds) by run and compare.")] = None,
     executor: Annotated[str, Opt("--executor", help="With --seeds: local (one seed after another, here) or slurm (one Slurm array task per seed, through submitit).")] = "local",
     slurm_option: Annotated[list[str] | None, Opt("--slurm-option", help="With --executor slurm: key=value, e.g. timeout_min=120, partition=gpu, gpus_per_job=1, or any sbatch option (account=abc); repeatable.")] = None,
