@@ -6,6 +6,7 @@ import gzip
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -378,6 +379,17 @@ def test_nan_loss_before_any_resume_checkpoint_says_there_is_none_and_writes_non
 
 
 # -- configuration and CLI -----------------------------------------------------------------------
+@pytest.mark.parametrize(("given", "message"), [
+    ({"batch_size": "eight"}, "--batch-size must be an integer, got 'eight'"),
+    ({"max_steps": 2.5}, "--max-steps must be an integer, got 2.5"),
+    ({"lr": True}, "--lr must be a number, got True"),
+    ({"temperature": "abc"}, "--set temperature must be a number, got 'abc'"),
+])
+def test_an_option_of_the_wrong_type_from_a_config_or_set_is_named_before_anything_runs(given, message):
+    with pytest.raises(EmbenchError, match=re.escape(message)):
+        resolve(make_config(method="unsup-simcse", **given))
+
+
 def test_config_file_yaml_or_toml_then_cli_overrides(tmp_path):
     y = tmp_path / "c.yaml"
     y.write_text("method: crop\nlr: 1.0e-4\nbatch-size: 32\ndata: [a.txt, b.txt]\n")

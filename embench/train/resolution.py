@@ -25,6 +25,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     method = METHODS.get(key)
     filled = {k: v for k, v in FALLBACKS.items() if getattr(cfg, k) is None}
     cfg = replace(cfg, method=key, method_options=_options(method, cfg.method_options), **filled)
+    _check_types(TrainConfig, {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}, "--")
     if cfg.eval_steps and cfg.eval_tasks is None and not cfg.eval_analyses:
         cfg = replace(cfg, eval_tasks=["STSBenchmark-dev"])
     for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
@@ -74,6 +75,19 @@ def _check_numbers(cfg: TrainConfig) -> None:
             raise EmbenchError(f"{flag} must be {bound}" + (f" and at most {high}" if high is not None else "") + f", got {value}")
 
 
+def _check_types(options: type, values: dict[str, Any], flag: str) -> None:
+    """Each option the dataclass ``options`` declares a number holds one (a config file or ``--set`` can give
+    ``"eight"`` or ``2.5``): named as the command line spells it, before a comparison or the trainer meets a string."""
+    for f in dataclasses.fields(options):
+        kind, value = str(f.type).split(" |")[0], values.get(f.name)
+        if kind not in ("int", "float") or value is None:
+            continue
+        ok = isinstance(value, int) if kind == "int" else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok:
+            name = f.name.replace("_", "-") if flag == "--" else f.name
+            raise EmbenchError(f"{flag}{name} must be {'an integer' if kind == 'int' else 'a number'}, got {value!r}")
+
+
 def _options(method: Any, given: Any) -> Any:
     if dataclasses.is_dataclass(given) and isinstance(given, method.Options):
         return given
@@ -84,4 +98,5 @@ def _options(method: Any, given: Any) -> Any:
             hint = nearest(name, known)
             did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
             raise EmbenchError(f"method {method.__name__}: unknown option {name!r}.{did}")
+    _check_types(method.Options, raw, "--set ")
     return method.Options(**raw)
