@@ -306,6 +306,20 @@ def test_empty_or_unreadable_corpus_is_an_error_naming_the_file(tmp_path):
         read_sentences(tmp_path / "missing.txt")
 
 
+def test_sentences_from_jsonl_are_its_text_fields_and_a_table_is_refused(tmp_path):
+    """Not the raw lines: a JSONL file was trained on as '{"text": ...}' strings, a CSV with its header."""
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text('{"text": " sentence one "}\n\n{"text": "sentence two"}\n')
+    assert read_sentences(jsonl) == ["sentence one", "sentence two"]
+    jsonl.write_text('{"text": "sentence one"}\n{"text": "sent')  # a truncated last line
+    with pytest.raises(MalformedDataError, match=r"s.jsonl:2"):
+        read_sentences(jsonl)
+    table = tmp_path / "s.csv"
+    table.write_text("sentence\na sentence\n")
+    with pytest.raises(EmbenchError, match=r"s.csv: a method that trains on sentences reads a text file"):
+        read_sentences(table)
+
+
 def test_documents_too_short_to_crop_are_counted_and_skipped_with_a_message(caplog):
     long_doc = ". ".join(f"{SENT} {i}" for i in range(4))
     assert len(chunks(long_doc)) == 3

@@ -35,8 +35,15 @@ def _existing(path: Path) -> Path:
 
 
 def read_sentences(path: str | Path) -> list[str]:
-    """Non-blank lines of a text file (``.gz`` allowed), stripped."""
+    """Non-blank lines of a text file (``.gz`` allowed), stripped; of a JSONL file, each object's ``text``. A table
+    (``.csv``, ``.tsv``) is refused: its header and separators would be trained on as sentences."""
     p = _existing(Path(path))
+    name = p.name[:-3] if p.name.endswith(".gz") else p.name
+    if name.endswith((".jsonl", ".json")):
+        return [t.strip() for t in read_documents(p)]
+    if name.endswith((".csv", ".tsv")):
+        raise EmbenchError(f"{p}: a method that trains on sentences reads a text file (one sentence per line) or JSONL "
+                           "with a 'text' field, not a table; triplets (sup-simcse, bellm) read sent0,sent1,hard_neg CSV")
     try:
         lines = read_lines(p)
     except CorruptFileError:
