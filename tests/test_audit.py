@@ -191,6 +191,14 @@ def test_table_check_reads_latex_and_names_unreadable_cells(tmp_path):
     bad.write_text("Model,STS12,STS13,Avg.\nA,70.0,8O.5,75.25\n")
     with pytest.raises(EmbenchError, match=r"bad\.csv:2: column 3 \('STS13'\) of row 'A': cannot read '8O\.5'"):
         check_table(bad)
+    binary = tmp_path / "binary.md"
+    binary.write_bytes(b"| Model | Avg |\n\xff\xfe garbage\n")
+    with pytest.raises(EmbenchError, match=r"binary\.md:2: not UTF-8 text"):
+        check_table(binary)
+    for text in ("", "no table here\n", "| Model | STS12 |\n|---|---|\n| A | 70.0 |\n"):  # none with an average column
+        (tmp_path / "none.md").write_text(text)
+        with pytest.raises(EmbenchError, match=r"none\.md: no table with an average column"):
+            check_table(tmp_path / "none.md")
 
 
 @pytest.mark.slow

@@ -40,7 +40,11 @@ def _is_number(cell: str) -> bool:
 
 
 def _tables(path: Path) -> list[list[tuple[int, list[str]]]]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise EmbenchError(f"{path}:{line}: not UTF-8 text (a Markdown, LaTeX or CSV table is expected)") from None
     lines = text.splitlines()
     tables: list[list[tuple[int, list[str]]]] = []
     if path.suffix == ".csv":
@@ -86,6 +90,7 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
     if not p.is_file():
         raise EmbenchError(f"table file {p} does not exist")
     issues: list[TableIssue] = []
+    checked = 0
     for t_index, table in enumerate(_tables(p), start=1):
         if len(table) < 2:
             continue
@@ -93,6 +98,7 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
         avg_cols = [j for j, h in enumerate(header) if "avg" in h]
         if not avg_cols:
             continue
+        checked += 1
         rows = [cells for _, cells in table[1:] if len(cells) >= len(header) and any(c.strip() for c in cells)]
         labelled = not rows or not all(_is_number(cells[0]) for cells in rows)  # a table of numbers only has no name column
         groups, start = [], 1 if labelled else 0
@@ -132,4 +138,7 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
                 if v in seen:
                     issues.append(TableIssue(t_index, line_no, name, "duplicate", f"{v:.2f} appears under both {table[0][1][seen[v]]!r} and {table[0][1][j]!r}"))
                 seen.setdefault(v, j)
+    if not checked:  # "0 averages off" would read as a table that checks out
+        raise EmbenchError(f"{p}: no table with an average column (a header with 'Avg') found: nothing to check "
+                           "(Markdown rows start with '|', LaTeX tables sit in a tabular, CSV has a header row)")
     return issues
