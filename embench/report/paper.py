@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.errors import EmbenchError
+from ..core.errors import EmbenchError, UnknownNameError
+from ..core.registry import nearest
 from .counts import counted
 
 # The protocol axes that change a number of each kind of task (the other axes of a record's protocol
@@ -108,7 +109,7 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
     Raises :class:`ProtocolMixError` when records of one kind differ in a protocol axis that changes
     their numbers and ``split`` is None. Rows and columns keep the order in which they first appear.
     """
-    names = dict(names or {})
+    names, lower_is_better = dict(names or {}), tuple(lower_is_better)
     by_kind: dict[str, dict[tuple, list[Any]]] = {}
     for r in records:
         by_kind.setdefault(r.kind, {}).setdefault(protocol_of(r), []).append(r)
@@ -155,4 +156,8 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
             tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better), row_groups))
     if not tables:
         raise EmbenchError("no result records to report (check --results, --model and --task)")
+    columns = list(dict.fromkeys(c for t in tables for c in t.frame.columns))
+    for name in lower_is_better:  # a misspelt column would leave its best and second marked the wrong way round
+        if name not in columns:
+            raise UnknownNameError("column of --lower-is-better", name, columns, nearest(name, columns))
     return tables
