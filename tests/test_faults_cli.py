@@ -79,6 +79,13 @@ def test_an_output_folder_that_is_a_file_is_one_error_before_any_work(env, tiny_
     assert code == 2 and message.format(**fill) in err and "Traceback" not in err, err
 
 
+def test_analyze_refuses_unreadable_layers_before_loading_anything(env, capsys, monkeypatch):
+    code, out, err = _main(["analyze", "layers", "-m", "no-such-model", "--layers", "a,b", "-o", env / "out"], capsys,
+                           monkeypatch)
+    err = " ".join(err.split())
+    assert code == 2 and "--layers 'a,b': give layer numbers separated by commas" in err and "no-such-model" not in err
+
+
 def test_analyze_refuses_k_0_before_loading_anything(env, capsys, monkeypatch):
     code, out, err = _main(["analyze", "knn", "-m", "no-such-model", "--k", "0", "-o", env / "out"], capsys, monkeypatch)
     assert code == 2 and "--k" in out + err and "Traceback" not in out + err and not (env / "out").exists()

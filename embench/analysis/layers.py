@@ -34,6 +34,18 @@ from .inputs import stsb, unique, write_csv
 from .knn import knn_accuracy, load_labelled
 
 
+def layer_list(text: str) -> list[int]:
+    """``"0,3,-1"`` as layer numbers; anything else is an error naming ``--layers`` (checked before a model loads)."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out:
+        raise EmbenchError(f"--layers {text!r}: give layer numbers separated by commas (e.g. 0,3,6; -1 is the last) "
+                           "or 'all'")
+    return out
+
+
 def parse_layers(layers, num_layers: int) -> list[int]:
     """``None``/``"all"`` -> 0..L; else a list (or "0,2,4") of layer numbers, negatives from the end."""
     if layers is None or layers == "all":
@@ -41,7 +53,7 @@ def parse_layers(layers, num_layers: int) -> list[int]:
     if isinstance(layers, int):
         layers = [layers]
     if isinstance(layers, str):
-        layers = [int(x) for x in layers.split(",") if x.strip()]
+        layers = layer_list(layers)
     out = []
     for layer in layers:
         n = int(layer) + (num_layers + 1 if int(layer) < 0 else 0)

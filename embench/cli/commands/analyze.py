@@ -95,6 +95,10 @@ def analyze(
     if out is None:
         raise EmbenchError("give --out DIR: the folder the numbers and figures go to")
     check_folder_option(out, "--out")
+    if layers not in (None, "all"):
+        from ...analysis.layers import layer_list
+
+        layer_list(layers)  # before any model loads
     flags = {"dataset": dataset, "limit": limit, "seed": seed, "layers": layers, "sentence": sentence, "heads": heads,
              "metric": metric, "transform": transform, "k": k, "split": split, "text": text,
              "suite": suite}
