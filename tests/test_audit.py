@@ -156,6 +156,9 @@ def test_reported_parsing_errors_name_the_token(tmp_path):
     f = tmp_path / "rep.csv"
     f.write_text("STS12,STS13,Avg.\n70.97,76.53,73.75\n")
     assert read_reported_file(f) == {"STS12": 70.97, "STS13": 76.53}
+    f.write_text("task,value\nSTS12,70.97\n\nSTS13,7x\n")
+    with pytest.raises(EmbenchError, match=r"rep\.csv:4: '7x' \(for STS13\) is not a number"):
+        read_reported_file(f)
 
 
 def _papers() -> Path:

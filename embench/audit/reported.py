@@ -61,20 +61,25 @@ def read_reported_file(path: str | Path) -> dict[str, float]:
     """A CSV of reported numbers: either rows ``task,value`` or a header of task names and one row."""
     p = Path(path)
     try:
-        lines = [line for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except OSError as e:
-        raise EmbenchError(f"cannot read --reported-file {p}: {e.strerror}") from None
-    rows = [[c.strip() for c in line.split(",")] for line in lines]
-    if all(len(r) == 2 for r in rows):
-        text = " ".join(f"{a}={b}" for a, b in rows if a.lower() not in ("task", "avg", "avg."))
+        lines = [(i, line) for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1) if line.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise EmbenchError(f"cannot read --reported-file {p}: {getattr(e, 'strerror', None) or e}") from None
+    rows = [(i, [c.strip() for c in line.split(",")]) for i, line in lines]
+    if all(len(r) == 2 for _, r in rows):
+        pairs = [(i, a, b) for i, (a, b) in rows if a.lower() not in ("task", "avg", "avg.")]
     elif len(rows) >= 2:
-        header, values = rows[0], rows[1]
+        (_, header), (line, values) = rows[0], rows[1]
         if len(values) != len(header):
-            raise EmbenchError(f"{p}:2: {len(values)} values for {len(header)} columns")
-        text = " ".join(f"{a}={b}" for a, b in zip(header, values, strict=True) if a and a.lower() not in ("model", "avg", "avg."))
+            raise EmbenchError(f"{p}:{line}: {len(values)} values for {len(header)} columns")
+        pairs = [(line, a, b) for a, b in zip(header, values, strict=True) if a and a.lower() not in ("model", "avg", "avg.")]
     else:
         raise EmbenchError(f"{p}: expected rows 'task,value' or a header of task names and one row of values")
-    return parse_reported(text)
+    for line, task, value in pairs:  # the file's line, not --reported's text, in the message
+        try:
+            float(value)
+        except ValueError:
+            raise EmbenchError(f"{p}:{line}: {value!r} (for {task}) is not a number") from None
+    return parse_reported(" ".join(f"{a}={b}" for _, a, b in pairs))
 
 
 def match_reported(model: str, reported: dict[str, float], tolerance: float, common: dict[str, Any], knobs: list[str],
