@@ -37,7 +37,7 @@ from .models.loader import load_model
 from .models.st_object import folder_name, source_folder
 from .report.progress import announce
 from .tasks import TASKS
-from .tasks.names import resolve_tasks, with_task_files
+from .tasks.names import resolve_tasks, stored_task_names, with_task_files
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
@@ -290,10 +290,10 @@ def _as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None
 def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
             task: str | Sequence[str] | None = None) -> list[Record]:
     """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task
-    (a name or alias such as ``STS-B``, as ``run`` takes them; several: any of them)."""
+    (a name or alias such as ``STS-B``, as ``run`` takes them, or a task file's stored name; several: any of them)."""
     models = [model] if isinstance(model, str) else list(model or [])
-    tasks = {TASKS.canonical(t) for t in ([task] if isinstance(task, str) else task or [])}
-    return [r for r in ResultStore(results_dir).records()
+    tasks = stored_task_names(task, stored := ResultStore(results_dir).records())
+    return [r for r in stored
             if (not models or any(m.lower() in r.model.lower() for m in models)) and (not tasks or r.task in tasks)]
 
 

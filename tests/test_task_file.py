@@ -328,3 +328,17 @@ def test_run_and_compare_take_task_files_and_run_their_tasks_by_default(env, tmp
                             "--resamples", "200", "--format", "json", "-q"])
     assert c.exit_code == 0, c.output
     assert "my-sts" in c.stdout and "STS12" not in c.stdout
+
+
+def test_stored_results_of_a_task_file_are_found_by_its_name_without_the_file():
+    """`results show -t my-sts` (and export): a task file's task is registered only while its run reads the file."""
+    from types import SimpleNamespace
+
+    from embench.core.errors import UnknownNameError
+    from embench.tasks.names import stored_task_names
+
+    stored = [SimpleNamespace(task="my-sts"), SimpleNamespace(task="STSBenchmark")]
+    assert stored_task_names(["my-sts", "STS-B"], stored) == {"my-sts", "STSBenchmark"}
+    assert stored_task_names("sts-b", stored) == {"STSBenchmark"}
+    with pytest.raises(UnknownNameError, match="unknown task 'my-stz'"):
+        stored_task_names(["my-stz"], stored)

@@ -40,3 +40,11 @@ def check_names(suite: str | None = None, tasks: Sequence[str] | None = None, po
         from ..models.poolers import POOLERS
 
         POOLERS.get(pooling)
+
+
+def stored_task_names(names: str | Sequence[str] | None, records: Sequence) -> set[str]:
+    """The task names ``names`` ask for among stored ``records``: a registered name or alias (``STS-B``) as ``run``
+    takes it, or a name the records carry themselves (a task file's task, which is registered only while its run
+    reads the file)."""
+    own = {r.task for r in records}
+    return {t if t in own else TASKS.canonical(t) for t in ([names] if isinstance(names, str) else names or [])}
