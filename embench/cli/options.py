@@ -77,8 +77,7 @@ MaxLengthOpt = Annotated[int | None, typer.Option(help="Maximum tokens per text 
 OverwriteOpt = Annotated[bool, typer.Option(help="Recompute tasks that already have a stored record.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output on stderr.")]
 CIOpt = Annotated[float | None, typer.Option("--ci", help="Add a bootstrap confidence interval at this level (e.g. 95) to every score and Avg.; from stored per-item outcomes, no encoding.")]
-ResamplesOpt = Annotated[int | None, typer.Option("--resamples", help="Bootstrap resamples for intervals and paired tests (default 1000).",
-                                                  min=1)]
+ResamplesOpt = Annotated[int | None, typer.Option("--resamples", help="Bootstrap resamples for intervals and paired tests (default 1000).")]
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds: a negative or larger one is a usage error, not their traceback
 CISeedOpt = Annotated[int | None, typer.Option("--ci-seed", help="Seed of the bootstrap (default: the protocol's seed, 1111).",
                                                min=0, max=SEED_MAX)]

@@ -40,10 +40,18 @@ def unwritable(folder: Path) -> OSError | None:
 
 
 def check_folder_option(folder: Path | str, flag: str) -> None:
-    """An output folder given as ``flag``, checked before any work: a file there, or a folder that cannot be written, is
-    one message naming the option (rather than a traceback once the work is done and its output lost)."""
+    """An output folder given as ``flag``, checked before any work and not made yet: a file there (or in its path), or
+    a place that cannot be written, is one message naming the option (rather than a traceback once the work is done
+    and its output lost)."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise EmbenchError(f"{flag} {folder} is a file; give a folder")
-    if (e := unwritable(folder)) is not None:
+    if folder.exists():
+        e = unwritable(folder)
+    else:  # the nearest part of the path that exists must be a folder the user may write in
+        parent = next(p for p in folder.absolute().parents if p.exists())
+        if not parent.is_dir():
+            raise EmbenchError(f"{flag} {folder}: {parent} is a file; give a folder")
+        e = None if os.access(parent, os.W_OK | os.X_OK) else PermissionError(13, "Permission denied")
+    if e is not None:
         raise EmbenchError(f"{flag} {folder}: cannot write there ({e.strerror or e}); choose another folder")

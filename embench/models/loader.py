@@ -14,7 +14,6 @@ Order of resolution, each failure recorded for the error message:
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,7 +43,6 @@ from .st_folder import load_dense, read_json, sentence_transformers_config
 from .tokenizer_files import tokenizer_folder
 from .unpadded_batch import patched_attention, pools_padding, unpadded_where_possible
 
-log = logging.getLogger(__name__)
 
 def default_pooling(cfg: Any) -> str:
     """A checkpoint without its own pooling config: its family's (last token for decoders, else SimCSE's ``cls``)."""
@@ -157,8 +155,8 @@ def load_model(
     if isinstance(name_or_path, torch.nn.Module):
         src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)
     else:
-        src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code,
-                                 revision=revision, pinned=row.revision if row else None)
+        pinned = row.revision if row else None
+        src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code, revision=revision, pinned=pinned)
     fam, st_cfg, tok = src.family, {**src.st_cfg, **row_settings(row, bool(src.st_cfg))}, src.tokenizer
     check_max_length(max_length, src.config)
     if info is not None:
@@ -246,14 +244,16 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     hf_folder = st_cfg.get("transformer_path", folder)
     gguf = gguf_file_of(raw_name)
     extra = {"gguf_file": gguf} if gguf else {}
-    tok_from = None if tokenizer is not None else tokenizer_folder(hf_folder, folder, gguf)
     # a GGUF file loaded before: its config, tokenizer and fp32 weights are read from the cache, not the file
     cached = cached_gguf_folder(fingerprint_files(stat_files(folder / gguf))) if gguf else None
     try:
         config = AutoConfig.from_pretrained(cached or hf_folder, trust_remote_code=trust_remote_code, **({} if cached else extra))
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(cached or tok_from, trust_remote_code=trust_remote_code, **({} if cached else extra))
+            tokenizer = AutoTokenizer.from_pretrained(cached or tokenizer_folder(hf_folder, folder, gguf),
+                                                      trust_remote_code=trust_remote_code, **({} if cached else extra))
     except Exception as e:
+        if isinstance(e, EmbenchError):  # no tokenizer: said after the config, so that remote code is refused first
+            raise
         if gguf and "is not supported" in str(e):
             from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
