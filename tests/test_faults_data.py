@@ -143,3 +143,12 @@ def test_an_undefined_score_is_an_error_and_no_nan_record(tmp_path, data_root, m
     with pytest.raises(EmbenchError, match=r"STS12: the score is undefined \(nan\)"):
         embench.evaluate(Constant(), tasks=["STS12"], data=data_root, progress=False, use_cache=False)
     assert not list((tmp_path / "results").rglob("*.json"))
+
+    class Jitter(Constant):  # the same vector up to float rounding (a column paired with itself): a noise correlation
+        def encode(self, texts, **kw):
+            rng = np.random.default_rng(len(texts))
+            return (1 + 1e-7 * rng.standard_normal((len(texts), 4))).astype(np.float32)
+
+    with pytest.raises(EmbenchError, match=r"STS12: the score is undefined \(nan\)"):
+        embench.evaluate(Jitter(), tasks=["STS12"], data=data_root, progress=False, use_cache=False)
+    assert not list((tmp_path / "results").rglob("*.json"))

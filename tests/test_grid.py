@@ -57,6 +57,10 @@ def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_c
     f.write_text("aggregation: all\n")
     with pytest.raises(EmbenchError, match="expected a non-empty list"):
         read_protocols(f)
+    for seed in ("abc", -1, 2**32, "true"):  # a seed that is no whole number 0 .. 2**32-1 was stored as given
+        f.write_text(f"- {{seed: 7}}\n- {{seed: {seed}}}\n")
+        with pytest.raises(EmbenchError, match=r"entry 2: invalid value .* for option --seed; give a whole number"):
+            read_protocols(f)
 
 
 def _record(cell: Cell, encoder: dict) -> Record:

@@ -210,3 +210,24 @@ def test_full_local_copies_are_compared_with_mtebs_own_statistics(data_root):
     assert not [d for d in scifact if "queries" in d or "relevant" in d or "num_documents" in d]
     assert differences("EmotionClassification") == ["test label ids are numbered differently from MTEB's copy (same class sizes)"]
     assert "test num_samples: 51,524 here vs 51,534 in MTEB's copy" in differences("TwitterURLCorpus")
+
+
+def test_mteb_run_takes_a_bare_task_name_as_mtebs(monkeypatch, capsys):
+    """``embench mteb run -t STS16`` ran embench's SentEval STS16 and printed an empty MTEB block table."""
+    import sys
+
+    import embench.api
+    from embench.cli import main
+    from embench.core.errors import EmbenchError
+
+    asked = []
+
+    def evaluate(model, suite, tasks=None, **kw):
+        asked.append((suite, tasks))
+        raise EmbenchError("stop here")
+
+    monkeypatch.setattr(embench.api, "evaluate", evaluate)
+    monkeypatch.setattr(sys, "argv", ["embench", "mteb", "run", "-m", "m", "-t", "STS16", "-t", "mteb:SICK-R"])
+    with pytest.raises(SystemExit):
+        main()
+    assert asked == [(None, ["MTEB:STS16", "mteb:SICK-R"])] and "stop here" in capsys.readouterr().err

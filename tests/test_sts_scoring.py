@@ -117,3 +117,16 @@ def _read_independently(root: DataRoot, task: str):
         keep = [(i.split("\t"), g) for i, g in zip(inputs, golds, strict=True) if g.strip()]
         out.append((subset, [" ".join(p[0].split()) for p, _ in keep], [" ".join(p[1].split()) for p, _ in keep], np.array([float(g) for _, g in keep])))
     return out
+
+
+def test_similarities_equal_up_to_rounding_have_no_correlation():
+    from scipy.stats import pearsonr
+
+    from embench.tasks.sts.scoring import correlations
+
+    gold = np.arange(10, dtype=np.float64)
+    noise = 1 + 1e-12 * np.random.default_rng(0).standard_normal(10)  # a text's cosine with itself, 1 +- rounding
+    assert np.isnan(correlations(noise, gold)["pearson"]) and np.isnan(correlations(noise, gold)["spearman"])
+    assert np.isnan(correlations(gold, np.full(10, 3.0))["pearson"])
+    narrow = 0.99 + 1e-4 * gold  # an anisotropic model: every cosine near 1, yet ordered
+    assert correlations(narrow, gold)["pearson"] == pytest.approx(pearsonr(narrow, gold)[0]) == pytest.approx(1.0)

@@ -188,6 +188,40 @@ def test_a_classification_file_is_scored_by_senteval_nested_cross_validation(tmp
     assert [f["penalty"] for f in record.scores["folds"]] == [f["penalty"] for f in want["folds"]]
 
 
+@pytest.mark.slow  # SentEval's k-fold search on train, then a fit tested on test
+def test_a_classification_file_with_train_and_test_is_scored_by_kfold_on_train_then_test(tmp_path, data_root, tiny):
+    from embench.tasks.senteval import classifier, validation
+
+    rows = labelled_mr(data_root, each=40)  # 40 pos then 40 neg: 30 + 30 to train on, 10 + 10 to test
+    splits = {"train": rows[:30] + rows[40:70], "test": rows[30:40] + rows[70:]}
+    for split, part in splits.items():
+        (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in part))
+    (tmp_path / "mr.yaml").write_text("name: tiny-mr-kfold\nkind: classification\nfiles: {train: train.jsonl, test: test.jsonl}\n")
+    record = run(tiny, tmp_path, data_root, task_files=[tmp_path / "mr.yaml"], classifier="prototyping").records[0]
+    assert record.scores["scheme"] == "kfold-then-test" and (record.scores["n_train"], record.scores["n_test"]) == (60, 20)
+    engine, want = Engine(tiny, cache_dir=tmp_path / "cache"), {}
+    for split, part in splits.items():  # by hand: SentEval's order (tokens, then label), SentEval's KFoldClassifier
+        order = sorted(part, key=lambda r: (len(r[0].split()), r[1] == "pos"))
+        want[split] = (engine.embed([t for t, _ in order]).astype(np.float32), np.array([int(y == "pos") for _, y in order]))
+    expected = validation.kfold_then_test(*want["train"], *want["test"], 2, classifier.get_config("prototyping"), seed=1111)
+    assert record.main_score == expected["test_acc"]
+
+
+@pytest.mark.parametrize(("files", "labels"), [("mr.csv", ""), ("{train: mr.csv, dev: test.csv, test: test.csv}", "labels: [neg, pos]\n")])
+def test_a_classification_file_with_one_class_to_train_on_is_refused_before_any_encoding(tmp_path, data_root, files, labels):
+    class NeverEncodes:
+        fingerprint = "never"
+
+        def encode(self, texts, **kw):
+            raise AssertionError("encoded before the one-class check")
+
+    (tmp_path / "mr.csv").write_text("text,label\ngood film,pos\nnice one,pos\nfine work,pos\n")
+    (tmp_path / "test.csv").write_text("text,label\nbad film,neg\ngood film,pos\n")
+    (tmp_path / "one.yaml").write_text(f"name: one-class\nkind: classification\nfiles: {files}\n{labels}")
+    with pytest.raises(EmbenchError, match=r"mr.csv: every row has the label 'pos'; classification task 'one-class' .*one.yaml"):
+        run(NeverEncodes(), tmp_path, data_root, task_files=[tmp_path / "one.yaml"], use_cache=False)
+
+
 @pytest.mark.slow  # SentEval's train/dev/test classifier on 150 pairs
 def test_a_pair_classification_file_with_three_splits_uses_senteval_split_classifier(tmp_path, data_root, tiny):
     sick = data_root / "senteval/downstream/SICK"

@@ -19,6 +19,7 @@ from ..core.directions import check_direction
 from ..core.errors import EmbenchError
 from ..models.devices import several_devices
 from .inputs import make_context, model_refs
+from .option_values import check_values
 
 
 @dataclass
@@ -78,6 +79,7 @@ def check_options(name: str, known: dict[str, Any], options: dict[str, Any]) -> 
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise EmbenchError(f"analysis {name!r} has no option(s) {unknown}; its options are: {', '.join(known)}")
+    check_values(name, known, options)
 
 
 def start(public: Callable[..., AnalysisResult], refs, ctx, out, options: dict[str, Any]):

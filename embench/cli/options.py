@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.defaults import SEED_MAX
 from ..report.formats import FORMATS
 
 # models.encoder.DTYPES holds these names with their torch types; importing it here would import torch
@@ -78,7 +79,6 @@ OverwriteOpt = Annotated[bool, typer.Option(help="Recompute tasks that already h
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output on stderr.")]
 CIOpt = Annotated[float | None, typer.Option("--ci", help="Add a bootstrap confidence interval at this level (e.g. 95) to every score and Avg.; from stored per-item outcomes, no encoding.")]
 ResamplesOpt = Annotated[int | None, typer.Option("--resamples", help="Bootstrap resamples for intervals and paired tests (default 1000).")]
-SEED_MAX = 2**32 - 1  # numpy's and torch's seeds: a negative or larger one is a usage error, not their traceback
 CISeedOpt = Annotated[int | None, typer.Option("--ci-seed", help="Seed of the bootstrap (default: the protocol's seed, 1111).",
                                                min=0, max=SEED_MAX)]
 PromptOpt = Annotated[str | None, typer.Option(

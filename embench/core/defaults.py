@@ -11,3 +11,7 @@ BATCH_SIZE = 128
 # BATCH_SIZE is no cap unless --batch-size is given: the budget measured fastest on an H100 for BERT-base
 # to Qwen2-1.5B shapes (reports/benchmarks/encode_gpu.md). A CPU keeps BATCH_SIZE texts per batch.
 GPU_BATCH_TOKENS = 65536
+
+# The largest seed anywhere (numpy's RandomState and torch take 0 .. 2**32 - 1): a negative or larger one
+# is a usage error, not their traceback.
+SEED_MAX = 2**32 - 1

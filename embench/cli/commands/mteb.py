@@ -33,13 +33,21 @@ def _notes(records) -> str:
     return ("* local data differs from MTEB's copy:\n  " + "\n  ".join(lines)) if lines else ""
 
 
+def mteb_task(name: str) -> str:
+    """A task of ``mteb run`` is mteb's: ``STS16`` is ``MTEB:STS16`` here (embench's own STS16, SentEval's files
+    under SentEval's protocol, is ``embench run -t STS16``)."""
+    from ...evaluation.suites import MTEB_PREFIX
+
+    return name if name.upper().startswith(MTEB_PREFIX.upper()) else MTEB_PREFIX + name
+
+
 @mteb_app.command("run")
 @protocol_options("similarity")
 @shared_options(*MODEL, *ENCODING, *STORAGE, *VECTORS)
 def run(
     model: ModelsOpt,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite (default mteb-lite).")] = None,
-    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="MTEB:<name> task(s), after the suite's when --suite is given too.")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="mteb task(s), MTEB:<name> or the bare name, after the suite's when --suite is given too.")] = None,
     protocol: dict[str, str] | None = None,
     seed: Annotated[int | None, typer.Option(help="Task seed (default: mteb's 42).", min=0, max=SEED_MAX)] = None,
     opts: Given | None = None,
@@ -57,6 +65,7 @@ def run(
 
     if suite is None and not task:
         suite = "mteb-lite"
+    task = [mteb_task(t) for t in task or []]
     records = []
     for name in model:
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:

@@ -46,9 +46,15 @@ def similarity(a: np.ndarray, b: np.ndarray, kind: str = "cosine") -> np.ndarray
     return dot / np.maximum(norms, 1e-12)
 
 
+def _constant(values: np.ndarray) -> bool:
+    """Equal up to rounding: a spread under a millionth of the values' size is float noise (a text's cosine with
+    itself is 1 +- 1e-16, and with its own bf16 copy 1 - 1e-6), whose correlation would be a number of noise."""
+    return bool(np.ptp(values) <= 1e-6 * np.abs(values).max())
+
+
 def correlations(system: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    """Pearson and Spearman of system scores against gold (NaN when either side is constant)."""
-    if len(system) < 2 or np.ptp(system) == 0 or np.ptp(gold) == 0:
+    """Pearson and Spearman of system scores against gold (NaN when either side is constant, up to rounding)."""
+    if len(system) < 2 or _constant(system) or _constant(gold):
         return {"pearson": float("nan"), "spearman": float("nan")}
     return {"pearson": float(pearsonr(system, gold)[0]), "spearman": float(spearmanr(system, gold)[0])}
 

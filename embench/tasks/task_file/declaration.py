@@ -33,7 +33,7 @@ KEYS = ("name", "kind", "files", "format", "header", "columns", "score_range", "
         "citation")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a plain name: it becomes part of a record's file name
 # classification splits -> SentEval's validation scheme (embench.tasks.senteval.validation)
-SCHEMES = {("train", "test"): "kfold", ("dev", "test", "train"): "split"}
+SCHEMES = {("test", "train"): "kfold", ("dev", "test", "train"): "split"}
 
 
 @dataclass(frozen=True)

@@ -197,6 +197,12 @@ class ClassificationTask(FileTask):
             y = np.asarray([labels.index(x) for x in rows.labels], dtype=np.int64)
             b = [t.split() for t in rows.b] if rows.b is not None else None
             data["all" if decl.scheme == "nested" else split] = Samples([t.split() for t in rows.a], b, y).sorted_like_senteval()
+        fit_on = "all" if decl.scheme == "nested" else "train"  # the rows a classifier is trained on
+        found = sorted({labels[i] for i in data[fit_on].y})
+        if len(found) < 2:  # before any encoding: no classifier can be trained on one class
+            file = next(iter(decl.files.values())) if fit_on == "all" else decl.files["train"]
+            raise EmbenchError(f"{file}: every row has the label {found[0]!r}; classification task {self.name!r} "
+                               f"({decl.path}) needs at least two classes to train on")
         config = clf.get_config(protocol.classifier)
         classes = _Classes(self.name, decl.scheme, len(labels))
         return Prepared(

@@ -1,0 +1,66 @@
+"""The values an analysis option may take, checked before any model loads.
+
+An option's name fixes what it counts, the same in every analysis that has it (``limit`` is a number of
+examples everywhere, ``t`` the uniformity temperature of Wang & Isola 2020, Eq. 4 there). A value of the
+wrong type or out of range used to reach numpy (``n_pairs=-5``, ``threshold=abc``) or pass silently and
+write empty columns (``t=nan``, ``limit=0``). Options not named here (words such as ``split``, ``text``,
+``metric``) are checked by the analysis that reads them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..core.defaults import SEED_MAX
+from ..core.errors import EmbenchError
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)) and math.isfinite(value)
+
+
+def _increasing(values: Any) -> bool:
+    values = list(values) if isinstance(values, list | tuple) else [values]
+    return len(values) >= 2 and all(_number(v) for v in values) and all(b > a for a, b in zip(values, values[1:], strict=False))
+
+
+def _count(least: int) -> tuple[str, Any]:
+    return f"a whole number >= {least}", lambda v: _integer(v) and v >= least
+
+
+# option -> (what it must be, in words; the test), the value None always allowed where the default is None
+RULES: dict[str, tuple[str, Any]] = {
+    "limit": _count(1),
+    "n_pairs": _count(1),
+    "k": _count(1),
+    "batch_size": _count(1),
+    "block_size": _count(1),
+    "batch": _count(2),  # an in-batch negative needs a second row
+    "batches": _count(1),
+    "n_jobs": ("a whole number, -1 for every core", lambda v: _integer(v) and (v >= 1 or v == -1)),
+    "seed": (f"a whole number from 0 to {SEED_MAX}", lambda v: _integer(v) and 0 <= v <= SEED_MAX),
+    "layer": ("a whole number (negative counts from the last layer)", _integer),
+    "test_size": ("a fraction between 0 and 1", lambda v: _number(v) and 0 < v < 1),
+    "t": ("a finite number > 0", lambda v: _number(v) and v > 0),
+    "perplexity": ("a finite number > 0", lambda v: _number(v) and v > 0),
+    "threshold": ("a finite number", _number),
+    "sigma": ("a cosine in [-1, 1]", lambda v: _number(v) and -1 <= v <= 1),
+    "edges": ("increasing numbers, at least two", _increasing),
+}
+
+
+def check_values(name: str, defaults: dict[str, Any], options: dict[str, Any], where: str = "") -> None:
+    """Refuse an option value of the wrong type or out of range, naming the option and what it takes
+    (``where``: how the user gave it, e.g. ``--eval-analysis 'knn:k=0'``)."""
+    for key, value in options.items():
+        rule = RULES.get(key)
+        if rule is None or (value is None and defaults.get(key) is None):
+            continue
+        words, ok = rule
+        if not ok(value):
+            raise EmbenchError(f"{where or 'analysis ' + repr(name)}: {key}={value!r} is not allowed; {key} must be {words}")

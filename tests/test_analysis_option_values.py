@@ -1,0 +1,77 @@
+"""Analysis option values (``analyze --set``, ``--eval-analysis``) are checked before any model loads."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from embench.analysis.option_values import RULES, check_values
+from embench.analysis.registry import ANALYSES
+from embench.cli import main
+from embench.core.errors import EmbenchError
+
+
+def test_every_analysis_default_passes_its_own_check():
+    for name in ANALYSES.names():
+        defaults = ANALYSES.get(name).options
+        check_values(name, defaults, {k: list(v) if isinstance(v, tuple) else v for k, v in defaults.items()})
+
+
+def test_every_rule_names_an_option_some_analysis_has():
+    options = {k for n in ANALYSES.names() for k in ANALYSES.get(n).options}
+    assert set(RULES) <= options, set(RULES) - options
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("n_pairs", -5, "n_pairs must be a whole number >= 1"),
+    ("threshold", "abc", "threshold must be a finite number"),
+    ("t", math.nan, "t must be a finite number > 0"),
+    ("t", 0.0, "t must be a finite number > 0"),
+    ("limit", 0, "limit must be a whole number >= 1"),
+    ("limit", 2.5, "limit must be a whole number >= 1"),
+    ("seed", -1, "seed must be a whole number from 0 to 4294967295"),
+    ("test_size", 1.0, "test_size must be a fraction between 0 and 1"),
+    ("edges", [3.0, 1.0], "edges must be increasing numbers, at least two"),
+    ("n_jobs", 0, "n_jobs must be a whole number, -1 for every core"),
+    ("sigma", 1.5, "sigma must be a cosine in [-1, 1]"),
+    ("k", True, "k must be a whole number >= 1"),
+])
+def test_a_value_of_the_wrong_type_or_out_of_range_is_named(key, value, words):
+    with pytest.raises(EmbenchError, match=f"analysis 'a': {key}=.* is not allowed; {words}".replace("[", r"\[").replace("]", r"\]")):
+        check_values("a", {key: None}, {key: value})
+
+
+def test_none_is_allowed_only_where_it_is_the_default():
+    check_values("a", {"limit": None}, {"limit": None})
+    with pytest.raises(EmbenchError, match="limit=None"):
+        check_values("a", {"limit": 5000}, {"limit": None})
+    check_values("a", {"n_jobs": 1}, {"n_jobs": -1})
+
+
+def _main(args, capsys, monkeypatch) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["embench", *map(str, args)])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    return exit_.value.code, " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize(("analysis", "pair", "message"), [
+    ("spectrum", "n_pairs=-5", "spectrum': n_pairs=-5 is not allowed"),
+    ("alignment-uniformity", "threshold=abc", "threshold='abc' is not allowed"),
+    ("alignment-uniformity", "t=nan", "t=nan is not allowed"),
+    ("token-dependency", "limit=0", "limit=0 is not allowed"),
+])
+def test_analyze_set_refuses_a_bad_value_before_loading_the_model(env, capsys, monkeypatch, analysis, pair, message):
+    code, err = _main(["analyze", analysis, "-m", "no-such-model", "--set", pair, "-o", env / "out"], capsys, monkeypatch)
+    assert code == 2 and message in err and "no-such-model" not in err and "Traceback" not in err, err
+    assert not (env / "out").exists()
+
+
+def test_eval_analysis_refuses_a_bad_value_when_read():
+    from embench.train.callbacks import analysis_specs
+
+    with pytest.raises(EmbenchError, match=r"--eval-analysis 'alignment-uniformity:t=-1': t=-1 is not allowed"):
+        analysis_specs(["alignment-uniformity:t=-1"])
+    assert analysis_specs(["alignment-uniformity:t=3"])[0].options == {"t": 3}
