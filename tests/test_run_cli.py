@@ -121,6 +121,13 @@ def test_results_show_lists_stored_records(env, tiny_bert_dir):
     assert js["shared"]["correlation"] == "spearman" and [r["aggregation"] for r in js["rows"]] == ["all", "mean"]
     table = _run("results", "show", "--format", "markdown").stdout
     assert "shared by every row: " in table and "correlation=spearman" in table and "pooling=" in table
+    # a filter that keeps nothing names itself and what the folder holds; an empty folder says it is empty
+    none = _run("results", "show", "-m", "no-such-model", "-t", "STS13")
+    said = " ".join(none.output.split())
+    assert none.exit_code == 1 and "matches --model no-such-model and --task STS13; it holds 2 record(s) of model(s)" in said
+    assert f"{tiny_bert_dir} on task(s) STS13" in said
+    empty = _run("results", "show", "--results-dir", str(env / "empty"))
+    assert empty.exit_code == 1 and f"no stored results in {env / 'empty'}" in " ".join(empty.output.split())
 
 
 @pytest.mark.parametrize(

@@ -28,13 +28,9 @@ def show(
 
     The settings shared by every row (protocol and encoder) are printed once under the table; those that
     differ between rows become columns, so two rows never look alike while holding different protocols."""
-    from ...api import results
     from ...report.tables import render
 
-    recs = results(cli_results(results_dir), model=model, task=task)
-    if not recs:
-        err.print("no stored results" + (f" in {results_dir}" if results_dir else ""))
-        raise typer.Exit(1)
+    recs = _stored(results_dir, model, task)
     frame, note, shared = results_frame(recs)
     if value(fmt) == "json":  # says what it holds: the scale, the settings every row shares, then the rows
         import json
@@ -54,16 +50,35 @@ def export(
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only this task (a name or alias, e.g. STS-B); repeatable.")] = None,
 ) -> None:
     """Write every stored record (MTEB, STS, transfer) in another tool's format; print the files written."""
-    from ...api import results
     from ...core.registry import import_path
 
-    recs = results(cli_results(results_dir), model=model, task=task)
-    if not recs:
-        err.print("no stored results" + (f" in {results_dir}" if results_dir else ""))
-        raise typer.Exit(1)
+    recs = _stored(results_dir, model, task)
     written = import_path(EXPORTERS[value(fmt)])(recs, out)
     emit("\n".join(map(str, written)))
     err.print(f"{len(recs)} record(s): {len(written)} {value(fmt)} result file(s) under {out}")
+
+
+def _stored(results_dir: Path | None, model: list[str] | None, task: list[str] | None):
+    """The records asked for; none is exit 1 with what the folder does hold when a filter left nothing."""
+    from ...api import results
+
+    folder = cli_results(results_dir)
+    recs = results(folder, model=model, task=task)
+    if recs:
+        return recs
+    held = results(folder) if model or task else []
+    if not held:
+        err.print(f"no stored results in {folder}")
+    else:  # the filter's fault, not the folder's
+        asked = " and ".join(f"{flag} {', '.join(v)}" for flag, v in (("--model", model), ("--task", task)) if v)
+        err.print(f"no stored result in {folder} matches {asked}; it holds {len(held)} record(s) of model(s) "
+                  f"{_some({r.model for r in held})} on task(s) {_some({r.display for r in held})}")
+    raise typer.Exit(1)
+
+
+def _some(names: set[str], most: int = 8) -> str:
+    shown = sorted(names)[:most]
+    return ", ".join(shown) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def results_frame(recs):
