@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import EmbenchError
+from ..core.paths import not_there
 
 # cell markup that is not part of the number: bold, underline, footnote marks
 _MARKS = re.compile(r"\\textbf\{|\\underline\{|\\emph\{|[{}$*♣♥♠♦†‡§¶⋆★∗]|\\(dagger|ddagger|star|diamond|clubsuit|heartsuit|spadesuit)|\\")
@@ -88,7 +89,7 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
     """
     p = Path(path)
     if not p.is_file():
-        raise EmbenchError(f"table file {p} does not exist")
+        raise EmbenchError(f"table file {p} {not_there(p)}")
     issues: list[TableIssue] = []
     checked = 0
     for t_index, table in enumerate(_tables(p), start=1):

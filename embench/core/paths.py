@@ -55,3 +55,14 @@ def check_folder_option(folder: Path | str, flag: str) -> None:
         e = None if os.access(parent, os.W_OK | os.X_OK) else PermissionError(13, "Permission denied")
     if e is not None:
         raise EmbenchError(f"{flag} {folder}: cannot write there ({e.strerror or e}); choose another folder")
+
+
+def not_there(path: Path | str, kind: str = "file") -> str:
+    """Why ``path`` is not the ``kind`` ("file" or "folder") asked for, in words for an error: a folder given for a
+    file, or a file for a folder, is said as such (not as a path that "does not exist")."""
+    path = Path(path)
+    if kind == "file" and path.is_dir():
+        return "is a folder, not a file"
+    if kind == "folder" and path.exists() and not path.is_dir():
+        return "is a file, not a folder"
+    return "does not exist"

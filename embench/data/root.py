@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import EmbenchError, MissingDataError
+from ..core.paths import not_there
 
 DEFAULT_ROOT = Path("~/.cache/embench/data")
 SENTEVAL_MARKERS = ("STS", "SICK", "MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC", "SNLI")
@@ -45,7 +46,7 @@ class DataRoot:
         if not self.path.is_dir():
             source = "EMBENCH_DATA" if os.environ.get("EMBENCH_DATA") else "the default"
             raise EmbenchError(
-                f"data root {self.path} does not exist (--data, else {source}); point --data or EMBENCH_DATA at "
+                f"data root {self.path} {not_there(self.path, 'folder')} (--data, else {source}); point --data or EMBENCH_DATA at "
                 "a data root, or make one with `embench data download`")
         return self
 

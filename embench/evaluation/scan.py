@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import EmbenchError
+from ..core.paths import not_there
 from ..report.paper import PaperTable, paper_tables
 from .results import Record, record_problem
 from .suites import SUITES
@@ -24,7 +25,7 @@ def scan_results(folders: Sequence[Path | str]) -> tuple[list[Record], list[tupl
     problems: list[tuple[Path, str]] = []
     for folder in map(Path, folders):
         if not folder.is_dir():
-            raise EmbenchError(f"results folder {folder} does not exist (give a folder made by `embench run --results-dir`)")
+            raise EmbenchError(f"results folder {folder} {not_there(folder, 'folder')} (give a folder made by `embench run --results-dir`)")
         for path in sorted(folder.glob("*/*.json")):
             try:
                 raw = json.loads(path.read_bytes().decode("utf-8"))

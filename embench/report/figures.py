@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import EmbenchError, UnknownNameError
+from ..core.paths import not_there
 from ..core.registry import nearest
 from .panels import alignment_uniformity, cosine_ridges
 from .per_layer import per_layer
@@ -45,7 +46,7 @@ def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
     frames = []
     for folder in map(Path, folders):
         if not folder.is_dir():
-            raise EmbenchError(f"analysis folder {folder} does not exist")
+            raise EmbenchError(f"analysis folder {folder} {not_there(folder, 'folder')}")
         for path in sorted(folder.rglob(file)):
             if path.suffix == ".jsonl":
                 rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
+from ..core.paths import not_there
 
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "fp16-mixed", "bf16")
 
@@ -100,7 +101,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     """Options from a ``.yaml``/``.yml`` or ``.toml`` file (a flat mapping; a ``train`` table also works)."""
     p = Path(path)
     if not p.is_file():
-        raise EmbenchError(f"--config {p}: no such file")
+        raise EmbenchError(f"--config {p} {not_there(p)}")
     try:
         if p.suffix == ".toml":
             with open(p, "rb") as f:

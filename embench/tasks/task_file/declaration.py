@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import EmbenchError
+from ...core.paths import not_there
 from ...core.registry import nearest
 
 # kind -> the roles its rows must have, and the optional ones
@@ -115,7 +116,7 @@ def read_declaration(path: str | Path) -> Declaration:
     """The task file at ``path``, checked: keys, kind, splits and their files, columns, score range, labels."""
     path = Path(path).expanduser().resolve()
     if not path.is_file():
-        raise EmbenchError(f"task file {path} does not exist")
+        raise EmbenchError(f"task file {path} {not_there(path)}")
     parse = {".yaml": _yaml, ".yml": _yaml, ".toml": _toml}.get(path.suffix.lower())
     if parse is None:
         raise EmbenchError(f"task file {path}: expected a .yaml, .yml or .toml file")
@@ -187,7 +188,7 @@ def _files(raw: dict, kind: str, where: _Where) -> dict[str, Path]:
             raise where.error(f"files.{split}", f"expected a file name, found {file!r}")
         path = (where.path.parent / Path(file).expanduser()).resolve()  # relative to the task file
         if not path.is_file():
-            raise where.error(f"files.{split}", f"data file {path} does not exist")
+            raise where.error(f"files.{split}", f"data file {path} {not_there(path)}")
         files[split] = path
     splits = tuple(sorted(files))
     if kind == "pairs" and ("test" not in files or "all" in files):
