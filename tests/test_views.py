@@ -190,8 +190,9 @@ def test_tokenised_once_then_padded_per_batch_equals_the_tokenizer_padding(tiny_
     texts = ["a b c", "A much longer sentence with many, many words that is cut at eight tokens.", "", "x"]
     ours = enc.collate(enc.pretokenize(texts))
     theirs = enc.tokenizer(texts, padding=True, truncation=True, max_length=8, return_tensors="pt")
-    assert sorted(ours) == sorted(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
-    assert list(enc.token_lengths(texts)) == theirs["attention_mask"].sum(1).tolist()
+    assert sorted(ours) == sorted([*theirs, "lengths"]) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
+    assert list(enc.token_lengths(texts)) == theirs["attention_mask"].sum(1).tolist() == ours["lengths"].tolist()
+    assert ours["lengths"].device.type == "cpu"  # known to the host without asking the device
 
 
 @pytest.mark.slow

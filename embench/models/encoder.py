@@ -200,7 +200,7 @@ class HFEncoder(SentenceEncode):
         """Pad pretokenised rows to the longest (or to ``shape``, rows x width) on the tokenizer's side, with their
         attention mask (:func:`~embench.models.fast_tokens.pad_rows`), on this encoder's device; run unpadded, with
         each row's length on the host (``lengths``: the packed row's size, known without asking the device)."""
-        return pad_rows(features, self.tokenizer, self.device, shape, lengths=self.unpadded and shape is None)
+        return pad_rows(features, self.tokenizer, self.device, shape)
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.collate(self.pretokenize(texts))
@@ -236,7 +236,7 @@ class HFEncoder(SentenceEncode):
     def _hidden(self, enc: dict[str, torch.Tensor], all_layers: bool) -> tuple:
         """The batch's states where the poolers index them: every layer's, or only the last (``(None, ..., last)``). A
         batch with host ``lengths`` runs as one unpadded row, its states put back in the padded layout (``forward_packed``)."""
-        if "lengths" in enc:
+        if self.unpadded and "lengths" in enc:
             with self._autocast():
                 return forward_packed(self.model, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
                                       **no_kv_cache(self.config))

@@ -54,15 +54,16 @@ def token_ids(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, li
 
 
 def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str,
-             shape: tuple[int, int] | None = None, lengths: bool = False) -> dict[str, torch.Tensor]:
+             shape: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     """Pad unpadded rows to the longest, on the tokenizer's side, as ``tokenizer(..., padding=True)`` does, with
     the attention mask of the padding. The mask and the padded ids (and token types) are written into one
     host buffer, pinned on a GPU, which goes to the device in one copy that does not wait for the device: one
     pinned block and one copy a batch, not one of each per tensor (the profile of an H200 pass of sts-all put
     the host's remaining time in copies into pinned memory). ``shape`` (rows, width): pad to it instead (the
     CUDA graphs' fixed shapes, ``encoding/cuda_graphs.py``); each added row is one pad token under mask 1, so
-    that no row is wholly masked. ``lengths``: each row's length too, as a host tensor (a batch run unpadded:
-    ``unpadded_batch.py`` sizes its packed row without asking the device)."""
+    that no row is wholly masked. Without ``shape``, each row's length too, as a host tensor (``lengths``): what the
+    device's mask holds, known without asking the device (a batch run unpadded: ``unpadded_batch.py`` sizes its packed
+    row by it; a batch without padding gets no mask: ``attention_masks.py``)."""
     pads = {"input_ids": tokenizer.pad_token_id, "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0)}
     if shape is not None and shape[0] > len(features["input_ids"]):
         extra = shape[0] - len(features["input_ids"])
@@ -83,7 +84,7 @@ def pad_rows(features: dict[str, list[list[int]]], tokenizer: Any, device: str,
         arr[real] = np.fromiter(itertools.chain.from_iterable(features[name]), dtype=np.int64, count=int(row_lengths.sum()))
     moved = host.to(device, non_blocking=True) if cuda else host.to(device)
     out = dict(zip(names, moved.unbind(0), strict=True))
-    if lengths:
+    if shape is None:  # a fixed shape (a CUDA graph's) is replayed for other rows: no host fact holds for them
         out["lengths"] = torch.from_numpy(row_lengths)
     return out
 

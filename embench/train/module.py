@@ -76,7 +76,7 @@ class SentenceModel(nn.Module):
         enc, real = found if found is not None else self._tokenized(texts)
         if torch.is_grad_enabled():  # counted when trained on, however often (GradCache's first pass has no grad)
             self.tokens += real
-            self.padded_tokens += real if "lengths" in enc else enc["attention_mask"].numel()
+            self.padded_tokens += real if self.unpadded and "lengths" in enc else enc["attention_mask"].numel()
         return enc
 
     def run_unpadded(self, device: str, dtype: torch.dtype) -> bool:
@@ -136,7 +136,7 @@ class SentenceModel(nn.Module):
     def _padded(self, ids: dict[str, list[list[int]]]) -> tuple[dict[str, torch.Tensor], int]:
         """Padded inputs on the device (one pinned, asynchronous copy on a GPU: ``fast_tokens.pad_rows``) and the real
         tokens among them."""
-        return pad_rows(ids, self.tokenizer, self.device, lengths=self.unpadded), sum(map(len, ids["input_ids"]))
+        return pad_rows(ids, self.tokenizer, self.device), sum(map(len, ids["input_ids"]))
 
     def _tokenized(self, texts: list[str]) -> tuple[dict[str, torch.Tensor], int]:
         return self._padded(self._ids(texts))
@@ -144,7 +144,7 @@ class SentenceModel(nn.Module):
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
         all_layers = self.pooling in NEEDS_ALL_LAYERS
-        if "lengths" in enc:  # one row of real tokens, its states back in the padded layout (unpadded_batch.py)
+        if self.unpadded and "lengths" in enc:  # one row of real tokens, its states back in the padded layout (unpadded_batch.py)
             hidden = forward_packed(self.encoder, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
                                     **no_kv_cache(self.encoder.config))
         else:
