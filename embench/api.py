@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .core.arguments import name_list
 from .core.errors import EmbenchError
 from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
@@ -20,7 +21,8 @@ from .encoding.encoder_interface import Encoder
 from .encoding.engine import Engine
 from .encoding.prompted import shared_pass_texts
 from .encoding.vector_axes import VectorAxis, check_dims, one_axis, vector_axes
-from .evaluation.comparison import Comparison, Side, compare_sides
+from .evaluation.api_arguments import evaluate_arguments
+from .evaluation.comparison import Comparison, Side, check_test, compare_sides
 from .evaluation.evaluation_view import Evaluation
 from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
@@ -30,6 +32,7 @@ from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
 from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
+from .evaluation.stored_results import results
 from .evaluation.suites import SUITES
 from .models.devices import prefill_views, several_devices
 from .models.foreign import ForeignEncoder
@@ -37,7 +40,7 @@ from .models.loader import load_model
 from .models.st_object import folder_name, source_folder
 from .report.progress import announce
 from .tasks import TASKS
-from .tasks.names import resolve_tasks, stored_task_names, with_task_files
+from .tasks.names import resolve_tasks, task_kinds, with_task_files
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
@@ -86,6 +89,7 @@ def evaluate(
     files (YAML or TOML: a user's own data as a task, ``embench/tasks/task_file``); their tasks run unless
     ``tasks`` names others.
     """
+    tasks, task_files = evaluate_arguments(suite, tasks, task_files, batch_size, on_task)  # before anything loads
     tasks = with_task_files(task_files, tasks)
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
     if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:
@@ -197,6 +201,7 @@ def compare(
     ``options`` are :func:`evaluate`'s.
     """
     one_axis(options.get("truncate_dim"), options.get("quantize"))  # a paired test: one configuration of each model
+    check_test(test, alpha, task_kinds(suite, name_list(tasks, "tasks")))  # before either model loads
     groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
     if any(groups):
         check_group_test(test)  # before any encoding
@@ -274,10 +279,7 @@ def _as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None
     if isinstance(model, (str, Path)):
         return load_model(model, **model_opts)
     if model_opts:
-        raise EmbenchError(
-            f"model options {sorted(model_opts)} apply when the model is given by name; "
-            "pass them to load_model() instead"
-        )
+        raise EmbenchError(f"model options {sorted(model_opts)} apply when the model is given by name; pass them to load_model() instead")
     if hasattr(model, "encode_batch") and hasattr(model, "cache_key"):
         return model
     folder = source_folder(model)
@@ -285,16 +287,6 @@ def _as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None
         device = next(model.parameters()).device.type if hasattr(model, "parameters") else None
         return load_model(folder, name=folder_name(folder), device=device)  # the label names its row only
     return ForeignEncoder(model, name=label)  # a SentenceTransformer, or a user's object with encode(texts)
-
-
-def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
-            task: str | Sequence[str] | None = None) -> list[Record]:
-    """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task
-    (a name or alias such as ``STS-B``, as ``run`` takes them, or a task file's stored name; several: any of them)."""
-    models = [model] if isinstance(model, str) else list(model or [])
-    tasks = stored_task_names(task, stored := ResultStore(results_dir).records())
-    return [r for r in stored
-            if (not models or any(m.lower() in r.model.lower() for m in models)) and (not tasks or r.task in tasks)]
 
 
 __all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]

@@ -251,3 +251,60 @@ def test_the_cli_refuses_a_prompt_without_premise_and_an_encoder_only_llm_before
                               str(tmp_path / "t.csv"), "-q"])
     assert "encoder-only" in str(enc.exception)
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_overwrite_keeps_the_earlier_output_until_the_model_has_loaded(tiny_bert_dir, tmp_path):
+    """``--overwrite`` with a model that cannot generate deleted the earlier triplets before saying so."""
+    from embench.generate import generate_triplets
+
+    premises, out = tmp_path / "p.txt", tmp_path / "keep.csv"
+    premises.write_text("a man plays\n")
+    out.write_text("sent0,sent1,hard_neg,key,ie,ic\na man plays,a person plays,nobody plays,0,0,0\n")
+    (tmp_path / "keep.csv.json").write_text("{}")
+    with pytest.raises(EmbenchError, match="encoder-only"):
+        generate_triplets(str(tiny_bert_dir), str(premises), out, overwrite=True, device="cpu")
+    assert "a person plays" in out.read_text() and (tmp_path / "keep.csv.json").exists()
+
+
+@pytest.mark.parametrize(("out", "options", "message"), [
+    (".", {}, r"--out .* is a folder; give the triplet CSV file to write"),
+    ("p.txt", {}, r"--out .*p.txt is the premises file itself"),
+    ("t.csv", {"omega": -1.0}, r"--omega must be a finite number >= 0, got -1.0"),
+])
+def test_generation_refuses_an_output_or_omega_that_cannot_be_before_loading_the_model(tmp_path, out, options, message):
+    from embench.generate import generate_triplets
+
+    (tmp_path / "p.txt").write_text("a man plays\n")
+    with pytest.raises(EmbenchError, match=message):
+        generate_triplets("no-such-llm-is-loaded", str(tmp_path / "p.txt"), tmp_path / out, **options)
+    assert (tmp_path / "p.txt").read_text() == "a man plays\n"
+
+
+def test_greedy_decoding_keeps_no_temperature_so_a_resume_may_change_it():
+    from embench.generate.decoding import DecodeSettings
+    from embench.generate.triplets import _decoding
+
+    assert _decoding(DecodeSettings(sample=False, temperature=0.5)) == _decoding(DecodeSettings(sample=False))
+    assert "temperature" not in _decoding(DecodeSettings(sample=False))
+    assert _decoding(DecodeSettings(sample=True, temperature=0.5))["temperature"] == 0.5
+    # a settings file written before: its greedy settings with the temperature, read as without it
+    assert _decoding({"sample": False, "temperature": 1.0, "top_p": 1.0, "omega": 0.3}) == {"sample": False, "omega": 0.3}
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"alpha": 7.0}, r"--alpha 7.0 is outside the scores' 0-5 scale"),
+    ({"beta": -1.0}, r"--beta -1.0 is outside the scores' 0-5 scale"),
+    ({"gamma": -3.0}, r"--gamma -3.0 is not a margin"),
+    ({"max_new_tokens": 0}, r"--max-new-tokens must be at least 1, got 0"),
+    ({"out": "."}, r"--out .* is a folder; give the CSV file of the kept triplets"),
+    ({"scores": "p.txt"}, r"--scores .*p.txt: not a scores file of 'embench generate curate'; give another --scores"),
+])
+def test_curation_refuses_bad_options_before_asking_the_llm(tmp_path, options, message):
+    from embench.generate import curate_triplets
+
+    (tmp_path / "t.csv").write_text("sent0,sent1,hard_neg\na man plays,a person plays,nobody plays\n")
+    (tmp_path / "p.txt").write_text("a man plays\n")
+    options = {k: tmp_path / v if k in ("out", "scores") else v for k, v in options.items()}
+    with pytest.raises(EmbenchError, match=message):
+        curate_triplets("no-such-llm-is-loaded", tmp_path / "t.csv", **options)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.txt", "t.csv"]  # nothing written beside them

@@ -97,13 +97,26 @@ def verdict_of(diff: float, p: float, alpha: float) -> str:
     return "A better" if diff > 0 else "B better"
 
 
+def check_test(test: str, alpha: float, kinds: dict[str, str] | None = None) -> None:
+    """The test and level, and (``kinds``: task -> kind, where known before encoding) tasks the test can compare:
+    called before either model loads, so that a typo costs no encoding."""
+    if test not in TESTS:
+        raise EmbenchError(f"--test {test!r}: choose one of {', '.join(TESTS)}")
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+        raise EmbenchError(f"--alpha {alpha!r}: a significance level between 0 and 1, such as 0.05")
+    for task, kind in (kinds or {}).items():
+        if kind == "mteb":  # mteb's evaluators hand back scores, not the outcome of each item a paired test resamples
+            raise EmbenchError(f"{task}: an MTEB task keeps no per-item outcomes, so it cannot be compared; compare "
+                               "embench's own tasks (the STS and SentEval ones, task files)")
+        if kind == "transfer" and test == "steiger":
+            raise EmbenchError(f"--test steiger compares two correlations with one gold; {task} is scored by accuracy: "
+                               "use --test bootstrap or permutation")
+
+
 def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings, test: str = "bootstrap",
                   alpha: float = 0.05) -> Comparison:
     """Paired tests of A against B on every task of ``pairs``, Holm across tasks, and Avg."""
-    if test not in TESTS:
-        raise EmbenchError(f"--test {test!r}: choose one of {', '.join(TESTS)}")
-    if not 0 < alpha < 1:
-        raise EmbenchError(f"--alpha {alpha!r}: a significance level between 0 and 1, such as 0.05")
+    check_test(test, alpha)
     rows, diffs = {}, []
     for a, b in pairs:
         check_comparable(a, b)

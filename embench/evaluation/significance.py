@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 from ..stats import Metric, bootstrap_distributions, percentile_interval, point_estimate
 from .items import Items
@@ -62,6 +63,8 @@ class IntervalSettings:
             s = 1111 if seed is None else int(seed)
         except (TypeError, ValueError):
             raise EmbenchError(f"--ci-seed {seed!r}: an integer") from None
+        if not 0 <= s <= SEED_MAX or isinstance(seed, bool | float):  # numpy's generators take 0 .. 2**32-1
+            raise EmbenchError(f"--ci-seed {seed!r}: a whole number from 0 to {SEED_MAX}")
         return cls(lv, int(n), s)
 
     def describe(self) -> str:

@@ -50,7 +50,7 @@ def _paths(out: Path) -> dict[str, Path]:
             "markdown": out.with_name(stem + ".summary.md"), "figure_dir": out.parent, "figure_stem": stem + ".scores"}
 
 
-def _scored(path: Path, triplets: list[tuple[str, str, str]]) -> dict[int, tuple[str, str]]:
+def _scored(path: Path, triplets: list[tuple[str, str, str]], flag: str = "--scores") -> dict[int, tuple[str, str]]:
     """Answers already in the scores file, for the rows that are still the same triplet."""
     if not path.is_file():
         return {}
@@ -58,7 +58,7 @@ def _scored(path: Path, triplets: list[tuple[str, str, str]]) -> dict[int, tuple
     with open(path, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     if not rows or tuple(rows[0]) != SCORE_HEADER:
-        raise EmbenchError(f"{path}: not a scores file of 'embench generate curate'; remove it or give another --out")
+        raise EmbenchError(f"{flag} {path}: not a scores file of 'embench generate curate'; give another {flag}")
     for row in rows[1:]:
         if len(row) != len(SCORE_HEADER) or not row[0].isdigit():
             continue  # a row cut short by a kill: scored again
@@ -81,8 +81,14 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     """
     if rule not in RULES:
         raise EmbenchError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}")
-    if batch_size < 1 or max_new_tokens < 1:
-        raise EmbenchError("--batch-size and --max-new-tokens must be at least 1")
+    for flag, n in (("--batch-size", batch_size), ("--max-new-tokens", max_new_tokens)):
+        if n < 1:
+            raise EmbenchError(f"{flag} must be at least 1, got {n}")
+    for flag, line in (("--alpha", alpha), ("--beta", beta)):  # the LLM's scores are read on 0-5 (rules.py)
+        if not 0 <= line <= 5:
+            raise EmbenchError(f"{flag} {line} is outside the scores' 0-5 scale")
+    if not 0 <= gamma <= 5:
+        raise EmbenchError(f"--gamma {gamma} is not a margin between two 0-5 scores (0 to 5)")
     src = Path(triplets)
     from ..data.training_sets import read_triplets_csv
 
@@ -91,12 +97,17 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     out = Path(out) if out is not None else src.with_name((src.name[:-4] if src.name.endswith(".csv") else src.name) + ".kept.csv")
     if out.resolve() == src.resolve():
         raise EmbenchError(f"--out {out} is the triplet file itself: give another --out")
+    if out.is_dir():
+        raise EmbenchError(f"--out {out} is a folder; give the CSV file of the kept triplets")
     paths = _paths(out)
     if scores is not None:
         paths["scores"] = Path(scores)
+    scores_flag = "--scores" if scores is not None else "--out"  # which option named the answers file
+    if paths["scores"].is_dir():
+        raise EmbenchError(f"{scores_flag} {paths['scores']} is a folder; give the answers CSV file")
+    answers = _scored(paths["scores"], rows, scores_flag)  # first: a file that is no scores file gets no settings file
     _check_scoring_settings(paths["scores"], {"llm": str(llm), "chat": chat, "max_new_tokens": max_new_tokens,
                                               "answer_prefix": answer_prefix, "prompt": SCORING})
-    answers = _scored(paths["scores"], rows)
     seconds = _score_missing(llm, rows, answers, paths["scores"], chat, max_new_tokens, batch_size, device, progress,
                              answer_prefix)
     frame = _decisions(rows, answers, rule, alpha, beta, gamma)

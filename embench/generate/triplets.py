@@ -101,7 +101,11 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         warn(p)
     found = found[:limit] if limit else found
     out = Path(out)
-    decoding = asdict(DecodeSettings(max_new_tokens, omega if contrastive else 0.0, sample, temperature, top_p))
+    if out.is_dir():
+        raise EmbenchError(f"--out {out} is a folder; give the triplet CSV file to write")
+    if Path(premises).exists() and out.resolve() == Path(premises).resolve():
+        raise EmbenchError(f"--out {out} is the premises file itself: give another --out")
+    decoding = _decoding(DecodeSettings(max_new_tokens, omega if contrastive else 0.0, sample, temperature, top_p))
     settings = {"llm": str(llm), "premises": str(premises), "contrastive": contrastive, "omega": omega if contrastive else None,
                 "decoding": decoding, "seed": seed, "chat": chat, "templates": prompts.templates}
     done: set[int] = set()
@@ -112,13 +116,11 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         if meta.is_file():
             before = json.loads(meta.read_text(encoding="utf-8")).get("settings", {})
             # the model is compared by its weights' fingerprint once loaded (its path may move); the rest as given
+            before["decoding"] = _decoding(before.get("decoding"))  # a file written before greedy runs dropped them
             differ = [k for k in settings if k != "llm" and before.get(k) != settings[k]]
             if differ:
                 raise EmbenchError(f"{out} was written with other settings ({', '.join(differ)}): give --overwrite to "
                                    "start again, or another --out")
-    elif overwrite:
-        out.unlink(missing_ok=True)
-        meta.unlink(missing_ok=True)
     pending = [p for p in found if p.key not in done]
     already = len(found) - len(pending)
     if not pending:
@@ -128,6 +130,9 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         raise EmbenchError(f"{out} was written by another model ({before.get('llm')}): give --overwrite to start again, "
                            "or another --out")
     settings["llm_fingerprint"] = lm.fingerprint
+    if overwrite:  # only now that the model has loaded: a model that cannot be loaded loses no earlier output
+        out.unlink(missing_ok=True)
+        meta.unlink(missing_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(meta, settings, 0, 0.0, 0)  # before the first row: a resume after a kill is checked too
     decode_settings = DecodeSettings(max_new_tokens, omega, sample, temperature, top_p)
@@ -181,6 +186,18 @@ def _write_settings(meta: Path, settings: dict[str, Any], written: int, seconds:
     write_json(meta, {"settings": settings, "totals": totals}, default=None)
 
 
+def _decoding(settings: DecodeSettings | dict | None) -> dict[str, Any] | None:
+    """The decoding settings as a run's settings file keeps them: greedy decoding reads no temperature or top-p, so
+    they are not kept (a resume that changed them was refused though its output could not differ)."""
+    if settings is None:
+        return None
+    out = asdict(settings) if isinstance(settings, DecodeSettings) else dict(settings)
+    if not out.get("sample"):
+        out.pop("temperature", None)
+        out.pop("top_p", None)
+    return out
+
+
 def _check_numbers(batch_size: int, omega: float, temperature: float, top_p: float, max_new_tokens: int,
                    limit: int | None) -> None:
     import math
@@ -189,8 +206,8 @@ def _check_numbers(batch_size: int, omega: float, temperature: float, top_p: flo
         raise EmbenchError(f"--batch-size must be at least 1, got {batch_size}")
     if max_new_tokens < 1:
         raise EmbenchError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
-    if not math.isfinite(omega):
-        raise EmbenchError(f"--omega must be a finite number, got {omega}")
+    if not (math.isfinite(omega) and omega >= 0):  # Eq. 2 subtracts the noisy logits; a negative omega would add them
+        raise EmbenchError(f"--omega must be a finite number >= 0, got {omega}")
     if not (temperature > 0 and math.isfinite(temperature)):
         raise EmbenchError(f"--temperature must be positive, got {temperature}")
     if not 0 < top_p <= 1:

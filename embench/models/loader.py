@@ -34,7 +34,7 @@ from .families import FAMILIES, Family, check_prompt, detect
 from .fingerprints import fingerprint_files, module_fingerprint, stat_files, weights_fingerprint
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
 from .lora_adapter import AdapterInfo, read_adapter
-from .max_length import check_max_length, model_max_length
+from .max_length import check_given, check_max_length, model_max_length
 from .model_names import from_hub, resolve_model_path, snapshot_revision
 from .pooling import POOLERS
 from .precision import warn_if_emulated
@@ -150,7 +150,7 @@ def load_model(
         raise EmbenchError(f"invalid --dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
     if pooling is not None:
         POOLERS.canonical(pooling)  # did-you-mean on a typo, before any loading
-    check_max_length(max_length, None)  # the sign now; the model's positions once its config is read
+    check_given(max_length, layer)  # the type and sign now; the model's positions and layers once its config is read
     device = pick_device(device)
     if isinstance(name_or_path, torch.nn.Module):
         src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)

@@ -21,6 +21,19 @@ def resolve_tasks(suite: str | None, tasks: Sequence[str] | None) -> tuple[list[
     return list(dict.fromkeys(names)), s.view if s else "summary"
 
 
+def task_kinds(suite: str | None, tasks: Sequence[str] | None) -> dict[str, str]:
+    """Each task's kind (``sts``, ``transfer``, ``mteb``) as far as the names tell before any file is read; {} when
+    one is not known yet (a task file's task is registered when its file is read; a typo is said then)."""
+    from ..core.errors import EmbenchError
+    from ..evaluation.suites import MTEB_PREFIX
+
+    try:
+        names, _ = resolve_tasks(suite, tasks)
+        return {n: "mteb" if n.upper().startswith(MTEB_PREFIX.upper()) else TASKS.get(n).kind for n in names}
+    except EmbenchError:
+        return {}
+
+
 def with_task_files(task_files: Sequence[str | Path] | None, tasks: Sequence[str] | None) -> list[str] | None:
     """Register the tasks of ``task_files`` (each file read and checked now); ``tasks`` when given, else those tasks
     (``--task-file`` alone runs its own tasks, after the suite's when there is one)."""

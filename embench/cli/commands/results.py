@@ -63,6 +63,9 @@ def _stored(results_dir: Path | None, model: list[str] | None, task: list[str] |
     from ...api import results
 
     folder = cli_results(results_dir)
+    if not folder.is_dir():  # nothing stored yet (the default folder before a first run): exit 1, not an error
+        err.print(f"no stored results in {folder} (no such folder)")
+        raise typer.Exit(1)
     recs = results(folder, model=model, task=task)
     if recs:
         return recs

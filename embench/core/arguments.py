@@ -1,0 +1,50 @@
+"""Arguments of the Python API checked as the command line checks its options: before any model loads.
+
+A Python caller passes values the CLI's parser would have refused: a plain string where a list of names is asked
+for (``tasks="STS13"`` was read letter by letter, as the tasks 'S', 'T', ...), a count as text or a fraction
+(``batch_size="32"`` failed deep in the batching), something not callable as a callback (it failed after the first
+task had been scored). Each is taken as meant where there is one meaning (a string is one name) and refused
+otherwise, naming the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from os import PathLike
+from typing import Any
+
+from .errors import EmbenchError
+
+
+def name_list(value: Any, what: str) -> list[str] | None:
+    """``value`` as a list of names or paths: one string (or path) is a list of one; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, str | PathLike):
+        return [str(value)]
+    if isinstance(value, bytes | dict) or not isinstance(value, Iterable):
+        raise EmbenchError(f"{what} must be a name or a list of names, not {type(value).__name__} {value!r}")
+    names = list(value)
+    for v in names:
+        if not isinstance(v, str | PathLike):
+            raise EmbenchError(f"{what}: {v!r} is not a name (a {type(v).__name__})")
+    return [str(v) for v in names]
+
+
+def whole_number(value: Any, what: str, least: int | None = 1) -> int | None:
+    """``value`` when it is a whole number (numpy's integers too) of at least ``least`` (None: any); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        bound = "" if least is None else f" of at least {least}"
+        raise EmbenchError(f"{what} must be a whole number{bound}, not {type(value).__name__} {value!r}")
+    if least is not None and int(value) < least:
+        raise EmbenchError(f"{what} must be a whole number of at least {least}, not {value!r}")
+    return int(value)
+
+
+def callback(value: Any, what: str) -> Any:
+    """``value`` when it can be called (or None): checked before the work whose end would call it."""
+    if value is not None and not callable(value):
+        raise EmbenchError(f"{what} must be a function (or None), not {type(value).__name__} {value!r}")
+    return value

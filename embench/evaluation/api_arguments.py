@@ -1,0 +1,22 @@
+"""The arguments of :func:`embench.evaluate` (and of the functions built on it) checked before the model loads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.arguments import callback, name_list, whole_number
+from ..core.errors import EmbenchError
+
+
+def evaluate_arguments(suite: Any, tasks: Any, task_files: Any, batch_size: Any, on_task: Any) -> tuple[list[str] | None, list[str] | None]:
+    """``tasks`` and ``task_files`` as lists (one name is a list of one); a suite that is no name, an empty list of
+    tasks, a batch size that is no whole number or a callback that cannot be called is an error naming it."""
+    if suite is not None and not isinstance(suite, str):
+        hint = "; give a list of tasks as tasks=[...]" if isinstance(suite, list | tuple) else ""
+        raise EmbenchError(f"suite must be a suite name such as 'sts-all', not {type(suite).__name__} {suite!r}{hint}")
+    tasks, task_files = name_list(tasks, "tasks"), name_list(task_files, "task_files")
+    if tasks == [] and not task_files and suite is None:  # not the default suite: the caller asked for no task
+        raise EmbenchError("tasks=[] names no task; leave tasks out for the default suite (sts-all)")
+    whole_number(batch_size, "batch_size", least=None)  # its range: batching.py, as --batch-size
+    callback(on_task, "on_task")
+    return tasks, task_files

@@ -1,0 +1,73 @@
+"""The Python API's arguments are checked as the CLI's options are: before any model loads or text is encoded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import embench
+from embench.core.errors import EmbenchError
+
+
+class NeverEncodes:
+    fingerprint = "never"
+
+    def encode(self, texts, **kw):
+        raise AssertionError("encoded before the arguments were checked")
+
+
+class Random:
+    fingerprint = "random-vectors"
+
+    def encode(self, texts, **kw):
+        return np.random.default_rng(len(texts)).standard_normal((len(texts), 8)).astype(np.float32)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"suite": ["STS13"]}, r"suite must be a suite name such as 'sts-all', not list \['STS13'\]; give a list of tasks as tasks="),
+    ({"tasks": []}, r"tasks=\[\] names no task; leave tasks out for the default suite"),
+    ({"tasks": [13]}, r"tasks: 13 is not a name \(a int\)"),
+    ({"tasks": 13}, r"tasks must be a name or a list of names, not int 13"),
+    ({"batch_size": "32"}, r"batch_size must be a whole number, not str .32."),
+    ({"batch_size": 2.5}, r"batch_size must be a whole number, not float 2.5"),
+    ({"on_task": 5}, r"on_task must be a function \(or None\), not int 5"),
+    ({"ci": 95, "ci_seed": -1}, r"--ci-seed -1: a whole number from 0 to 4294967295"),
+])
+def test_evaluate_refuses_a_bad_argument_before_encoding(data_root, tmp_path, kwargs, message):
+    suite = kwargs.pop("suite", None)
+    with pytest.raises(EmbenchError, match=message):
+        embench.evaluate(NeverEncodes(), suite, data=data_root, results_dir=tmp_path, use_cache=False, **kwargs)
+
+
+def test_one_task_name_as_a_string_is_that_task(data_root, tmp_path):
+    """``tasks="STS13"`` was read letter by letter: unknown task 'S'."""
+    ev = embench.evaluate(Random(), tasks="STS13", data=data_root, results_dir=tmp_path, use_cache=False, progress=False)
+    assert [r.task for r in ev.records] == ["STS13"]
+    assert [r.task for r in embench.results(tmp_path, task="STS13", model=ev.records[0].model)] == ["STS13"]
+    with pytest.raises(EmbenchError, match="results folder .*nowhere does not exist"):
+        embench.results(tmp_path / "nowhere")
+    with pytest.raises(EmbenchError, match="task must be a name or a list of names, not int 13"):
+        embench.results(tmp_path, task=13)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"layer": "3"}, r"--layer must be a whole number, not str '3'"),
+    ({"layer": 1.5}, r"--layer must be a whole number, not float 1.5"),
+    ({"max_length": "64"}, r"--max-length must be a whole number, not str '64'"),
+])
+def test_load_model_refuses_a_count_that_is_no_whole_number(kwargs, message):
+    with pytest.raises(EmbenchError, match=message):
+        embench.load_model("no-such-model-is-looked-up", **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"alpha": 1.5}, r"--alpha 1.5: a significance level between 0 and 1"),
+    ({"alpha": "0.05"}, r"--alpha '0.05': a significance level between 0 and 1"),
+    ({"test": "bootstrapp"}, r"--test 'bootstrapp': choose one of bootstrap, permutation, steiger"),
+    ({"tasks": "MR", "test": "steiger"}, r"--test steiger compares two correlations with one gold; MR is scored by accuracy"),
+    ({"tasks": ["STS13", "MTEB:STS12"]}, r"MTEB:STS12: an MTEB task keeps no per-item outcomes"),
+    ({"ci_seed": -3}, r"--ci-seed -3: a whole number from 0 to 4294967295"),
+])
+def test_compare_refuses_a_bad_argument_before_either_model_loads(data_root, tmp_path, kwargs, message):
+    with pytest.raises(EmbenchError, match=message):
+        embench.compare(NeverEncodes(), NeverEncodes(), data=data_root, results_dir=tmp_path, **kwargs)
