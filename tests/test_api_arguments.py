@@ -71,3 +71,34 @@ def test_load_model_refuses_a_count_that_is_no_whole_number(kwargs, message):
 def test_compare_refuses_a_bad_argument_before_either_model_loads(data_root, tmp_path, kwargs, message):
     with pytest.raises(EmbenchError, match=message):
         embench.compare(NeverEncodes(), NeverEncodes(), data=data_root, results_dir=tmp_path, **kwargs)
+
+
+def test_analyses_refuse_a_file_as_their_folder_and_options_for_an_analysis_not_run(tmp_path):
+    from embench.analysis.registry import run, run_many
+
+    a_file = tmp_path / "h.py"
+    a_file.write_text("x")
+    with pytest.raises(EmbenchError, match=r"out .*h.py is a file; give a folder"):
+        run("spectrum", ["no-such-model-is-loaded"], a_file)
+    with pytest.raises(EmbenchError, match=r"out .*h.py is a file; give a folder"):
+        run_many("spectrum", ["no-such-model-is-loaded"], a_file)  # one name as a string: that analysis
+    with pytest.raises(EmbenchError, match=r"options given for knn, which run_many does not run \(spectrum\)"):
+        run_many(["spectrum"], ["no-such-model-is-loaded"], tmp_path / "out", options={"knn": {"k": 5}})
+
+
+def test_report_tables_takes_one_folder_model_or_task_as_a_string_and_checks_split(tmp_path):
+    from embench.evaluation.scan import report_tables
+
+    with pytest.raises(EmbenchError, match=r"results folder .*nowhere does not exist"):
+        report_tables(str(tmp_path / "nowhere"))  # was 'results folder t does not exist'
+    with pytest.raises(EmbenchError, match=r"--split 'cols': choose one of tables, rows"):
+        report_tables([tmp_path], split="cols")
+    with pytest.raises(EmbenchError, match=r"no stored results for task\(s\) STS13 in"):  # one task, not S, T, S, 1, 3
+        report_tables(tmp_path, tasks="STS13")
+
+
+def test_a_manifest_that_is_a_folder_is_said_as_such(tmp_path):
+    from embench.data.manifest import load_manifest
+
+    with pytest.raises(EmbenchError, match=r"manifest .* is a folder, not a file"):
+        load_manifest(tmp_path)

@@ -54,6 +54,13 @@ def test_encode_normalize_and_options(tiny_bert_dir, tmp_path):
         model.encode(TEXTS, normalise=True)
     with pytest.raises(EmbenchError, match=r"load_model\(device=...\)"):
         model.encode(TEXTS, device="cuda")
+    with pytest.raises(EmbenchError, match=r"encode\(output_value='token_embeddings'\): encode gives sentence vectors only"):
+        model.encode(TEXTS, output_value="token_embeddings")
+    assert model.encode(TEXTS, output_value="sentence_embedding", use_cache=False).shape == raw.shape
+    for bad, message in (([TEXTS[0], None], "text 1 is NoneType None, not a string"), ([b"abc"], "text 0 is bytes"),
+                         ([["a", "man"]], r"text 0 is list \['a', 'man'\]"), ({"a": 1}, "not dict"), (3, "not int")):
+        with pytest.raises(EmbenchError, match=message):
+            model.encode(bad)
 
 
 class Counting:

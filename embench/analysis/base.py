@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.directions import check_direction
 from ..core.errors import EmbenchError
+from ..core.paths import check_folder_option
 from ..models.devices import several_devices
 from .inputs import make_context, model_refs
 from .option_values import check_values
@@ -55,6 +56,7 @@ def analysis(name: str, scores: dict[str, str] | None = None):
                    adapter: str | None = None, batch_tokens: int | None = None, compile: bool | None = None,
                    cuda_graphs: bool | None = None, unpadded: bool | None = None, revision: str | None = None, prompt_name: str | None = None, **options: Any) -> AnalysisResult:
             check_options(name, params, options)
+            check_folder_option(out, "out")  # a file there: one message now, not pathlib's error once models loaded
             devices = several_devices(device)  # cuda:0,cuda:1 or all: vectors from one process per device
             refs = model_refs(models, labels, pooling=pooling, max_length=max_length,
                               device=devices[0] if devices else device, dtype=dtype,

@@ -56,15 +56,23 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
 
     >>> run_many(["attention", "cls-energy"], ["all-MiniLM-L6-v2"], "out/")   # doctest: +SKIP
     """
+    from ..core.arguments import name_list
+    from ..core.errors import EmbenchError
+    from ..core.paths import check_folder_option
     from ..models.devices import several_devices
     from .base import check_options, finish, start
     from .inputs import make_context, model_refs
     from .token_pass import run_together
 
     options = options or {}
+    names = name_list(names, "names")  # one analysis as a string is that analysis (it was read letter by letter)
     fns = {n: get(n) for n in names}
+    unrun = sorted(set(options) - set(fns))
+    if unrun:  # options for an analysis not run (a typo, or one left out): never dropped without a word
+        raise EmbenchError(f"options given for {', '.join(unrun)}, which run_many does not run ({', '.join(fns)})")
     for n, fn in fns.items():
         check_options(n, fn.options, options.get(n, {}))
+    check_folder_option(out, "out")
     devices = several_devices(model_options.get("device"))  # cuda:0,cuda:1 or all: one process per device
     if devices:
         model_options = {**model_options, "device": devices[0]}

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.atomic import write_bytes
 from ..core.errors import ChecksumError, CorruptFileError, EmbenchError
-from ..core.paths import within
+from ..core.paths import not_there, within
 from .root import DataRoot
 
 
@@ -50,9 +50,9 @@ def load_manifest(path: str | Path | None = None) -> list[Entry]:
             source = str(path)
         raw = json.loads(text)
         return [Entry(**{k: e[k] for k in Entry.__dataclass_fields__ if k in e}) for e in raw["files"]]
-    except FileNotFoundError:
-        raise EmbenchError(f"manifest {path} does not exist") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+    except (FileNotFoundError, IsADirectoryError):
+        raise EmbenchError(f"manifest {path} {not_there(path)}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
         raise EmbenchError(f"manifest {source} is not valid: {e}") from None
 
 

@@ -28,6 +28,18 @@ def progress_default(show_progress: bool | None) -> bool:
     return sys.stderr.isatty() if show_progress is None else bool(show_progress)
 
 
+def _texts(texts: Any) -> list[str]:
+    """``texts`` as a list of strings: a dict (whose keys would be encoded) or an item that is no string (None, a
+    number, bytes, a list of words) is an error naming its index, not an AttributeError inside the cache."""
+    if isinstance(texts, dict | bytes) or not hasattr(texts, "__iter__"):
+        raise EmbenchError(f"encode() takes a text or a list of texts, not {type(texts).__name__}")
+    batch = list(texts)
+    for i, t in enumerate(batch):
+        if not isinstance(t, str):
+            raise EmbenchError(f"encode(): text {i} is {type(t).__name__} {t!r}, not a string")
+    return batch
+
+
 class SentenceEncode:
     """Adds :meth:`encode` to an encoder (anything the engine takes: ``encode_batch``, ``cache_key``, ``name``)."""
 
@@ -71,8 +83,11 @@ class SentenceEncode:
             if name in ("device", "precision") and value not in (None, "float32"):
                 raise EmbenchError(f"encode({name}={value!r}): the {name} is the model's; give it to "
                                    f"load_model({'device' if name == 'device' else 'dtype'}=...) instead")
+            if name == "output_value" and value not in (None, "sentence_embedding"):  # it returned sentence vectors
+                raise EmbenchError(f"encode(output_value={value!r}): encode gives sentence vectors only; per-token "
+                                   "states are read by the analyses (embench analyze token-dependency, attention)")
         single = isinstance(texts, str)
-        batch = [texts] if single else list(texts)
+        batch = [texts] if single else _texts(texts)
         if not getattr(self, "reusable", True):  # an object embench cannot fingerprint: nothing cached
             use_cache = False
         cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None

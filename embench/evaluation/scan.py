@@ -11,9 +11,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.arguments import name_list
 from ..core.errors import EmbenchError
 from ..core.paths import not_there
-from ..report.paper import PaperTable, paper_tables
+from ..report.paper import SPLITS, PaperTable, paper_tables
 from .results import Record, record_problem
 from .suites import SUITES
 
@@ -63,6 +64,10 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
 
     >>> tables, skipped = report_tables(["results"], suite="sts-all")  # doctest: +SKIP
     """
+    # one folder, model or task as a string is that one (it was read letter by letter)
+    results_dirs, models, tasks = name_list(results_dirs, "results_dirs"), name_list(models, "models") or [], name_list(tasks, "tasks")
+    if split is not None and split not in SPLITS:
+        raise EmbenchError(f"--split {split!r}: choose one of {', '.join(SPLITS)} (or leave it out)")
     records, problems = scan_results(results_dirs)
     if models:
         known = sorted({r.model for r in records})
