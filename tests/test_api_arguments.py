@@ -102,3 +102,52 @@ def test_a_manifest_that_is_a_folder_is_said_as_such(tmp_path):
 
     with pytest.raises(EmbenchError, match=r"manifest .* is a folder, not a file"):
         load_manifest(tmp_path)
+
+
+def test_a_pooler_that_returns_no_vector_per_text_is_named_at_the_first_batch(tiny_bert_dir):
+    enc = embench.load_model(tiny_bert_dir, device="cpu")
+    enc.pooler = lambda inp: inp.hidden_states[-1][:, 0, 0]  # (texts,): one number each, as the audit's plug-in did
+    with pytest.raises(EmbenchError, match=r"pooler 'cls' returned \(2,\); a pooler returns one vector per text, "
+                                           r"a tensor of shape \(texts, dim\) = \(2, dim\)"):
+        enc.encode(["a man plays", "rain"], use_cache=False)
+
+
+def test_knn_and_labelled_sets_name_their_own_arguments():
+    from embench.analysis.knn import knn_accuracy
+    from embench.analysis.labelled import load_labelled
+
+    x, y = np.random.default_rng(0).random((20, 4)), np.arange(20) % 2
+    with pytest.raises(EmbenchError, match=r"knn_accuracy: k=0 is not allowed; k must be a whole number >= 1"):
+        knn_accuracy(x, y, k=0)  # sklearn named it n_neighbors
+    with pytest.raises(EmbenchError, match=r"test_size=1.5 is not allowed; test_size must be a fraction between 0 and 1"):
+        knn_accuracy(x, y, test_size=1.5)
+    for limit in (-5, 0):  # -5 failed in random.sample, 0 gave an empty set
+        with pytest.raises(EmbenchError, match=rf"load_labelled: limit={limit} is not allowed"):
+            load_labelled("banking77", limit=limit)
+
+
+def test_statistics_helpers_refuse_values_outside_their_domain():
+    from embench.stats import Metric
+    from embench.stats.bootstrap import Scored
+    from embench.stats.dependent_correlations import steiger_test
+    from embench.stats.multiple_testing import holm
+    from embench.stats.permutation import paired_permutation_test
+    from embench.stats.seeds import seed_t_test
+
+    with pytest.raises(ValueError, match=r"undefined for a perfect correlation"):
+        steiger_test(1.0, 0.7, 0.6, 100)  # was math's 'math domain error'
+    with pytest.raises(ValueError, match=r"r_AB=1.5 is no correlation"):
+        steiger_test(0.5, 0.7, 1.5, 100)
+    assert steiger_test(0.8, 0.8, 1.0, 100) == (0.0, 1.0)  # the same system twice
+    with pytest.raises(ValueError, match=r"holm\(\) takes a list of p-values, not the text '0.05'"):
+        holm("0.05")
+    with pytest.raises(ValueError, match=r"p-values lie in \[0, 1\]; got \[1.5, -0.2\]"):
+        holm([1.5, -0.2])
+    assert holm([0.01, float("nan"), 0.04]) == pytest.approx([0.02, float("nan"), 0.04], nan_ok=True)
+    a, b = Scored([np.arange(5.0)], [np.arange(5.0)]), Scored([np.arange(5.0)[::-1]], [np.ones(5)])
+    with pytest.raises(ValueError, match="their gold scores"):
+        paired_permutation_test(a, b, Metric(), 10)
+    with pytest.raises(ValueError, match="resamples must be a positive integer, not 0"):
+        paired_permutation_test(a, a, Metric(), 0)
+    with pytest.raises(EmbenchError, match="needs the baseline's score"):
+        seed_t_test([0.5, 0.6], [])

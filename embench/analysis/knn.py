@@ -33,6 +33,7 @@ from ..report import style
 from .base import AnalysisResult, analysis
 from .inputs import write_csv
 from .labelled import LABELLED, LabelledSet, labelled_files, load_labelled
+from .option_values import check_values
 
 METRICS = ("euclidean", "cosine")
 TRANSFORMS = ("raw", "centred", "whitened")
@@ -111,6 +112,7 @@ def knn_accuracy(
 
     if metric not in METRICS:
         raise EmbenchError(f"invalid kNN metric {metric!r}; choose one of: {', '.join(METRICS)}")
+    check_values("knn", {}, {"k": k, "test_size": test_size, "seed": seed}, where="knn_accuracy")  # before sklearn's words
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
     if X.ndim != 2 or len(X) != len(y):

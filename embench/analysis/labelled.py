@@ -16,6 +16,7 @@ from ..core.plugins import instance_of
 from ..core.registry import Registry
 from ..data.readers import iter_jsonl, read_bytes
 from ..data.root import DataRoot
+from .option_values import check_values
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def load_labelled(
     file and line on a bad line.
     """
     spec = LABELLED.get(name)
+    check_values(name, {"limit": None}, {"limit": limit, "seed": seed}, where="load_labelled")  # limit=-5: random's error
     root = root if isinstance(root, DataRoot) else DataRoot.resolve(root)
     wanted = labelled_files(spec.name, root, splits)
     found, missing = [], []

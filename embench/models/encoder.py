@@ -24,7 +24,7 @@ from .attention_masks import model_inputs
 from .families import apply_prompt, num_layers
 from .fast_tokens import pad_rows, token_ids
 from .kv_cache import no_kv_cache
-from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput, checked_pooled
 from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
@@ -254,7 +254,7 @@ class HFEncoder(SentenceEncode):
         if n := self.settings.extra.get("prompt_tokens_excluded"):  # Pooling(include_prompt=False): models/prompts.py
             mask = exclude_prompt_tokens(mask, n)
         with self._autocast():  # no autocast where the weights themselves are bf16/fp16 (weights_cast)
-            pooled = self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head()))
+            pooled = checked_pooled(self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head())), self.pooling, len(mask))
             if self.weights_cast:  # the sentence-transformers Dense modules stay fp32
                 pooled = pooled.float()
             pooled = self._apply_dense(pooled)

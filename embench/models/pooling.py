@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from ..core.errors import EmbenchError
 from .poolers import NEEDS_ALL_LAYERS, POOLERS  # noqa: F401  (the registry of the functions below)
 
 
@@ -94,3 +96,13 @@ def pool_weighted_mean(x: PoolInput) -> torch.Tensor:
     first = mask.long().argmax(1, keepdim=True)
     weights = ((positions - first) * mask.to(dtype)).unsqueeze(-1)
     return ((states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).to(states.dtype)
+
+
+def checked_pooled(pooled: Any, name: str, rows: int) -> torch.Tensor:
+    """A pooler's output when it is one vector per text, ``(rows, dim)``; else an error naming the pooler (a plug-in's
+    pooler returning ``(rows,)`` failed in numpy once the whole pass was encoded). Shapes only: no device read."""
+    if not isinstance(pooled, torch.Tensor) or pooled.dim() != 2 or pooled.shape[0] != rows:
+        got = tuple(pooled.shape) if isinstance(pooled, torch.Tensor) else type(pooled).__name__
+        raise EmbenchError(f"pooler {name!r} returned {got}; a pooler returns one vector per text, a tensor of shape "
+                           f"(texts, dim) = ({rows}, dim)")
+    return pooled

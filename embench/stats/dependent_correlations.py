@@ -22,6 +22,11 @@ def steiger_test(r_a: float, r_b: float, r_ab: float, n: int) -> tuple[float, fl
     """(Z, two-sided p) for H0: r(g, A) = r(g, B), given r(A, B) and the number of items ``n``."""
     if n <= 3:
         raise ValueError(f"Steiger's test needs more than 3 items, got {n}")
+    for name, r in (("r_A", r_a), ("r_B", r_b), ("r_AB", r_ab)):
+        if not -1 <= r <= 1:
+            raise ValueError(f"Steiger's test: {name}={r} is no correlation (outside [-1, 1])")
+    if r_a != r_b and max(abs(r_a), abs(r_b)) == 1:  # Fisher's z of a perfect correlation is infinite
+        raise ValueError(f"Steiger's test is undefined for a perfect correlation (r_A={r_a}, r_B={r_b})")
     rbar = (r_a + r_b) / 2
     psi = r_ab * (1 - 2 * rbar**2) - 0.5 * rbar**2 * (1 - 2 * rbar**2 - r_ab**2)
     s = psi / (1 - rbar**2) ** 2

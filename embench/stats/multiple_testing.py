@@ -10,7 +10,11 @@ import numpy as np
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm-adjusted p-values, in the input order: the i-th smallest of m is multiplied by (m - i + 1),
     then made non-decreasing in that order and capped at 1. NaN p-values are passed through and not counted."""
-    p = np.asarray(pvalues, dtype=np.float64)
+    if isinstance(pvalues, str | bytes):
+        raise ValueError(f"holm() takes a list of p-values, not the text {pvalues!r}")
+    p = np.asarray(pvalues, dtype=np.float64).reshape(-1)
+    if ((p < 0) | (p > 1)).any():  # NaN compares false: passed through, as said
+        raise ValueError(f"holm(): p-values lie in [0, 1]; got {p[(p < 0) | (p > 1)].tolist()}")
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(np.isfinite(p))
     m = ok.size

@@ -57,6 +57,11 @@ def paired_permutation_test(a: Scored, b: Scored, metric: Metric, resamples: int
     """(observed score(A) - score(B), two-sided p-value) of the paired permutation test."""
     if a.sizes != b.sizes:
         raise ValueError(f"paired systems must share their items: group sizes {a.sizes} vs {b.sizes}")
+    if (a.gold is None) != (b.gold is None) or (a.gold is not None and not all(
+            np.array_equal(ga, gb) for ga, gb in zip(a.gold, b.gold, strict=True))):
+        raise ValueError("paired systems must share their items: their gold scores (or labels) differ")
+    if isinstance(resamples, bool) or not isinstance(resamples, int | np.integer) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, not {resamples!r}")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     x, y, sizes, gold = exchangeable(a, metric), exchangeable(b, metric), a.sizes, a.gold
     n = x.size

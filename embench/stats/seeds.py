@@ -30,6 +30,8 @@ def seed_t_test(scores: Sequence[float], baseline: Sequence[float] | float, what
         res = stats.ttest_1samp(a, float(baseline))
         return {"test": "one-sample t-test against the baseline's score", "t": float(res.statistic), "p": float(res.pvalue), "df": a.size - 1}
     b = np.asarray(baseline, dtype=np.float64)
+    if b.size == 0:
+        raise EmbenchError(f"a t-test over seeds needs the baseline's score (or its seeds' scores); got none for {what}")
     if b.size < 2:
         return seed_t_test(a, float(b[0]), what)
     res = stats.ttest_ind(a, b, equal_var=False)
