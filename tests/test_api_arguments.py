@@ -54,10 +54,11 @@ def test_one_task_name_as_a_string_is_that_task(data_root, tmp_path):
     ({"layer": "3"}, r"--layer must be a whole number, not str '3'"),
     ({"layer": 1.5}, r"--layer must be a whole number, not float 1.5"),
     ({"max_length": "64"}, r"--max-length must be a whole number, not str '64'"),
+    ({"name_or_path": " "}, r"the model name is empty: give a name, an alias or a folder"),
 ])
-def test_load_model_refuses_a_count_that_is_no_whole_number(kwargs, message):
+def test_load_model_refuses_a_count_that_is_no_whole_number_or_an_empty_name(kwargs, message):
     with pytest.raises(EmbenchError, match=message):
-        embench.load_model("no-such-model-is-looked-up", **kwargs)
+        embench.load_model(kwargs.pop("name_or_path", "no-such-model-is-looked-up"), **kwargs)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -107,6 +108,8 @@ def test_a_manifest_that_is_a_folder_is_said_as_such(tmp_path):
 def test_a_pooler_that_returns_no_vector_per_text_is_named_at_the_first_batch(tiny_bert_dir):
     enc = embench.load_model(tiny_bert_dir, device="cpu")
     enc.pooler = lambda inp: inp.hidden_states[-1][:, 0, 0]  # (texts,): one number each, as the audit's plug-in did
+    with pytest.raises(EmbenchError, match=r"--batch-size must be a whole number, not float 1.5"):
+        enc.encode(["a", "b", "c", "d"], batch_size=1.5)  # failed in a slice (or, for 3 texts, passed)
     with pytest.raises(EmbenchError, match=r"pooler 'cls' returned \(2,\); a pooler returns one vector per text, "
                                            r"a tensor of shape \(texts, dim\) = \(2, dim\)"):
         enc.encode(["a man plays", "rain"], use_cache=False)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.arguments import whole_number
 from ..core.defaults import BATCH_SIZE, GPU_BATCH_TOKENS
 from ..core.errors import EmbenchError
 
@@ -32,6 +33,8 @@ GPU_TOKENIZE_CHUNK = 4096
 def resolve_batching(device: str, batch_size: int | None, batch_tokens: int | None) -> tuple[int | None, int | None]:
     """The (texts cap, token budget) for ``device``: the values given, else 128 texts on a CPU, and the
     measured token budget with no texts cap on a GPU. ``batch_tokens=0`` turns the budget off."""
+    whole_number(batch_size, "--batch-size", least=None)  # 1.5 or "32" from Python: said here, not in a slice
+    whole_number(batch_tokens, "--batch-tokens", least=None)
     if batch_size is not None and batch_size < 1:
         raise EmbenchError(f"--batch-size must be at least 1, got {batch_size}")
     if batch_tokens is not None and batch_tokens < 0:

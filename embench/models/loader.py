@@ -33,8 +33,9 @@ from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
 from .fingerprints import fingerprint_files, module_fingerprint, stat_files, weights_fingerprint
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
+from .load_arguments import check_given
 from .lora_adapter import AdapterInfo, read_adapter
-from .max_length import check_given, check_max_length, model_max_length
+from .max_length import check_max_length, model_max_length
 from .model_names import from_hub, resolve_model_path, snapshot_revision
 from .pooling import POOLERS
 from .precision import warn_if_emulated
@@ -118,7 +119,7 @@ def load_model(
     up to rounding: :mod:`.unpadded_batch`). ``revision``: a hub commit, branch or tag (default: a known
     model's pinned one, :mod:`.catalogue`); ``prompt_name``: one of the model's prompts (default: its own, :mod:`.prompts`).
     """
-    # (Over 60 lines with its signature and docstring; the body checks options, then builds the encoder.)
+    check_given(name_or_path, max_length, layer)  # (the body checks options, then builds the encoder: over 60 lines)
     # what another process needs to load the same encoder on its own device (several devices: models/devices.py)
     spec = None if isinstance(name_or_path, torch.nn.Module) or tokenizer is not None or fingerprint is not None else (
         str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(
@@ -150,7 +151,6 @@ def load_model(
         raise EmbenchError(f"invalid --dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
     if pooling is not None:
         POOLERS.canonical(pooling)  # did-you-mean on a typo, before any loading
-    check_given(max_length, layer)  # the type and sign now; the model's positions and layers once its config is read
     device = pick_device(device)
     if isinstance(name_or_path, torch.nn.Module):
         src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)

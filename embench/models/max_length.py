@@ -8,14 +8,6 @@ from ..core.arguments import whole_number
 from ..core.errors import EmbenchError
 
 
-def check_given(max_length: Any, layer: Any) -> None:
-    """Before anything loads: --max-length a whole number of at least 1, --layer a whole number (negative counts from
-    the last layer; its range once the model's layers are known). A text or a fraction from the Python API failed in a
-    comparison deep in the loading, or (``layer=1.5``) only when the first batch was pooled."""
-    check_max_length(max_length, None)
-    whole_number(layer, "--layer", least=None)
-
-
 def check_max_length(max_length: int | None, config: Any) -> None:
     """--max-length must be positive and within the model's position embeddings (beyond, they do not exist)."""
     if whole_number(max_length, "--max-length", least=None) is None:
