@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import http.server
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -146,6 +147,20 @@ def test_a_local_mirror_folder_serves_the_data_roots_own_files(data_root, tmp_pa
     assert r.exit_code == 0, r.output
     assert "4 downloaded, 0 already present" in r.output
     assert len(load_labelled("banking77", root)) == 13083
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--base-url", "{shared}"], r"--base-url '.*': give a URL \(https://..., or file:///path for a local folder\)"),
+    (["--base-url", "file:///no/such/mirror"], r"--base-url file:///no/such/mirror: the folder /no/such/mirror does not exist"),
+    (["--hub-mirror", "{shared}"], r"--hub-mirror is where --from-hub copies from: give --from-hub too"),
+    (["--data", "{file}"], r"data root .*a.txt is a file, not a folder"),
+])
+def test_download_options_are_one_error_before_any_file_is_fetched(data_root, tmp_path, args, message):
+    (tmp_path / "a.txt").write_text("x")
+    args = [a.format(shared=data_root, file=tmp_path / "a.txt") for a in args]
+    r = CliRunner().invoke(app, ["data", "download", "-t", "trec", *(["--data", str(tmp_path / "d")] if "--data" not in args else []), *args])
+    assert r.exit_code != 0 and r.exception is not None and not (tmp_path / "d").exists()
+    assert re.search(message, str(r.exception)), str(r.exception)
 
 
 def test_names_select_the_files_their_readers_read():

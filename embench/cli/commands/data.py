@@ -69,6 +69,7 @@ def download(
     from ...data_names import manifest_paths
 
     root = DataRoot.resolve(data)
+    _check_download_options(root.path, base_url, from_hub, hub_mirror)  # once, not as a failure of every file
     if from_hub:
         _from_hub(root, task or [], hub_mirror)
         return
@@ -85,6 +86,26 @@ def download(
     emit(f"{got} downloaded, {sum(1 for _, s in done if s == 'present')} already present, {len(failed)} failed, into {root.path}")
     if failed:
         raise typer.Exit(1)
+
+
+def _check_download_options(root: Path, base_url: str | None, from_hub: bool, hub_mirror: Path | None) -> None:
+    """The data root, the mirror and the hub options, checked before any file is fetched."""
+    from urllib.parse import urlparse
+
+    from ...core.errors import EmbenchError
+    from ...core.paths import not_there
+
+    if root.exists() and not root.is_dir():
+        raise EmbenchError(f"data root {root} {not_there(root, 'folder')} (--data, else EMBENCH_DATA)")
+    if hub_mirror is not None and not from_hub:
+        raise EmbenchError("--hub-mirror is where --from-hub copies from: give --from-hub too (or leave --hub-mirror out)")
+    if base_url is None:
+        return
+    url = urlparse(base_url)
+    if url.scheme not in ("http", "https", "file"):
+        raise EmbenchError(f"--base-url {base_url!r}: give a URL (https://..., or file:///path for a local folder)")
+    if url.scheme == "file" and not Path(url.path).is_dir():
+        raise EmbenchError(f"--base-url {base_url}: the folder {url.path} {not_there(url.path, 'folder')}")
 
 
 def _from_hub(root, names: list[str], mirror: Path | None) -> None:
