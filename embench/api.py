@@ -37,6 +37,7 @@ from .evaluation.suites import SUITES
 from .models.devices import prefill_views, several_devices
 from .models.foreign import ForeignEncoder
 from .models.loader import load_model
+from .models.model_names import check_local_path
 from .models.st_object import folder_name, source_folder
 from .report.progress import announce
 from .tasks import TASKS
@@ -202,6 +203,8 @@ def compare(
     """
     one_axis(options.get("truncate_dim"), options.get("quantize"))  # a paired test: one configuration of each model
     check_test(test, alpha, task_kinds(suite, name_list(tasks, "tasks")))  # before either model loads
+    for m in (model_a, model_b):
+        check_local_path(m)
     groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
     if any(groups):
         check_group_test(test)  # before any encoding

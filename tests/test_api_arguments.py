@@ -74,6 +74,17 @@ def test_compare_refuses_a_bad_argument_before_either_model_loads(data_root, tmp
         embench.compare(NeverEncodes(), NeverEncodes(), data=data_root, results_dir=tmp_path, **kwargs)
 
 
+def test_compare_refuses_a_missing_local_model_before_evaluating_the_other(data_root, tmp_path):
+    with pytest.raises(EmbenchError, match=r"model '/no/such/model': the local folder '/no/such/model' does not exist"):
+        embench.compare(NeverEncodes(), "/no/such/model", data=data_root, results_dir=tmp_path)
+
+
+def test_a_results_folder_that_is_a_file_is_said_as_such(data_root, tmp_path):
+    (tmp_path / "r").write_text("x")
+    with pytest.raises(EmbenchError, match=r"results folder .*r is a file, not a folder; choose another --results-dir"):
+        embench.evaluate(NeverEncodes(), tasks="STS13", data=data_root, results_dir=tmp_path / "r", use_cache=False)
+
+
 def test_analyses_refuse_a_file_as_their_folder_and_options_for_an_analysis_not_run(tmp_path):
     from embench.analysis.registry import run, run_many
 

@@ -160,6 +160,9 @@ class ResultStore:
 
     def check_writable(self) -> None:
         """Called before any encoding, so an unwritable results folder stops a run before work is done."""
+        if self.root.exists() and not self.root.is_dir():
+            raise EmbenchError(f"results folder {self.root} is a file, not a folder; choose another --results-dir "
+                               "(or EMBENCH_RESULTS)")
         e = unwritable(self.root)
         if e is not None:
             raise EmbenchError(f"cannot write result records to {self.root} ({e.strerror or e}); "

@@ -5,6 +5,7 @@ Each place tried is recorded, so that a name that resolves nowhere gives an erro
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -43,6 +44,13 @@ def resolve_model_path(name: str, revision: str | None = None) -> tuple[Path | N
         return p.resolve().parent, tried, name
     tried.append(f"local folder {str(p)!r}: " + ("is a file, not a model folder or a .gguf file" if p.exists() else "does not exist"))
     return find_local_model(name, tried), tried, name
+
+
+def check_local_path(name: object) -> None:
+    """A model named by a path (``/``, ``.`` or ``~`` first: never a hub id, :func:`from_hub`) that does not exist is
+    an error now, before other work (``compare`` evaluated the first model in full before loading the second)."""
+    if isinstance(name, str | os.PathLike) and str(name).startswith((".", "/", "~")) and not Path(name).expanduser().exists():
+        raise EmbenchError(f"model {str(name)!r}: the local folder {str(Path(name).expanduser())!r} does not exist")
 
 
 def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path | None:
