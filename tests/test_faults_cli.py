@@ -49,8 +49,9 @@ def _no_encoding(monkeypatch):
     monkeypatch.setattr(engine, "shared_pass", refuse)
 
 
-@pytest.mark.parametrize(("blocker", "results", "reason"), [("results", "results", "File exists"),
-                                                          ("blocker", "blocker/results", "Not a directory")])
+@pytest.mark.parametrize(("blocker", "results", "reason"), [
+    ("results", "results", "results folder {folder} is a file, not a folder"),
+    ("blocker", "blocker/results", "cannot write result records to {folder} (Not a directory)")])
 def test_a_results_folder_that_cannot_be_made_stops_the_run_before_any_encoding(env, tiny_bert_dir, capsys, monkeypatch,
                                                                                 blocker, results, reason):
     (env / blocker).write_text("a file in the way")
@@ -58,7 +59,7 @@ def test_a_results_folder_that_cannot_be_made_stops_the_run_before_any_encoding(
     code, _, err = _main(["run", "--model", tiny_bert_dir, "--task", "STS13", "-q", "--results-dir", env / results],
                          capsys, monkeypatch)
     err = " ".join(err.split())
-    assert code == 2 and f"cannot write result records to {env / results} ({reason})" in err and "Traceback" not in err, err
+    assert code == 2 and reason.format(folder=env / results) in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize(("args", "message"), [
