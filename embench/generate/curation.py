@@ -69,7 +69,7 @@ def _scored(path: Path, triplets: list[tuple[str, str, str]], flag: str = "--sco
 
 
 def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLike | None = None, *, rule: str = "paper",
-                    alpha: float = 3.0, beta: float = 3.0, gamma: float = 1.0, limit: int | None = None,
+                    alpha: float = 3.0, beta: float = 3.0, gamma: float | None = None, limit: int | None = None,
                     chat: bool | None = None, max_new_tokens: int = 8, batch_size: int = 16, device: str | None = None,
                     answer_prefix: str = "", scores: str | os.PathLike | None = None, progress: bool = False) -> CurationResult:
     """Score every triplet of ``triplets`` with ``llm`` and keep those ``rule`` accepts (see the module doc).
@@ -87,6 +87,9 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     for flag, line in (("--alpha", alpha), ("--beta", beta)):  # the LLM's scores are read on 0-5 (rules.py)
         if not 0 <= line <= 5:
             raise EmbenchError(f"{flag} {line} is outside the scores' 0-5 scale")
+    if gamma is not None and rule == "code":  # it was ignored without a word
+        raise EmbenchError("--gamma is the paper rule's margin; the code rule (the authors' filter) has none: leave it out")
+    gamma = 1.0 if gamma is None else gamma  # the paper's main results (Table 6)
     if not 0 <= gamma <= 5:
         raise EmbenchError(f"--gamma {gamma} is not a margin between two 0-5 scores (0 to 5)")
     src = Path(triplets)

@@ -66,7 +66,7 @@ def curate(
     rule: Annotated[str, Opt(help="paper (a >= alpha, b <= beta, a >= b + gamma) or code (the authors' filter: swaps roles when the contradiction scores higher).")] = "paper",
     alpha: Annotated[float, Opt(help="paper rule: lowest entailment score kept (3); code rule: its positive line.")] = 3.0,
     beta: Annotated[float, Opt(help="paper rule: highest contradiction score kept (3); code rule: its negative line.")] = 3.0,
-    gamma: Annotated[float, Opt(help="paper rule: the margin a - b at least (1).")] = 1.0,
+    gamma: Annotated[float | None, Opt(help="paper rule: the margin a - b at least (default 1); the code rule has none.")] = None,
     limit: Annotated[int | None, Opt(min=1, help="Only the first N triplets.")] = None,
     scores: Annotated[Path | None, Opt("--scores", help="The answers file, read and extended (default: <out stem>.scores.csv); another --rule reuses it.")] = None,
     chat: Annotated[bool | None, Opt("--chat/--no-chat", help="Wrap prompts in the tokenizer's chat template (default: when it has one).")] = None,
