@@ -15,6 +15,7 @@ from typing import Any
 
 from .core.arguments import name_list
 from .core.errors import EmbenchError
+from .core.paths import not_there
 from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
 from .encoding.encoder_interface import Encoder
@@ -32,16 +33,14 @@ from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
 from .evaluation.seed_groups import SeedGroup, read_seed_group
 from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
-from .evaluation.stored_results import results
 from .evaluation.suites import SUITES
+from .models.as_encoder import as_encoder
 from .models.devices import prefill_views, several_devices
-from .models.foreign import ForeignEncoder
 from .models.loader import load_model
 from .models.model_names import check_local_path
-from .models.st_object import folder_name, source_folder
 from .report.progress import announce
 from .tasks import TASKS
-from .tasks.names import resolve_tasks, task_kinds, with_task_files
+from .tasks.names import resolve_tasks, stored_task_names, task_kinds, with_task_files
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
@@ -111,7 +110,7 @@ def evaluate(
     devices = several_devices(model_opts.get("device"))  # --device cuda:0,cuda:1 (or all): one process per device
     if devices:
         model_opts["device"] = devices[0]  # this process scores; its encoder describes the run
-    encoder = _as_encoder(model, {k: v for k, v in model_opts.items() if v is not None}, label)
+    encoder = as_encoder(model, {k: v for k, v in model_opts.items() if v is not None}, label)
     store, enc_desc = ResultStore(results_dir), encoder.describe()
     reusable = getattr(encoder, "reusable", True)  # False: an object without a fingerprint (models/foreign.py)
     cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache and reusable else None
@@ -276,20 +275,16 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
         ), outcome.items
 
 
-def _as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None) -> Encoder:
-    """A name or folder loaded; an embench encoder as it is; any other object with ``encode`` wrapped, except a
-    SentenceTransformer still equal to its folder, which is that folder loaded (its cache and records shared)."""
-    if isinstance(model, (str, Path)):
-        return load_model(model, **model_opts)
-    if model_opts:
-        raise EmbenchError(f"model options {sorted(model_opts)} apply when the model is given by name; pass them to load_model() instead")
-    if hasattr(model, "encode_batch") and hasattr(model, "cache_key"):
-        return model
-    folder = source_folder(model)
-    if folder is not None:
-        device = next(model.parameters()).device.type if hasattr(model, "parameters") else None
-        return load_model(folder, name=folder_name(folder), device=device)  # the label names its row only
-    return ForeignEncoder(model, name=label)  # a SentenceTransformer, or a user's object with encode(texts)
+def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
+            task: str | Sequence[str] | None = None) -> list[Record]:
+    """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task
+    (a name or alias such as ``STS-B``, as ``run`` takes them, or a task file's stored name; several: any of them)."""
+    if results_dir is not None and not Path(results_dir).is_dir():  # not an empty answer: a mistyped folder
+        raise EmbenchError(f"results folder {results_dir} {not_there(results_dir, 'folder')}")
+    models = name_list(model, "model") or []
+    tasks = stored_task_names(name_list(task, "task"), stored := ResultStore(results_dir).records())
+    return [r for r in stored
+            if (not models or any(m.lower() in r.model.lower() for m in models)) and (not tasks or r.task in tasks)]
 
 
 __all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]
