@@ -214,7 +214,7 @@ def test_batch_tokens_reaches_the_engine_from_the_cli_and_the_record(env, tiny_b
 def test_compile_reaches_the_loader_from_the_cli_and_compiles_the_forward(env, tiny_bert_dir, monkeypatch):
     from typer.testing import CliRunner
 
-    import embench.api as api
+    import embench.models.as_encoder as as_encoder
     from embench.cli import app
 
     seen = {}
@@ -223,7 +223,7 @@ def test_compile_reaches_the_loader_from_the_cli_and_compiles_the_forward(env, t
         seen.update(options)
         raise EmbenchError("captured")
 
-    monkeypatch.setattr(api, "load_model", capture)
+    monkeypatch.setattr(as_encoder, "load_model", capture)  # where evaluate turns a model name into an encoder
     result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--compile", "--batch-tokens", "4096",
                                       "--cuda-graphs"])
     assert "captured" in str(result.exception) and seen["compile"] is True and seen["batch_tokens"] == 4096

@@ -251,7 +251,7 @@ def test_a_batch_out_of_memory_is_split_and_stays_unpadded(tiny_bert_dir, attent
 def test_the_cli_option_reaches_the_loader_and_the_record(env, tiny_bert_dir, monkeypatch):
     from typer.testing import CliRunner
 
-    import embench.api as api
+    import embench.models.as_encoder as as_encoder
     from embench.cli import app
 
     for command in (["run"], ["mteb", "run"], ["analyze"], ["audit"], ["compare"]):  # every command that encodes
@@ -267,7 +267,7 @@ def test_the_cli_option_reaches_the_loader_and_the_record(env, tiny_bert_dir, mo
         seen.update(options)
         raise EmbenchError("captured")
 
-    monkeypatch.setattr(api, "load_model", capture)
+    monkeypatch.setattr(as_encoder, "load_model", capture)  # where evaluate turns a model name into an encoder
     result = CliRunner().invoke(app, ["run", "-m", str(tiny_bert_dir), "-t", "STS12", "--unpadded"])
     assert "captured" in str(result.exception) and seen["unpadded"] is True
 
