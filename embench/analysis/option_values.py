@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.arguments import is_seed
 from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 
@@ -43,7 +44,7 @@ RULES: dict[str, tuple[str, Any]] = {
     "batch": _count(2),  # an in-batch negative needs a second row
     "batches": _count(1),
     "n_jobs": ("a whole number, -1 for every core", lambda v: _integer(v) and (v >= 1 or v == -1)),
-    "seed": (f"a whole number from 0 to {SEED_MAX}", lambda v: _integer(v) and 0 <= v <= SEED_MAX),
+    "seed": (f"a whole number from 0 to {SEED_MAX}", is_seed),
     "layer": ("a whole number (negative counts from the last layer)", _integer),
     "test_size": ("a fraction between 0 and 1", lambda v: _number(v) and 0 < v < 1),
     "t": ("a finite number > 0", lambda v: _number(v) and v > 0),

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from os import PathLike
 from typing import Any
 
+from .defaults import SEED_MAX
 from .errors import EmbenchError
 
 
@@ -48,3 +49,8 @@ def callback(value: Any, what: str) -> Any:
     if value is not None and not callable(value):
         raise EmbenchError(f"{what} must be a function (or None), not {type(value).__name__} {value!r}")
     return value
+
+
+def is_seed(value: Any) -> bool:
+    """Whether ``value`` is a seed numpy and torch take: a whole number from 0 to 2**32 - 1 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= SEED_MAX

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
+from ..core.arguments import is_seed
 from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 
@@ -81,7 +82,7 @@ class EvalProtocol:
                     f"invalid value {value!r} for option --{name.replace('_', '-')}; "
                     f"choose one of: {', '.join(choice.values)}"
                 )
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= SEED_MAX:
+        if not is_seed(self.seed):
             raise EmbenchError(f"invalid value {self.seed!r} for option --seed; give a whole number from 0 to {SEED_MAX}")
         if self.scoring == "regressor" and (self.sick_split == "full" or self.stsb_split != "test"):
             raise EmbenchError(

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..core.arguments import is_seed
 from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 from ..stats import Metric, bootstrap_distributions, percentile_interval, point_estimate
@@ -63,7 +64,7 @@ class IntervalSettings:
             s = 1111 if seed is None else int(seed)
         except (TypeError, ValueError):
             raise EmbenchError(f"--ci-seed {seed!r}: an integer") from None
-        if not 0 <= s <= SEED_MAX or isinstance(seed, bool | float):  # numpy's generators take 0 .. 2**32-1
+        if not is_seed(s) or isinstance(seed, bool | float):  # a text of digits is read as its number; 1.5 is no seed
             raise EmbenchError(f"--ci-seed {seed!r}: a whole number from 0 to {SEED_MAX}")
         return cls(lv, int(n), s)
 
