@@ -192,6 +192,12 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
     (best / "embench_adapter.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "bidirectional_mode"}))
     assert embench.load_model(best).settings.extra["bidirectional_mode"] == "mask"
     assert embench.load_model(best, bidirectional_mode="billm").settings.extra["bidirectional_mode"] == "billm"
+    # one saved before the model's fingerprint covered its tokenizer names the weights' alone: still its base
+    from embench.models.fingerprints import weights_fingerprint
+
+    assert meta["base_fingerprint"] == embench.load_model(tiny_llama_dir).fingerprint != weights_fingerprint(tiny_llama_dir)
+    (best / "embench_adapter.json").write_text(json.dumps({**meta, "base_fingerprint": weights_fingerprint(tiny_llama_dir)}))
+    assert embench.load_model(best).fingerprint == by_folder.fingerprint
     base = embench.load_model(tiny_llama_dir, bidirectional_last=2, prompt="bellm")
     assert not np.allclose(base.encode_batch(texts), by_base.encode_batch(texts), atol=1e-4)  # the adapter changed it
     assert by_base.cache_key() != base.cache_key()

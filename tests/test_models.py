@@ -195,6 +195,29 @@ def test_fingerprint_identifies_weights(tiny_bert_dir, tmp_path):
     assert in_memory.fingerprint != a.fingerprint and in_memory.source == "in-memory module"
 
 
+@pytest.mark.slow
+def test_fingerprint_covers_the_tokenizer_files(tiny_bert_dir, tmp_path):
+    """A tokenizer edited in place gives other vectors: the fingerprint, and so the cache key, must change with it
+    (before, only the config and the weights were hashed, and the old vectors were served)."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_bert_dir, copy)
+    a, moved = embench.load_model(tiny_bert_dir), embench.load_model(copy)
+    assert moved.fingerprint == a.fingerprint and moved.cache_key() == a.cache_key()  # a moved copy: the same model
+    before = a.encode_batch(["The SHINY Cat"])
+    config = json.loads((copy / "tokenizer_config.json").read_text())
+    (copy / "tokenizer_config.json").write_text(json.dumps({**config, "do_lower_case": not config.get("do_lower_case", True)}))
+    edited = embench.load_model(copy)
+    assert not np.allclose(edited.encode_batch(["The SHINY Cat"]), before)  # other tokens, other vectors ...
+    assert edited.fingerprint != a.fingerprint and edited.cache_key() != a.cache_key()  # ... under another key
+    # a tokenizer given as an object is not the folder's: the weights alone name the model
+    from transformers import AutoTokenizer
+
+    given = embench.load_model(copy, tokenizer=AutoTokenizer.from_pretrained(tiny_bert_dir))
+    assert given.fingerprint not in (a.fingerprint, edited.fingerprint)
+
+
 def test_cache_key_changes_with_every_encoding_setting(tiny_bert_dir):
     keys = {
         embench.load_model(tiny_bert_dir, **kw).cache_key()

@@ -13,7 +13,6 @@ Order of resolution, each failure recorded for the error message:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
-from .fingerprints import fingerprint_files, module_fingerprint, stat_files, weights_fingerprint
+from .fingerprints import fingerprint_files, joined, module_fingerprint, stat_files, weights_fingerprint
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
 from .load_arguments import check_given
 from .lora_adapter import AdapterInfo, read_adapter
@@ -222,7 +221,7 @@ def _module_source(module: torch.nn.Module, tokenizer: Any, name: str | None, fi
     fam = forced or detect(module.config)
     # hashing every parameter is costly for a large model under training: a caller may name it instead
     return _Source(module.config, tokenizer, lambda: (fam.apply_patch(module, display), tokenizer),
-                   fingerprint or module_fingerprint(module), "in-memory module", display, fam)
+                   fingerprint or module_fingerprint(module, tokenizer), "in-memory module", display, fam)
 
 
 def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: Family | None,
@@ -248,9 +247,10 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     cached = cached_gguf_folder(fingerprint_files(stat_files(folder / gguf))) if gguf else None
     try:
         config = AutoConfig.from_pretrained(cached or hf_folder, trust_remote_code=trust_remote_code, **({} if cached else extra))
+        tok_folder = None if tokenizer is not None or gguf else tokenizer_folder(hf_folder, folder, gguf)  # fingerprinted
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(cached or tokenizer_folder(hf_folder, folder, gguf),
-                                                      trust_remote_code=trust_remote_code, **({} if cached else extra))
+            tokenizer = AutoTokenizer.from_pretrained(cached or tok_folder or hf_folder, trust_remote_code=trust_remote_code,
+                                                      **({} if cached else extra))
     except Exception as e:
         if isinstance(e, EmbenchError):  # no tokenizer: said after the config, so that remote code is refused first
             raise
@@ -261,10 +261,9 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
                                f"{', '.join(sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {'general', 'tokenizer'}))}") from None
         raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
     fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
-    fingerprint = fingerprint_files(stat_files(folder / gguf)) if gguf else weights_fingerprint(hf_folder)
+    fingerprint = fingerprint_files(stat_files(folder / gguf)) if gguf else weights_fingerprint(hf_folder, tok_folder or tokenizer)
     if st_cfg.get("dense"):  # the Dense modules' weights are part of what gives the vectors
-        parts = [fingerprint, *(weights_fingerprint(d) for d in st_cfg["dense"])]
-        fingerprint = hashlib.sha256("+".join(parts).encode()).hexdigest()[:16]
+        fingerprint = joined(fingerprint, *(weights_fingerprint(d) for d in st_cfg["dense"]))
     loaded_tokenizer = tokenizer
     auto_class = head(config) if head is not None else None  # checked before any weight is read
 
@@ -294,7 +293,4 @@ def _trained_setting(folder: Path | None, key: str) -> Any:
 
 
 def _trained_prompt(folder: Path | None) -> str:
-    meta = folder / "embench_training.json" if folder is not None else None
-    if meta is None or not meta.is_file():
-        return ""
-    return str(read_json(meta).get("prompt") or "")
+    return str(_trained_setting(folder, "prompt") or "")

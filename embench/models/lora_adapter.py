@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.atomic import write_json
 from ..core.errors import EmbenchError
+from .fingerprints import joined, weights_fingerprint
 
 ADAPTER_META = "embench_adapter.json"
 PEFT_CONFIG = "adapter_config.json"
@@ -47,7 +48,9 @@ class AdapterInfo:
     def attach(self, src: Any) -> Any:
         """``src`` (a loader source) with this adapter merged into its weights on load; refused when the
         base's weights are not the ones the adapter was trained on."""
-        if self.base_fingerprint and src.fingerprint != self.base_fingerprint:
+        # adapters saved before a model's fingerprint covered its tokenizer (2026-11-28) name its weights' alone
+        weights = weights_fingerprint(src.trained_folder) if src.trained_folder is not None else None
+        if self.base_fingerprint and self.base_fingerprint not in (src.fingerprint, weights):
             raise EmbenchError(
                 f"adapter {self.folder} was trained on {self.base_model} (weights fingerprint {self.base_fingerprint}); "
                 f"{src.display} has fingerprint {src.fingerprint}: load it with --model {self.base_model}"
@@ -66,8 +69,7 @@ class AdapterInfo:
                 raise EmbenchError(f"adapter {folder} does not fit {src.display}: {e}") from None
             return model, tok
 
-        combined = hashlib.sha256(f"{src.fingerprint}+{self.fingerprint()}".encode()).hexdigest()[:16]
-        return dataclasses.replace(src, load=load, fingerprint=combined)
+        return dataclasses.replace(src, load=load, fingerprint=joined(src.fingerprint, self.fingerprint()))
 
 
 def is_adapter_folder(path: str | os.PathLike) -> bool:
