@@ -32,6 +32,20 @@ def test_each_kind_of_checkpoint_gets_its_family_defaults(tiny_llama_dir, tiny_b
     np.testing.assert_allclose(alone[0], padded[0], atol=1e-5)
 
 
+def test_without_a_dtype_a_gpu_runs_the_family_s_default(tiny_llama_dir, tiny_bert_dir, monkeypatch):
+    """No --dtype is the family's dtype: bf16 for a decoder LLM on a GPU, fp32 for an encoder (and on a CPU). Before,
+    load_model's own default (fp32) stood in for it, so `embench run -m Qwen/...` on a GPU ran in fp32."""
+    from embench.models import loader
+    from embench.models.as_encoder import as_encoder
+
+    monkeypatch.setattr(loader, "pick_device", lambda device: device or "cuda")  # the settings only: nothing is run
+    assert embench.load_model(tiny_llama_dir).settings.dtype == "bf16"
+    assert as_encoder(str(tiny_llama_dir), {}).settings.dtype == "bf16"  # the CLI's and evaluate()'s path
+    assert embench.load_model(tiny_llama_dir, dtype="fp32").settings.dtype == "fp32"  # asked for: kept
+    assert embench.load_model(tiny_bert_dir).settings.dtype == "fp32"
+    assert embench.load_model(tiny_llama_dir, device="cpu").settings.dtype == "fp32"
+
+
 @pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_failing_family_hook_names_the_family_and_the_model_and_stores_nothing(tiny_bert_dir, data_root, tmp_path):
     def broken(model):

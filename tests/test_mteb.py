@@ -109,6 +109,23 @@ def test_mteb_task_reuses_the_embeddings_of_sts_all_and_scores_the_same(tiny_ber
     assert rec.provenance["task_meta"]["seed"] == 42
 
 
+@pytest.mark.slow
+def test_mteb_s_sick_r_and_embench_s_keep_a_column_each(tiny_bert_dir, data_root, tmp_path):
+    """MTEB's SICK-R (all 9,927 pairs) and SentEval's (the 4,927 of its test split) were both shown as 'SICK-R':
+    a table of both kept one score, silently, and averaged the rest."""
+    from embench.evaluation.scan import report_tables
+
+    opts = dict(data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache", pooling="mean", device="cpu")
+    ev = evaluate(str(tiny_bert_dir), None, tasks=["SICK-R", "MTEB:SICK-R"], **opts)
+    own, theirs = (next(r for r in ev.records if r.task == t) for t in ("SICKRelatedness", "MTEB:SICK-R"))
+    assert (own.display, theirs.display) == ("SICK-R", "MTEB:SICK-R") and own.main_score != theirs.main_score
+    row = ev.frame.iloc[0]
+    assert (row["SICK-R"], row["MTEB:SICK-R"]) == (own.main_score, theirs.main_score)
+    assert row["Avg."] == pytest.approx((own.main_score + theirs.main_score) / 2)
+    tables, _ = report_tables([tmp_path / "res"])  # the stored records: a table per kind, each with its column
+    assert [(t.kind, list(t.frame.columns)) for t in tables] == [("sts", ["SICK-R"]), ("mteb", ["MTEB:SICK-R"])]
+
+
 def test_results_are_written_in_mteb_format_and_read_back_by_mteb(tiny_bert_dir, data_root, tmp_path):
     import mteb
 

@@ -71,7 +71,7 @@ def load_model(
     pooling: str | None = None,
     layer: int | None = None,
     max_length: int | None = None,
-    dtype: str | None = "fp32",
+    dtype: str | None = None,
     device: str | None = None,
     normalize: bool | None = None,
     tokenizer: Any = None,
@@ -98,8 +98,8 @@ def load_model(
 
     ``pooling`` defaults to the checkpoint's own (sentence-transformers folders) or its family's
     (``cls`` for encoders, ``last_token`` for decoder LLMs); ``layer`` pools any hidden layer
-    (0 = embedding output); ``dtype`` is ``fp32``, ``bf16`` or ``fp16`` (``None``: the family's
-    default on this device); ``device`` defaults to CUDA when present. ``prompt`` is a template with
+    (0 = embedding output); ``dtype`` is ``fp32``, ``bf16`` or ``fp16`` (default: the family's
+    on this device, bf16 for a decoder LLM on a GPU, else fp32); ``device`` defaults to CUDA when present. ``prompt`` is a template with
     ``{text}`` (default: the one a checkpoint was trained with, else the family's). ``family`` forces
     a model family (``embench list families``; default: detected). An in-memory ``torch.nn.Module``
     may be passed with its ``tokenizer`` (and a ``fingerprint`` naming its state, else one is

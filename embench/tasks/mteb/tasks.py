@@ -29,10 +29,14 @@ from ...evaluation.protocols import EvalProtocol
 from ...evaluation.suites import MTEB_LITE
 from ...evaluation.suites import MTEB_PREFIX as PREFIX
 from ..base import TASKS, Embed, Prepared, TaskScore
+from ..senteval.datasets import TRANSFER_DATASETS
+from ..sts.datasets import STS_DATASETS
 from .adapter import EngineEncoder
 from .load import load_into, local_copy, task_kind
 from .local_data import LOCAL
 
+# the column names of embench's own tasks, which an mteb task's must not take (MTEBTask.display)
+NATIVE_DISPLAYS = frozenset({d.display or d.name for d in STS_DATASETS} | {d.display for d in TRANSFER_DATASETS})
 MTEB_SEED = 42  # mteb's default task seed (classification undersampling); published numbers use it
 
 
@@ -54,12 +58,16 @@ class MTEBTask:
 
     @property
     def display(self) -> str:
-        """The mteb name, with ``*`` when the local data differs from MTEB's copy (the record says how)."""
+        """The mteb name, with ``*`` when the local data differs from MTEB's copy (the record says how); the task's
+        own name (``MTEB:SICK-R``) where the mteb name is also one of embench's tasks: the two score other pairs
+        (MTEB's SICK-R all 9,927, SentEval's the 4,927 of its test split), and under one column name a table of both
+        (``embench results show`` over a folder holding sts-all and mteb-lite) kept one score and dropped the other."""
         differs = self._differs
         if differs is None:
             spec = LOCAL.get(self.mteb_name)
             differs = bool(spec and spec.notes) or self.limit is not None
-        return self.mteb_name + ("*" if differs else "")
+        shown = self.mteb_name + ("*" if differs else "")
+        return self.name if shown in NATIVE_DISPLAYS else shown
 
     def data_files(self, root: DataRoot) -> list[Path]:
         if self.mteb_name in LOCAL:
