@@ -96,6 +96,10 @@ def test_analyses_refuse_a_file_as_their_folder_and_options_for_an_analysis_not_
         run_many("spectrum", ["no-such-model-is-loaded"], a_file)  # one name as a string: that analysis
     with pytest.raises(EmbenchError, match=r"options given for knn, which run_many does not run \(spectrum\)"):
         run_many(["spectrum"], ["no-such-model-is-loaded"], tmp_path / "out", options={"knn": {"k": 5}})
+    # an analysis' option given as a keyword was dropped unchecked (n_pairs=-5 ran): refused, with the right form
+    with pytest.raises(EmbenchError, match=r"run_many\(\) got 'n_pairs', 'nonsense', which is no model option .*; "
+                                           r"n_pairs is an option of spectrum.*: pass options=\{'spectrum': \{'n_pairs': ...\}\}"):
+        run_many(["spectrum", "alignment-uniformity"], ["no-such-model-is-loaded"], tmp_path / "out", n_pairs=-5, nonsense=1)
 
 
 def test_report_tables_takes_one_folder_model_or_task_as_a_string_and_checks_split(tmp_path):

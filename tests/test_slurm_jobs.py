@@ -168,3 +168,22 @@ def test_train_on_slurm_is_one_array_task_per_seed_and_says_so(extra, message, t
     res = CliRunner().invoke(app, ["train", "--method", "crop", "-m", "m", "--out", str(tmp_path / "o"), *extra])
     assert isinstance(res.exception, EmbenchError) and message in str(res.exception), res.output
     assert not (tmp_path / "o").exists()  # refused before anything is written or submitted
+
+
+@pytest.mark.slow  # a subprocess
+def test_sbatch_refusing_the_array_is_one_error_quoting_it(tmp_path, monkeypatch):
+    """A cluster that cannot be reached, or an unknown partition or account: sbatch's words in one error, where
+    submitit's FailedJobError traceback was printed (grid --executor slurm and train --executor slurm alike)."""
+    from embench.grid.slurm import submit
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nosuch' >&2\n"
+                                    "echo 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\nexit 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    job = tmp_path / "job-0.json"
+    job.write_text("{}")
+    with pytest.raises(EmbenchError, match=r"sbatch refused the job array: sbatch: error: invalid partition specified: "
+                                           r"nosuch; sbatch: error: Batch job submission failed.*nothing was submitted"):
+        submit([job], tmp_path / "results", SlurmSettings(partition="nosuch"))

@@ -85,6 +85,20 @@ def test_two_training_runs_into_one_out_one_refused_the_other_finishes(tiny_bert
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("option, value, named", [("max_length", 100000, "--max-length 100000"),
+                                                  ("eval_max_length", 513, "--set eval_max_length 513"),
+                                                  ("export_max_length", 1000, "--set export_max_length 1000")])
+def test_a_length_beyond_the_model_s_positions_is_one_error_before_the_weights_load(tiny_bert_dir, data_root, tmp_path,
+                                                                                    option, value, named):
+    """Before, --max-length 100000 was taken, and a text longer than the 512 positions failed mid-step with a traceback."""
+    from embench.train import train
+
+    with pytest.raises(EmbenchError, match=named + " is more than the model's 512 positions"):
+        train(_config(tiny_bert_dir, data_root, tmp_path / "run", **{option: value}))
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+@pytest.mark.slow
 def test_a_huge_learning_rate_is_stopped_as_a_collapse_and_no_collapsed_state_is_named(tiny_bert_dir, data_root, tmp_path):
     from embench.train import TrainingDivergedError, train
 

@@ -61,7 +61,7 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
     from ..core.paths import check_folder_option
     from ..models.devices import several_devices
     from .base import check_options, finish, start
-    from .inputs import make_context, model_refs
+    from .inputs import MODEL_OPTIONS, make_context, model_refs
     from .token_pass import run_together
 
     options = options or {}
@@ -72,6 +72,12 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
         raise EmbenchError(f"options given for {', '.join(unrun)}, which run_many does not run ({', '.join(fns)})")
     for n, fn in fns.items():
         check_options(n, fn.options, options.get(n, {}))
+    stray = sorted(set(model_options) - set(MODEL_OPTIONS))
+    if stray:  # an analysis' option given as a keyword (n_pairs=-5) was dropped, unchecked, without a word
+        theirs = {k: [n for n, fn in fns.items() if k in fn.options] for k in stray}
+        raise EmbenchError(f"run_many() got {', '.join(map(repr, stray))}, which is no model option ({', '.join(MODEL_OPTIONS)})"
+                           + "".join(f"; {k} is an option of {', '.join(ns)}: pass options={{{ns[0]!r}: {{{k!r}: ...}}}}"
+                                     for k, ns in theirs.items() if ns))
     check_folder_option(out, "out")
     devices = several_devices(model_options.get("device"))  # cuda:0,cuda:1 or all: one process per device
     if devices:

@@ -102,6 +102,19 @@ def make_executor(folder: Path, settings: SlurmSettings, cluster: str = "slurm")
     return executor
 
 
+def map_array(executor: Any, fn: Any, *arguments: Sequence[Any]) -> list[Any]:
+    """``executor.map_array``, with sbatch's refusal (no controller reachable, an unknown partition, account or
+    option) as one error quoting sbatch, instead of submitit's traceback."""
+    from submitit.core.utils import FailedJobError
+
+    try:
+        return executor.map_array(fn, *arguments)
+    except FailedJobError as e:
+        said = "; ".join(line.strip() for line in str(e).splitlines() if line.strip().startswith("sbatch:")) or str(e).strip()
+        raise EmbenchError(f"sbatch refused the job array: {said} (nothing was submitted; check that `sinfo` reaches "
+                           "the cluster and the --slurm-partition and --slurm-option values)") from None
+
+
 def job_environment() -> Any:
     """submitit's environment of the job running here; None under its debug executor (this very process)."""
     try:
@@ -153,7 +166,7 @@ def submit(job_files: Sequence[Path], results: Path, settings: SlurmSettings, cl
     """Submit the jobs as one array (``cluster``: slurm, or submitit's local / debug for a run without one);
     on Slurm each job's array task is noted for ``embench grid status``."""
     folder = GridState(results).root / "slurm"
-    jobs = make_executor(folder, settings, cluster).map_array(GridJob(), [str(p) for p in job_files])
+    jobs = map_array(make_executor(folder, settings, cluster), GridJob(), [str(p) for p in job_files])
     if cluster == "slurm":
         from .slurm_jobs import record
 

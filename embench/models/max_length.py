@@ -8,17 +8,17 @@ from ..core.arguments import whole_number
 from ..core.errors import EmbenchError
 
 
-def check_max_length(max_length: int | None, config: Any) -> None:
-    """--max-length must be positive and within the model's position embeddings (beyond, they do not exist)."""
-    if whole_number(max_length, "--max-length", least=None) is None:
+def check_max_length(max_length: int | None, config: Any, option: str = "--max-length") -> None:
+    """--max-length (or ``option``) must be positive and within the model's position embeddings (beyond, they do not exist)."""
+    if whole_number(max_length, option, least=None) is None:
         return
     if max_length < 1:
-        raise EmbenchError(f"--max-length must be at least 1, got {max_length}")
+        raise EmbenchError(f"{option} must be at least 1, got {max_length}")
     positions = getattr(config, "max_position_embeddings", None)
     if isinstance(positions, int) and positions > 0:
         positions -= 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0
         if max_length > positions:
-            raise EmbenchError(f"--max-length {max_length} is more than the model's {positions} positions")
+            raise EmbenchError(f"{option} {max_length} is more than the model's {positions} positions")
 
 
 def model_max_length(config: Any, tokenizer: Any) -> int:

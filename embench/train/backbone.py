@@ -16,6 +16,7 @@ from ..core.errors import EmbenchError
 from ..models.families import FAMILIES, Family, detect
 from ..models.gguf_cache import dequantised_gguf, gguf_file_of
 from ..models.layer_stack import transformer_layers
+from ..models.max_length import check_max_length
 from ..models.model_names import from_hub, resolve_model_path
 from ..models.st_folder import sentence_transformers_config
 from .config import TrainConfig
@@ -60,6 +61,9 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
         raise EmbenchError(f"--model {cfg.model}: cannot load it ({type(e).__name__}: {first}); tried {tried}"
                            + default_model_note(cfg.recipe, cfg.model)) from None
     family = FAMILIES.get(cfg.family) if cfg.family else detect(config, folder, gguf, st_folder=bool(st))
+    # within the model's positions, before any weight is read: beyond them a long text failed mid-step with a traceback
+    for option in ("max_length", "eval_max_length", "export_max_length"):
+        check_max_length(getattr(cfg, option), config, "--max-length" if option == "max_length" else f"--set {option}")
     if cfg.dropout is not None:
         for attr in DROPOUT_ATTRS:
             if hasattr(config, attr):

@@ -115,7 +115,7 @@ def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
                  cluster: str = "slurm") -> tuple[list[int], list[Any]]:
     """Submit one Slurm array task per seed not yet in the group (through submitit; logs in ``OUT/slurm``);
     returns those seeds and their submitit jobs. ``cluster``: submitit's ``local`` runs them without Slurm."""
-    from ..grid.slurm import SlurmSettings, make_executor
+    from ..grid.slurm import SlurmSettings, make_executor, map_array
 
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -124,5 +124,5 @@ def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
     if not todo:
         return [], []
     settings = dataclasses.replace(settings or SlurmSettings(), name="embench-train")
-    jobs = make_executor(out / "slurm", settings, cluster).map_array(SeedJob(), [cfg] * len(todo), todo)
+    jobs = map_array(make_executor(out / "slurm", settings, cluster), SeedJob(), [cfg] * len(todo), todo)
     return todo, jobs
