@@ -146,3 +146,30 @@ def test_a_data_download_through_a_symlink_out_of_the_root_is_refused(tmp_path):
     with pytest.raises(EmbenchError, match="points outside"):
         download(DataRoot(root), manifest=manifest)
     assert list(outside.iterdir()) == []
+
+
+def test_a_table_on_the_terminal_prints_brackets_in_names_as_text():
+    """rich read "best [tower-1]" (a twin's tower, as the analyses label it) as markup and printed "best"."""
+    import pandas as pd
+
+    from embench.report.tables import render
+
+    frame = pd.DataFrame({"e_cls [x]": [0.5, 0.25, 0.3]}, index=pd.Index(["best [tower-1]", "best [tower-2]", "best"], name="model"))
+    for text in (render(frame, "table", title="cls [energy]"), render(frame, "table", highlight=True)):
+        assert "best [tower-1]" in text and "best [tower-2]" in text and "e_cls [x]" in text
+    assert "cls [energy]" in render(frame, "table", title="cls [energy]")
+
+
+def test_advice_in_errors_names_options_that_exist():
+    """Two errors sent users to --crop-min-chars and --no-stratify, which no command has."""
+    import numpy as np
+
+    from embench.analysis.knn import split_indices
+    from embench.train.crops import CropCorpus
+
+    with pytest.raises(EmbenchError, match=r"set them with --set crop_min_chars=N, --set crop_max_chars=N"):
+        CropCorpus.build(["Too short. To crop."])
+    with pytest.raises(EmbenchError, match=r"--set crop_sentences must be at least 1"):
+        CropCorpus.build(["x"], t=0)
+    with pytest.raises(EmbenchError, match=r"`embench analyze knn --set stratify=false`, knn_accuracy\(\.\.\., stratify=False\)"):
+        split_indices(np.array([0, 0, 0, 1]), 0.25, 42)

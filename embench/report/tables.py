@@ -136,6 +136,10 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
     if fmt == "json":
         return frame.reset_index().to_json(orient="records", indent=2) if frame.index.name else frame.to_json(orient="records", indent=2)
     header, body = _cells(frame, scaled)
+    if fmt == "table":  # cells are text, not rich markup: a row "best [tower-1]" printed as "best" before
+        from rich.markup import escape
+
+        body = [[escape(cell) for cell in row] for row in body]
     if highlight and fmt in ("latex", "markdown", "table") and len(frame) > 1:
         offset = 1 if frame.index.name else 0
         marks = {"latex": ("\\textbf{%s}", "\\underline{%s}"), "markdown": ("**%s**", "<u>%s</u>"),
@@ -176,9 +180,9 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=title)
+        table = Table(title=escape(title) if title else title)
         for h in header:
-            table.add_column(h, justify="right" if h in scaled or h == "n" else "left", style="bold" if h == "Avg." else None)
+            table.add_column(escape(h), justify="right" if h in scaled or h == "n" else "left", style="bold" if h == "Avg." else None)
         for r in body:
             table.add_row(*r)
         # the table's natural width, whatever the terminal: a cell is never wrapped nor cut with an ellipsis

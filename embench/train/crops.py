@@ -51,7 +51,7 @@ class CropCorpus:
     def build(cls, documents: list[str], t: int = 2, min_chars: int = 100, max_chars: int = 250,
               source: str = "the documents") -> CropCorpus:
         if t < 1:
-            raise EmbenchError(f"--crop-sentences must be at least 1, got {t}")
+            raise EmbenchError(f"--set crop_sentences must be at least 1, got {t}")
         kept, skipped = [], 0
         for doc in documents:
             c = chunks(doc, t, min_chars, max_chars)
@@ -66,7 +66,7 @@ class CropCorpus:
         if not kept:
             raise EmbenchError(
                 f"none of the {len(documents)} documents in {source} can be cropped: each needs at least "
-                f"{t + 1} sentences of {min_chars}-{max_chars} characters (see --crop-min-chars/--crop-max-chars)"
+                f"{t + 1} sentences of {min_chars}-{max_chars} characters (set them with --set crop_min_chars=N, --set crop_max_chars=N)"
             )
         return cls(kept, skipped, len(documents))
 
