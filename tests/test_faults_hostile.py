@@ -173,3 +173,12 @@ def test_advice_in_errors_names_options_that_exist():
         CropCorpus.build(["x"], t=0)
     with pytest.raises(EmbenchError, match=r"`embench analyze knn --set stratify=false`, knn_accuracy\(\.\.\., stratify=False\)"):
         split_indices(np.array([0, 0, 0, 1]), 0.25, 42)
+
+
+def test_a_figure_asked_for_without_its_output_is_an_error_not_an_empty_figure(tmp_path):
+    """Without -m, a figure whose CSV no folder held was drawn with empty axes, and `embench report` exited 0."""
+    from embench.report.figures import compose
+
+    with pytest.raises(EmbenchError, match=r"figure layer-removal: no layer_removal.csv under .*; make it with `embench analyze layer-removal"):
+        compose("layer-removal", [tmp_path], tmp_path / "figures")
+    assert not (tmp_path / "figures").exists()

@@ -29,6 +29,15 @@ def test_a_model_glob_that_matches_nothing_is_an_error_before_any_job(tmp_path):
     assert not (tmp_path / "r").exists()  # nothing planned, nothing written
 
 
+@pytest.mark.slow
+def test_a_device_this_machine_lacks_is_an_error_before_any_job_of_a_local_grid(tmp_path, tiny_bert_dir):
+    """Before, the job was made and its cell failed on the device; a Slurm grid's devices are its nodes', not checked here."""
+    for option in (["--devices", "cuda:0,cuda:99"], ["--device", "cuda:99"]):  # no machine has a hundred GPUs
+        res = CliRunner().invoke(app, ["grid", "--models", str(tiny_bert_dir), "-t", "STSBenchmark", *option, "--results", str(tmp_path / "r")])
+        assert res.exit_code != 0 and "CUDA device(s)" in str(res.exception or res.output)
+        assert not (tmp_path / "r").exists()
+
+
 def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path):
     for name in ("step-2", "step-10", "other"):
         (tmp_path / name).mkdir()

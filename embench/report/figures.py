@@ -191,6 +191,10 @@ def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: S
         hint = c.makes.format(model=missing[0], name=f"{Path(str(folders[0])) / name}")
         raise EmbenchError(f"figure {name}: no {c.file} for {'model' if len(missing) == 1 else 'models'} {', '.join(missing)} under {where} "
                            f"(found: {', '.join(found) or 'none'}); make it with `{hint}`")
+    if not found:  # no model at all: an empty figure was drawn, and the command exited 0
+        where = ", ".join(map(str, folders))
+        hint = c.makes.format(model="MODEL", name=f"{Path(str(folders[0])) / name}")
+        raise EmbenchError(f"figure {name}: no {c.file} under {where}; make it with `{hint}`")
     models = list(models) or found
     data = data[data["model"].isin(models)]
     colours = colours or model_colours(models)

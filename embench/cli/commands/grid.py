@@ -76,6 +76,11 @@ def grid(
         data=str(opts["data"]) if opts["data"] else None, cache_dir=str(opts["cache_dir"]) if opts["cache_dir"] else None,
         batch_size=opts["batch_size"], devices=parse_devices(devices),
     )
+    if executor == "local":  # the jobs run here: a device this machine lacks is said before any job exists
+        from ...models.device_choice import pick_device
+
+        for d in [*spec.devices, *([opts["device"]] if opts["device"] else [])]:
+            pick_device(d)
     slurm = SlurmSettings(partition=slurm_partition, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job,
                           array_parallelism=array_parallelism, timeout_min=timeout_min, extra=extra)
     err.print(f"grid: {len(spec.models)} model(s) x {len(spec.protocols)} protocol(s); planning ...", highlight=False)
