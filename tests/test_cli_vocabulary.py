@@ -92,12 +92,19 @@ def test_an_unknown_option_gets_the_nearest_of_that_command():
 
 
 def test_knobs_accept_the_flag_spelling_and_suggest_the_nearest():
-    from embench.cli.commands.audit import knob_name
+    from embench.audit.knobs import knob_name
+    from embench.audit.protocol import audit
     from embench.core.errors import EmbenchError
 
     assert knob_name("sick-split") == knob_name("sick_split") == "sick_split"
     with pytest.raises(EmbenchError, match="did you mean 'batch-size'"):
         knob_name("batchsize")
+    # the Python API takes both spellings too (it refused "truncate-dim", which the README and the CLI use),
+    # and one knob as a string is that knob; both said before any model loads
+    with pytest.raises(EmbenchError, match="unknown knob 'batchsize'"):
+        audit("no-such-model-is-loaded", knobs=["truncate-dim", "batchsize"])
+    with pytest.raises(EmbenchError, match="unknown knob 'quantise'; did you mean 'quantize'"):
+        audit("no-such-model-is-loaded", knobs="quantise")
 
 
 def test_train_data_given_to_the_data_root_option_is_explained(tmp_path):

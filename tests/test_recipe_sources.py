@@ -51,6 +51,8 @@ def test_a_recipe_whose_sources_miss_or_invent_an_option_is_refused():
         Recipe("r", "d", "c", {"lr": 1e-3, "epochs": 1}, sources={"lr": "Table 1", "batch_size": "Table 1"})
     with pytest.raises(EmbenchError, match="an empty source for lr"):
         Recipe("r", "d", "c", {"lr": 1e-3}, sources={"lr": " "})
+    with pytest.raises(EmbenchError, match="an empty source for lr"):  # None was taken, as str(None) is "None"
+        Recipe.cited("r", "d", "c", {"lr": (1e-3, None)})
     assert Recipe("r", "d", "c", {"lr": 1e-3}).source("lr") == "recipe r"  # a plug-in's recipe may cite one paragraph
 
 

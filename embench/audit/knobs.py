@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import UnknownNameError
+from ..core.errors import EmbenchError, UnknownNameError
 from ..core.registry import nearest
 from ..evaluation.protocols import CHOICES
 
@@ -66,3 +66,13 @@ def variants(knobs: list[str]) -> list[Variant]:
         for value in KNOBS[knob][1:]:
             out.append(Variant(f"{knob}={value}", {knob: value}))
     return out
+
+
+def knob_name(raw: str) -> str:
+    """A knob as its option is spelled (``sick-split``) or as a Python name (``sick_split``); a typo gets the nearest."""
+    name = raw.strip().replace("-", "_")
+    if name not in KNOBS:
+        hint = nearest(name, list(KNOBS), n=1)
+        raise EmbenchError(f"--knobs: unknown knob {raw.strip()!r}" + (f"; did you mean {hint[0].replace('_', '-')!r}?" if hint else "")
+                           + f" (knobs: {', '.join(k.replace('_', '-') for k in KNOBS)})")
+    return name

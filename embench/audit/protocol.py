@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..api import evaluate
+from ..core.arguments import name_list
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
@@ -29,7 +30,7 @@ from ..models.loader import load_model
 from ..models.precision import native_precision
 from ..tasks import TASKS
 from .dimensions import VECTOR_KNOBS, dimension_grid, sweep, undefined_as_empty, vector_variants
-from .knobs import KNOBS, Variant, variants
+from .knobs import KNOBS, Variant, knob_name, variants
 from .passes import (
     DEFAULT_SAMPLE,
     PassLog,
@@ -144,7 +145,7 @@ def audit(
     """
     # (Over 60 lines with its signature and docstring; the body is the audit's order of work.)
     say = on_step or (lambda _msg: None)
-    knobs = list(knobs) if knobs else list(KNOBS)
+    knobs = [knob_name(k) for k in name_list(knobs, "knobs")] if knobs else list(KNOBS)  # as the options spell them too
     task_names = _task_list(tasks)
     devices = several_devices(device)  # cuda:0,cuda:1 or all: every full pass is split over one process per device
     load_opts = {k: v for k, v in (("device", devices[0] if devices else device), ("prompt", prompt), ("dtype", dtype),

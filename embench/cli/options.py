@@ -84,7 +84,7 @@ CISeedOpt = Annotated[int | None, typer.Option("--ci-seed", help="Seed of the bo
 PromptOpt = Annotated[str | None, typer.Option(
     "--prompt",
     help='Template wrapped around every text before encoding, with {text} where the text goes, e.g. '
-         '\'This sentence: "{text}" means in one word:"\', or a named one: bellm, bellm-code, prompteol, none '
+         '\'This sentence: "{text}" means in one word:"\', or a named one: bellm, bellm-code, bellm-eval, prompteol, none '
          '(part of the cache key and the record).',
 )]
 

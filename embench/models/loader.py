@@ -135,7 +135,7 @@ def load_model(
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
     row = row_for(str(name_or_path)) if isinstance(name_or_path, (str, os.PathLike)) else None  # a known model's needs
     if prompt is not None:
-        prompt = check_prompt(prompt)  # a named template (bellm, bellm-code, prompteol, none) becomes its text
+        prompt = check_prompt(prompt)  # a named template (bellm, bellm-code, bellm-eval, prompteol, none) becomes its text
     info: AdapterInfo | None = None
     if adapter is not None or (isinstance(name_or_path, (str, os.PathLike)) and read_adapter(name_or_path, quiet=True)):
         # "--model BASE --adapter DIR", or "--model DIR" naming an adapter folder: its base, its settings

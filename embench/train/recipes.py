@@ -39,7 +39,7 @@ class Recipe:
             return
         unsourced = sorted(set(self.values) - set(self.sources))
         stray = sorted(set(self.sources) - set(self.values))
-        blank = sorted(k for k, s in self.sources.items() if k in self.values and not str(s).strip())
+        blank = sorted(k for k, s in self.sources.items() if k in self.values and (s is None or not str(s).strip()))
         problems = ([f"no source for {', '.join(unsourced)}"] if unsourced else []) + \
             ([f"a source for {', '.join(stray)}, which it does not set"] if stray else []) + \
             ([f"an empty source for {', '.join(blank)}"] if blank else [])

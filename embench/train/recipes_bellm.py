@@ -17,7 +17,7 @@ BELLM = Recipe.cited(
              "through the billm package, NLI triplets with hard negatives, one epoch",
     "from the paper: the last layer bidirectional (§3.1, Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA "
     "r 32 / alpha 32 / dropout 0.1 (§4, Model Settings), seed 42, "
-    "SNLI+MNLI triplets (here 'snli', the data root's stand-in; the paper's AllNLI is --data FILE). From the authors' "
+    "SNLI+MNLI triplets (here 'snli', the data root's stand-in; the paper's AllNLI is --train-data FILE). From the authors' "
     "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
     "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4), --load_kbit 4 (load_kbit 4: NF4 QLoRA as their "

@@ -44,7 +44,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     POOLERS.canonical(cfg.pooling)
     if cfg.family:
         FAMILIES.canonical(cfg.family)
-    if cfg.prompt is not None:  # a named template (bellm, bellm-code, prompteol, none) becomes its text
+    if cfg.prompt is not None:  # a named template (bellm, bellm-code, bellm-eval, prompteol, none) becomes its text
         cfg = replace(cfg, prompt=check_prompt(cfg.prompt))
     return cfg
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ...audit.knobs import KNOBS
+from ...audit.knobs import KNOBS, knob_name
 from ..option_groups import ENCODING, VECTORS, Given, shared_options
 from ..options import CIOpt, Fmt, FmtOpt, QuietOpt, ResamplesOpt, value
 from ..output import emit, err
@@ -85,18 +85,6 @@ def audit(
     if results:  # JSON: one object for one model, a list for several
         emit(audit_to_json(results[0]) if len(results) == 1 else "[" + ",\n".join(audit_to_json(r) for r in results) + "]")
 
-
-def knob_name(raw: str) -> str:
-    """A knob as its option is spelled (``sick-split``) or as a Python name (``sick_split``); a typo gets the nearest."""
-    from ...core.errors import EmbenchError
-    from ...core.registry import nearest
-
-    name = raw.strip().replace("-", "_")
-    if name not in KNOBS:
-        hint = nearest(name, list(KNOBS), n=1)
-        raise EmbenchError(f"--knobs: unknown knob {raw.strip()!r}" + (f"; did you mean {hint[0].replace('_', '-')!r}?" if hint else "")
-                           + f" (knobs: {', '.join(k.replace('_', '-') for k in KNOBS)})")
-    return name
 
 
 def _print_tables(result, model: str, f: str) -> None:
