@@ -36,7 +36,8 @@ def resolve_model_path(name: str, revision: str | None = None) -> tuple[Path | N
             tried.append(f"alias {name!r}: {e}")
         fetched = find_local_model(ALIASES.canonical(name), tried)
         return fetched, tried, HUB_IDS.get(ALIASES.canonical(name), name)
-    tried.append(f"alias: {name!r} is not one of {', '.join(ALIASES.names())}")
+    tried.append(f"alias: {name!r} is not one of the installed ones ({', '.join(ALIASES.names())}; "
+                 "`embench list models` lists the catalogue)")
     p = Path(name).expanduser()
     if p.is_dir():
         return p.resolve(), tried, name
@@ -69,8 +70,9 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
         msg = first_line(e)
         offline = " (HF_HUB_OFFLINE is set)" if constants.HF_HUB_OFFLINE else ""
         at = "" if revision is None else (f" at revision {revision!r}" + (
-            ", which the local Hugging Face cache does not hold (fetch it once online, or give --revision "
-            "main for the copy the cache has)" if offline else ""))
+            ", which the local Hugging Face cache does not hold (fetch it once online" + (
+                ")" if revision == "main" else ", or give --revision main if the cache holds the default branch)")
+            if offline else ""))
         tried.append(f"hub id {hub_id!r}{at}{offline}: {msg}")
         return None
 
