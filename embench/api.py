@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.arguments import name_list
-from .core.errors import EmbenchError
+from .core.errors import EmbenchError, UndefinedScoreError
 from .core.paths import not_there
 from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
@@ -150,7 +150,11 @@ def evaluate(
         store.check_writable()
     if devices and pending:
         prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
+    undefined = []
     for record, items in _scored(pending, engine, protocol, root):
+        if record is None:  # no score exists (items: the task's name); the other tasks go on
+            undefined.append(items)
+            continue
         if items is not None:
             result.items[(record.model, record.task)] = items
         if save:
@@ -164,6 +168,10 @@ def evaluate(
     result.encode_stats = dict(engine.stats)
     if settings is not None:
         _add_intervals(result, settings, store if save else None)
+    if undefined:
+        raise UndefinedScoreError(f"{', '.join(undefined)}: the score is undefined (nan) under {protocol.aggregation}/"
+                                  f"{protocol.correlation}: the similarities (or the gold scores) of a part are all equal, so "
+                                  "no correlation exists; the other tasks are scored and stored, " + ("these are not" if len(undefined) > 1 else "this one is not"), result)
     return result
 
 
@@ -259,10 +267,9 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
                                       f"({prepared.meta.get('scheme', 'its')} validation)")
         embed = axis.embedder(engine.embed, prepared.texts)  # the vectors truncated and quantised (encoding/vector_axes.py)
         outcome = prepared.score(embed)
-        if not math.isfinite(outcome.main):  # never a NaN record: say why there is no number
-            raise EmbenchError(f"{name}: the score is undefined ({outcome.main}) under {protocol.aggregation}/"
-                               f"{protocol.correlation}: the similarities (or the gold scores) of a part are all equal, "
-                               "so no correlation exists; the finished tasks are stored, this one is not")
+        if not math.isfinite(outcome.main):  # never a NaN record: evaluate() says why there is none, after the others
+            yield None, name + axis.row_name("")
+            continue
         # this task's scoring, plus its part of the shared encoding pass (by the texts it brought)
         scoring = time.perf_counter() - start
         encoding = prefetch_seconds * weight / max(sum(weights), 1)

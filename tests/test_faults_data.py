@@ -152,3 +152,25 @@ def test_an_undefined_score_is_an_error_and_no_nan_record(tmp_path, data_root, m
     with pytest.raises(EmbenchError, match=r"STS12: the score is undefined \(nan\)"):
         embench.evaluate(Jitter(), tasks=["STS12"], data=data_root, progress=False, use_cache=False)
     assert not list((tmp_path / "results").rglob("*.json"))
+
+
+def test_an_undefined_score_stops_nothing_else_and_the_error_holds_what_was_scored(tmp_path, data_root, monkeypatch):
+    """Before, the first undefined row ended the run: the rows after it were never scored and no table was printed."""
+    import numpy as np
+
+    from embench.core.errors import UndefinedScoreError
+
+    monkeypatch.setenv("EMBENCH_RESULTS", str(tmp_path / "results"))
+
+    class HalfConstant:  # the first 4 dimensions the same for every text: kept alone, no correlation exists
+        fingerprint = "half-constant"
+
+        def encode(self, texts, **kw):
+            rng = np.random.default_rng(0)
+            return np.hstack([np.ones((len(texts), 4)), rng.standard_normal((len(texts), 4))]).astype(np.float32)
+
+    with pytest.raises(UndefinedScoreError, match=r"^STS12 \(dim 4\), STS13 \(dim 4\): the score is undefined \(nan\).*these are not$") as e:
+        embench.evaluate(HalfConstant(), tasks=["STS12", "STS13"], truncate_dim=[4, 8], data=data_root, progress=False,
+                         use_cache=False)
+    assert sorted(r.task for r in e.value.evaluation.records) == ["STS12", "STS13"]  # the 8-dim rows: scored ...
+    assert len(list((tmp_path / "results").rglob("*.json"))) == 2  # ... and stored

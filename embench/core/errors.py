@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class EmbenchError(Exception):
@@ -75,3 +76,12 @@ def first_line(e: BaseException, limit: int | None = None) -> str:
     """The first line of ``e``'s message, cut at ``limit`` characters (its type's name when it has none)."""
     text = str(e).strip()
     return text.splitlines()[0][:limit] if text else type(e).__name__
+
+
+class UndefinedScoreError(EmbenchError):
+    """Scores that do not exist (every similarity of a part equal: no correlation), said once every other task of
+    the run is scored and stored; ``evaluation`` holds those (``embench run`` prints their table before the error)."""
+
+    def __init__(self, message: str, evaluation: Any = None) -> None:
+        super().__init__(message)
+        self.evaluation = evaluation

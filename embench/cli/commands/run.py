@@ -57,6 +57,7 @@ def run(
     _, view = resolve_tasks(suite, task)  # names first: an unknown one is reported before the model stack loads
     check_names(pooling=opts["pooling"])
     from ...api import Evaluation, evaluate
+    from ...core.errors import UndefinedScoreError
     if label and len(label) != len(model):
         from ...core.errors import EmbenchError
 
@@ -76,6 +77,10 @@ def run(
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
             raise typer.Exit(130) from None
+        except UndefinedScoreError as e:  # what was scored is printed before why the rest has no score
+            if e.evaluation is not None and e.evaluation.records:
+                emit(Evaluation.merge([*evaluations, e.evaluation], view=view).render(value(fmt)))
+            raise
         if label:
             # a row per --truncate-dim / --quantize: each keeps its suffix after the label
             ev.labels.update({r.model: label[len(evaluations)] + suffix(r.encoder) for r in ev.records})
