@@ -194,3 +194,16 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_error_and_keeps_no_tempor
     with pytest.raises(OSError):
         checkpoints.save_resume(tmp_path, model=model, optimizer=opt, scheduler=sched, step=2, extra={})
     assert (tmp_path / "state.pt").read_bytes() == good and sorted(p.name for p in tmp_path.iterdir()) == ["state.pt", "step.json"]
+
+
+def test_tensorboard_without_its_package_is_refused_before_anything_loads(tmp_path, monkeypatch):
+    """It was said only after the model had loaded and the memory line had printed."""
+    import importlib.util
+
+    from embench.train import make_config, resolve
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    with pytest.raises(EmbenchError, match=r"--tensorboard needs the tensorboard package \(pip install 'embench\[tensorboard\]'\)"):
+        resolve(make_config(method="unsup-simcse", model="no-such-model-is-loaded", out=str(tmp_path / "run"), tensorboard=True))
+    assert not (tmp_path / "run").exists()

@@ -38,9 +38,12 @@ class MetricsLog:
         self._file = self._writer = None
 
 
+TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package (pip install 'embench[tensorboard]')"
+
+
 def _tensorboard(folder: Path):
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
-        raise EmbenchError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
+        raise EmbenchError(TENSORBOARD_MISSING) from None
     return SummaryWriter(str(folder))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 from dataclasses import replace
 from typing import Any
@@ -14,6 +15,7 @@ from ..models.pooling import POOLERS
 from .config import PRECISIONS, TrainConfig
 from .kbit import check_kbit
 from .methods import METHODS
+from .metrics_log import TENSORBOARD_MISSING
 
 FALLBACKS = {"pooling": "mean", "lr": 3e-5, "batch_size": 64, "max_length": 128, "epochs": 1.0, "warmup_ratio": 0.0,
              "eval_steps": 0}
@@ -41,6 +43,8 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     if cfg.lr_schedule not in ("linear", "constant"):
         raise EmbenchError(f"--set lr_schedule must be linear or constant, got {cfg.lr_schedule!r}")
     check_kbit(cfg.load_kbit, cfg.lora_r, cfg.from_scratch, cfg.precision)
+    if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:  # said before the model loads, not after
+        raise EmbenchError(TENSORBOARD_MISSING)
     POOLERS.canonical(cfg.pooling)
     if cfg.family:
         FAMILIES.canonical(cfg.family)
