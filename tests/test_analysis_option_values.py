@@ -75,3 +75,19 @@ def test_eval_analysis_refuses_a_bad_value_when_read():
     with pytest.raises(EmbenchError, match=r"--eval-analysis 'alignment-uniformity:t=-1': t=-1 is not allowed"):
         analysis_specs(["alignment-uniformity:t=-1"])
     assert analysis_specs(["alignment-uniformity:t=3"])[0].options == {"t": 3}
+
+
+def test_a_labelled_set_s_name_is_checked_before_any_model_loads():
+    """`--eval-analysis knn:nosuchset` was refused only after training's step-0 evaluation had run; `analyze knn
+    --set datasets=banking` after the model had loaded."""
+    from embench.analysis.option_values import check_values
+    from embench.core.errors import UnknownNameError
+    from embench.train.callbacks import analysis_specs
+
+    with pytest.raises(UnknownNameError, match="unknown labelled set 'nosuchset'"):
+        analysis_specs(["knn:nosuchset"])
+    with pytest.raises(UnknownNameError, match="unknown labelled set 'banking'. Did you mean 'banking77'"):
+        check_values("knn", {"datasets": ("trec",)}, {"datasets": ["trec", "banking"]})
+    with pytest.raises(UnknownNameError, match="unknown labelled set 'agnew'"):
+        check_values("layers", {"dataset": "banking77"}, {"dataset": "agnew"})
+    check_values("tsne", {"datasets": ("agnews",)}, {"datasets": ["20ng", "ag_news"]})  # aliases are names too
