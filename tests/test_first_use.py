@@ -227,9 +227,12 @@ def test_an_unknown_training_option_names_set_and_where_the_options_are_listed()
     from embench.core.errors import EmbenchError
     from embench.train import make_config
 
-    with pytest.raises(EmbenchError, match=r"^--set: 'temprature' is neither a training option nor an option of method crop\. "
-                                           r"Did you mean 'temperature'\?"):
+    with pytest.raises(EmbenchError, match=r"^--set \(or its own flag\): 'temprature' is neither a training option nor an "
+                                           r"option of method crop\. Did you mean 'temperature'\?"):
         make_config(method="crop", temprature=0.1)
+    # an option of another method says which: `--sigma 2` given to unsup-simcse
+    with pytest.raises(EmbenchError, match=r"'sigma' is neither .* method unsup-simcse\. It is an option of method sup-simcse\."):
+        make_config(method="unsup-simcse", sigma=2.0)
 
 
 @pytest.mark.slow

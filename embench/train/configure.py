@@ -26,7 +26,7 @@ def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig
     layers: list[tuple[str, dict[str, Any]]] = []
     if file is not None:
         layers.append((f"--config {file}", _normalised(read_config_file(file))))
-    layers.append(("--set", _normalised({k: v for k, v in overrides.items() if v is not None})))
+    layers.append(("--set (or its own flag)", _normalised({k: v for k, v in overrides.items() if v is not None})))
     recipe_name = next((vals["recipe"] for _, vals in reversed(layers) if vals.get("recipe")), None)
     if recipe_name:
         recipe = RECIPES.get(recipe_name)
@@ -101,7 +101,9 @@ def _unknown(raw: dict[str, Any], own_fields: set[str], method: str, where: str)
     known = sorted(own_fields) + [f for f in FIELDS if f != "method_options"]
     hint = nearest(bad, known)
     did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
-    raise EmbenchError(f"{where}: {bad!r} is neither a training option nor an option of method {method}.{did} "
+    others = [m for m in METHODS.names() if bad in {f.name for f in dataclasses.fields(METHODS.get(m).Options)}]
+    theirs = f" It is an option of method {', '.join(others)}." if others else ""  # --sigma given to unsup-simcse
+    raise EmbenchError(f"{where}: {bad!r} is neither a training option nor an option of method {method}.{did}{theirs} "
                        f"The options: embench train --help, and embench list methods")
 
 
