@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import sys
 
 import pytest
 
@@ -121,3 +123,23 @@ def test_a_method_is_told_the_step_and_the_runs_total(tiny_bert_dir, data_root, 
     logged = [h for h in r.history if "loss" in h]
     assert [h["seen_step"] for h in logged] == [0, 1, 2, 3] and {h["seen_total"] for h in logged} == {4}
     assert [h["temperature"] for h in logged] == pytest.approx([0.1, 0.08, 0.06, 0.04])
+
+
+@pytest.mark.slow
+def test_the_cli_says_an_analysis_number_as_it_is_and_a_task_score_x100(tiny_bert_dir, data_root, tmp_path, capsys, monkeypatch):
+    """An alignment of 0.0004 was printed 'best 0.04', as if it were a correlation x100."""
+    from embench.cli import main
+
+    key = "alignment-uniformity:split=dev"
+    common = ["train", "--method", "unsup-simcse", "-m", str(tiny_bert_dir), "--train-data", "corpora", "--data", str(data_root),
+              "--max-steps", "2", "--eval-steps", "1", "--batch-size", "8", "--max-length", "24", "--set", "max_examples=32",
+              "--set", "log_steps=1", "-q"]
+    for extra, out, pattern in (
+            (["--eval-analysis", key, "--select-on", f"{key}/alignment"], "a", rf"best\s+\d\.\d+(e-\d+)? \({re.escape(key)}/alignment\) at step \d"),
+            ([], "t", r"best\s+-?\d+\.\d\d at step \d \(before training -?\d+\.\d\d\)")):
+        monkeypatch.setattr(sys, "argv", ["embench", *common, *extra, "--out", str(tmp_path / out)])
+        with pytest.raises(SystemExit) as done:
+            main()
+        assert done.value.code in (0, None)
+        kept = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("kept:"))
+        assert re.search(pattern, kept), kept

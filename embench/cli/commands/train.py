@@ -113,16 +113,21 @@ def train(
         _train_seeds(cfg, seeds, seed, err, executor, slurm_option)
         return
     try:
-        result = Trainer(cfg).fit()
+        trainer = Trainer(cfg)
+        result = trainer.fit()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: run the same command with --resume to continue from "
                   f"{escape(str(cfg.out))}/checkpoint-last")
         raise typer.Exit(130) from None
     if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
         return
-    score = (f"{100 * result.best_score:.2f} at step {result.best_step}" if result.best_score is not None
+    # a task's score x100, as every table prints it; an analysis' number (alignment 0.0004) as it is
+    c = trainer.cfg  # resolved: the evaluator's metrics, tasks first, the first kept on unless --select-on
+    metric = c.select_on or next(iter([*(c.eval_tasks or []), *c.eval_analyses]), "")
+    shown = (lambda v: f"{v:.4g} ({metric})") if ":" in metric or "/" in metric else (lambda v: f"{100 * v:.2f}")
+    score = (f"{shown(result.best_score)} at step {result.best_step}" if result.best_score is not None
              else f"step {result.best_step}")
-    before = f" (before training {100 * result.initial_score:.2f})" if result.initial_score is not None else ""
+    before = f" (before training {shown(result.initial_score)})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
     message_console(stderr=False).print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
     if result.footprint is not None:
