@@ -14,6 +14,11 @@ from embench.generate.premises import read_premise_file
 from embench.generate.prompts import PromptSet, builtin, check_template
 from embench.generate.rules import decide, keep_code, keep_paper, parse_score
 
+# the decoding loop passes the key/value cache under the name the installed transformers takes: the deprecated
+# `past_key_values` printed a FutureWarning on every generate run
+pytestmark = pytest.mark.filterwarnings("error:`past_key_values` is deprecated:FutureWarning")
+
+
 PROMPTS = ["a man plays a guitar on the stage tonight", "dogs run", "the cat sat on a mat with a hat"]
 NOISY = ["nobody plays", "cats sleep on the sofa all day long", "x"]
 

@@ -14,6 +14,7 @@ encoder once and decode from the decoder start token.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,8 @@ class Stream:
 
     def __init__(self, model: Any, kind: str, enc: dict[str, torch.Tensor]):
         self.model, self.kind = model, kind
+        # transformers 5.2x renamed the forward's `past_key_values` to `cache` (the old name warns on every step)
+        self.cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         self.mask = enc["attention_mask"]
         if kind == "seq2seq":
             self.encoded = model.get_encoder()(input_ids=enc["input_ids"], attention_mask=self.mask, return_dict=True)
@@ -50,7 +53,7 @@ class Stream:
             positions = self.mask.long().cumsum(-1) - 1
             positions.masked_fill_(self.mask == 0, 1)
             out = model(input_ids=enc["input_ids"], attention_mask=self.mask, position_ids=positions, use_cache=True)
-        self.past = out.past_key_values
+        self.past = _cache_of(out)
         self.logits = out.logits[:, -1, :].float()
 
     def advance(self, tokens: torch.Tensor) -> None:
@@ -58,14 +61,19 @@ class Stream:
         step = tokens[:, None]
         if self.kind == "seq2seq":
             out = self.model(encoder_outputs=self.encoded, attention_mask=self.mask, decoder_input_ids=step,
-                             past_key_values=self.past, use_cache=True)
+                             **{self.cache_kw: self.past}, use_cache=True)
         else:
             self.mask = torch.cat([self.mask, self.mask.new_ones((self.mask.shape[0], 1))], dim=1)
             positions = self.mask.long().sum(-1, keepdim=True) - 1
-            out = self.model(input_ids=step, attention_mask=self.mask, position_ids=positions, past_key_values=self.past,
-                             use_cache=True)
-        self.past = out.past_key_values
+            out = self.model(input_ids=step, attention_mask=self.mask, position_ids=positions,
+                             **{self.cache_kw: self.past}, use_cache=True)
+        self.past = _cache_of(out)
         self.logits = out.logits[:, -1, :].float()
+
+
+def _cache_of(out: Any) -> Any:
+    """The key/value cache a forward returned: ``cache`` in newer transformers, ``past_key_values`` before."""
+    return out["cache"] if "cache" in out else out.past_key_values
 
 
 def stop_ids(model: Any, tokenizer: Any) -> list[int]:
