@@ -144,6 +144,17 @@ def test_status_command_lists_the_cells_not_done_with_each_log(tmp_path):
     assert f"log {tmp_path / 'j.log'}" in res.output and "boom" in res.output
     assert "done: 0 running: 0 failed: 1 missing: 1 (of 2 cells)" in res.output
     assert os.path.isdir(tmp_path / ".grid" / "cells")
+    # once every cell is stored, csv and json say so with an empty list (they printed nothing; a table shows the counts)
+    done, encoder = tmp_path / "done", {"fingerprint": "abc"}
+    cells = [Cell("m", t, proto, record_key(t, encoder, proto), "default") for t in ("STS12", "STS13")]
+    GridState(done).init()
+    GridState(done).save_plan("p", {"cells": [c.to_dict() for c in cells]})
+    for c in cells:
+        ResultStore(done).save(_record(c, encoder))
+    res = CliRunner().invoke(app, ["grid", "status", str(done), "-f", "csv"])
+    assert res.exit_code == 0 and res.stdout.splitlines()[0] == "model,task,protocol,state,why", res.stdout
+    res = CliRunner().invoke(app, ["grid", "status", str(done), "-f", "json"])
+    assert res.exit_code == 0 and json.loads(res.stdout) == [], res.stdout
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ def _print_status(cells, states, fmt: str) -> int:
 
     counts = summary(states)
     frame = status_frame(cells, states)
-    if len(frame):
+    if len(frame) or fmt in ("csv", "json"):  # a script reading a finished grid gets an empty list, not nothing
         # the log paths after the table, whole: a table cut to the terminal's width would cut them
         emit(render(frame.drop(columns=["log"]), fmt))
         for log, rows in frame[frame["log"] != ""].groupby("log", sort=False):
