@@ -80,14 +80,16 @@ def test_eval_analysis_refuses_a_bad_value_when_read():
 def test_a_labelled_set_s_name_is_checked_before_any_model_loads():
     """`--eval-analysis knn:nosuchset` was refused only after training's step-0 evaluation had run; `analyze knn
     --set datasets=banking` after the model had loaded."""
-    from embench.analysis.option_values import check_values
+    from embench.analysis.base import check_options
+    from embench.analysis.labelled import check_set_names
     from embench.core.errors import UnknownNameError
     from embench.train.callbacks import analysis_specs
 
     with pytest.raises(UnknownNameError, match="unknown labelled set 'nosuchset'"):
         analysis_specs(["knn:nosuchset"])
     with pytest.raises(UnknownNameError, match="unknown labelled set 'banking'. Did you mean 'banking77'"):
-        check_values("knn", {"datasets": ("trec",)}, {"datasets": ["trec", "banking"]})
+        check_options("knn", {"datasets": ("trec",)}, {"datasets": ["trec", "banking"]})
     with pytest.raises(UnknownNameError, match="unknown labelled set 'agnew'"):
-        check_values("layers", {"dataset": "banking77"}, {"dataset": "agnew"})
-    check_values("tsne", {"datasets": ("agnews",)}, {"datasets": ["20ng", "ag_news"]})  # aliases are names too
+        check_options("layers", {"dataset": "banking77"}, {"dataset": "agnew"})
+    check_set_names({"datasets": ["20ng", "ag_news"]})  # aliases are names too
+    check_set_names({"dataset": ""})  # layers without a labelled set: no kNN column

@@ -20,6 +20,7 @@ from ..core.errors import EmbenchError
 from ..core.paths import check_folder_option
 from ..models.devices import several_devices
 from .inputs import make_context, model_refs
+from .labelled import check_set_names
 from .option_values import check_values
 
 
@@ -82,6 +83,7 @@ def check_options(name: str, known: dict[str, Any], options: dict[str, Any]) -> 
     if unknown:
         raise EmbenchError(f"analysis {name!r} has no option(s) {unknown}; its options are: {', '.join(known)}")
     check_values(name, known, options)
+    check_set_names(options)
 
 
 def start(public: Callable[..., AnalysisResult], refs, ctx, out, options: dict[str, Any]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import EmbenchError, MalformedDataError, MissingDataError
 from ..core.plugins import instance_of
@@ -65,6 +66,15 @@ _declare(LabelledSpec(name="agnews", folder="tasks/agnews", splits={"test": "tes
                       description="AG News test split (title is not used), 4 labels"), "ag_news")
 _declare(LabelledSpec(name="trec", folder="senteval/downstream/TREC", splits={"train": "train_5500.label", "test": "TREC_10.label"},
                       fmt="trec", description="SentEval TREC questions, 6 coarse labels"))
+
+
+def check_set_names(options: dict[str, Any]) -> None:
+    """The labelled sets an analysis' ``dataset``/``datasets`` option names (knn, layers, tsne) are known ones,
+    checked before any model loads (a typo surfaced after the model had run); empty or None: no set."""
+    for key in ("dataset", "datasets"):
+        value = options.get(key)
+        for one in (value if isinstance(value, list | tuple) else [value]) if value else []:
+            LABELLED.canonical(str(one))  # the nearest names on a typo
 
 
 def labelled_files(name: str, root: DataRoot | str | Path | None = None, splits: list[str] | None = None) -> list[Path]:

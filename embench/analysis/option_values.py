@@ -4,7 +4,8 @@ An option's name fixes what it counts, the same in every analysis that has it (`
 examples everywhere, ``t`` the uniformity temperature of Wang & Isola 2020, Eq. 4 there). A value of the
 wrong type or out of range used to reach numpy (``n_pairs=-5``, ``threshold=abc``) or pass silently and
 write empty columns (``t=nan``, ``limit=0``). Options not named here (words such as ``split``, ``text``,
-``metric``) are checked by the analysis that reads them; ``dataset``/``datasets`` name labelled sets.
+``metric``) are checked by the analysis that reads them; ``dataset``/``datasets`` by
+:func:`embench.analysis.labelled.check_set_names`.
 """
 
 from __future__ import annotations
@@ -59,11 +60,6 @@ def check_values(name: str, defaults: dict[str, Any], options: dict[str, Any], w
     """Refuse an option value of the wrong type or out of range, naming the option and what it takes
     (``where``: how the user gave it, e.g. ``--eval-analysis 'knn:k=0'``)."""
     for key, value in options.items():
-        if key in ("dataset", "datasets") and value is not None:  # knn, layers, tsne: labelled sets, by name
-            from .labelled import LABELLED
-
-            for one in value if isinstance(value, list | tuple) else [value]:
-                LABELLED.canonical(str(one))  # a typo gets the nearest names (it surfaced after the model had run)
         rule = RULES.get(key)
         if rule is None or (value is None and defaults.get(key) is None):
             continue

@@ -61,6 +61,7 @@ def _suites() -> list[str]:
 
 
 def analysis_specs(items: list[str]) -> list[EvalSpec]:
+    from ..analysis.labelled import check_set_names
     from ..analysis.option_values import check_values
     from ..analysis.registry import get
     from ..core.values import parse_value
@@ -81,6 +82,7 @@ def analysis_specs(items: list[str]) -> list[EvalSpec]:
                 raise EmbenchError(f"--eval-analysis {item!r}: {name} has no option {key!r}; its options are: {', '.join(known)}")
             options[key] = parse_value(raw.strip(), known[key])
         check_values(name, known, options, where=f"--eval-analysis {item!r}")
+        check_set_names(options)
         specs.append(EvalSpec(item, name, options, dict(getattr(fn, "scores", {}))))
     return specs
 
