@@ -150,11 +150,8 @@ def evaluate(
         store.check_writable()
     if devices and pending:
         prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
-    undefined = []
-    for record, items in _scored(pending, engine, protocol, root):
-        if record is None:  # no score exists (items: the task's name); the other tasks go on
-            undefined.append(items)
-            continue
+    undefined: list[str] = []  # tasks (and rows) with no score: said once the others are scored and stored
+    for record, items in _scored(pending, engine, protocol, root, undefined):
         if items is not None:
             result.items[(record.model, record.task)] = items
         if save:
@@ -251,8 +248,9 @@ def _add_intervals(result: Evaluation, settings: IntervalSettings, store: Result
 
 
 def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine, protocol: EvalProtocol,
-            root: DataRoot) -> Iterator[tuple[Record, Items | None]]:
-    """Encode every pending task's texts in one pass, then score each; yield each record (and its items) when done."""
+            root: DataRoot, undefined: list[str]) -> Iterator[tuple[Record, Items | None]]:
+    """Encode every pending task's texts in one pass, then score each; yield each record (and its items) when done,
+    and add the name of each whose score is undefined to ``undefined`` instead."""
     start = time.perf_counter()
     shares = engine.prefetch([shared_pass_texts(engine.encoder, prepared) for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
@@ -268,7 +266,7 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
         embed = axis.embedder(engine.embed, prepared.texts)  # the vectors truncated and quantised (encoding/vector_axes.py)
         outcome = prepared.score(embed)
         if not math.isfinite(outcome.main):  # never a NaN record: evaluate() says why there is none, after the others
-            yield None, name + axis.row_name("")
+            undefined.append(name + axis.row_name(""))
             continue
         # this task's scoring, plus its part of the shared encoding pass (by the texts it brought)
         scoring = time.perf_counter() - start

@@ -49,8 +49,8 @@ class AdapterInfo:
         """``src`` (a loader source) with this adapter merged into its weights on load; refused when the
         base's weights are not the ones the adapter was trained on."""
         # adapters saved before a model's fingerprint covered its tokenizer (2026-11-28) name its weights' alone
-        weights = weights_fingerprint(src.trained_folder) if src.trained_folder is not None else None
-        if self.base_fingerprint and self.base_fingerprint not in (src.fingerprint, weights):
+        if self.base_fingerprint and src.fingerprint != self.base_fingerprint and (
+                src.trained_folder is None or weights_fingerprint(src.trained_folder) != self.base_fingerprint):
             raise EmbenchError(
                 f"adapter {self.folder} was trained on {self.base_model} (weights fingerprint {self.base_fingerprint}); "
                 f"{src.display} has fingerprint {src.fingerprint}: load it with --model {self.base_model}"

@@ -121,10 +121,10 @@ def train(
         raise typer.Exit(130) from None
     if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
         return
-    # a task's score x100, as every table prints it; an analysis' number (alignment 0.0004) as it is
-    c = trainer.cfg  # resolved: the evaluator's metrics, tasks first, the first kept on unless --select-on
-    metric = c.select_on or next(iter([*(c.eval_tasks or []), *c.eval_analyses]), "")
-    shown = (lambda v: f"{v:.4g} ({metric})") if ":" in metric or "/" in metric else (lambda v: f"{100 * v:.2f}")
+    # a task's score x100, as every table prints it; an analysis' number (alignment 0.0004) as it is, named
+    sel, evaluator = trainer.selection, trainer.evaluator
+    tasks = {spec.key for spec in evaluator.tasks} if evaluator is not None else set()
+    shown = ((lambda v: f"{100 * v:.2f}") if sel is None or sel.metric in tasks else (lambda v: f"{v:.4g} ({sel.metric})"))
     score = (f"{shown(result.best_score)} at step {result.best_step}" if result.best_score is not None
              else f"step {result.best_step}")
     before = f" (before training {shown(result.initial_score)})" if result.initial_score is not None else ""
