@@ -124,9 +124,9 @@ def test_resume_with_another_batch_size_is_refused_naming_both_values():
     ("lr", float("nan"), "--lr must be a finite number"),
     ("lr", 0.0, "--lr must be more than 0"),
     ("epochs", -1.0, "--epochs must be more than 0"),
-    ("warmup_ratio", 1.5, "--warmup-ratio must be at least 0.0 and at most 1.0"),
-    ("grad_clip", float("inf"), "--grad-clip must be a finite number"),
-    ("eval_batch_size", 0, "--eval-batch-size must be at least 1"),
+    ("warmup_ratio", 1.5, "--set warmup_ratio must be at least 0.0 and at most 1.0"),
+    ("grad_clip", float("inf"), "--set grad_clip must be a finite number"),
+    ("eval_batch_size", 0, "--set eval_batch_size must be at least 1"),
     ("save_steps", 0, "--save-steps must be at least 1"),
     ("max_examples", -5, "--max-examples must be at least 1"),
     ("batch_size", 0, "--batch-size must be at least 2"),
@@ -137,3 +137,19 @@ def test_every_numeric_training_option_is_checked_before_anything_loads(option, 
 
     with pytest.raises(EmbenchError, match=message):
         resolve(make_config(method="crop", **{option: value}))
+
+
+def test_set_only_names_exactly_the_options_train_has_no_flag_for():
+    """Messages name an option as the command line spells it (train/config.option_flag): a flag where `embench
+    train` has one, `--set name` where it does not. Checked against the command's own signature."""
+    import dataclasses
+    import inspect
+
+    from embench.cli.commands.train import train
+    from embench.train.config import SET_ONLY, TrainConfig
+
+    params = set(inspect.signature(train).parameters)
+    renamed = {"eval_tasks": "eval_task", "eval_analyses": "eval_analysis", "lora_targets": "lora_target",
+               "data": "train_data", "data_root": "data", "compile": "compile_", "progress": "quiet"}
+    no_flag = {f.name for f in dataclasses.fields(TrainConfig) if renamed.get(f.name, f.name) not in params}
+    assert no_flag == SET_ONLY

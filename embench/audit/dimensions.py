@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..api import evaluate
-from ..core.errors import EmbenchError
+from ..core.errors import EmbenchError, UndefinedScoreError
 from ..encoding.quantize import PRECISIONS
 from ..evaluation.evaluation_view import Evaluation
 from .knobs import Variant
@@ -55,37 +55,46 @@ def sweep(full: int | None, truncate_dim: Sequence[int] | None, quantize: Sequen
 
 
 def undefined_as_empty(v: Variant, run: Callable[[], Any]) -> Any:
-    """``run()`` (a variant's evaluation); for a truncate-dim or quantize variant whose score is undefined (every
-    similarity equal, as the 1-bit vectors of a tiny model can make them), an empty evaluation, with a warning
-    that says why, so that its row is left empty rather than stopping the audit."""
+    """``run()`` (a variant's evaluation); for a truncate-dim or quantize variant whose score is undefined on some
+    task (every similarity equal, as the 1-bit vectors of a tiny model can make them), the evaluation of its other
+    tasks, with a warning that says why: its undefined cells (and its Avg.) are left empty rather than stopping the
+    audit."""
     try:
         return run()
     except EmbenchError as e:
         if not set(v.knobs) & set(VECTOR_KNOBS):
             raise
-        warnings.warn(f"audit variant {v.label}: {e}; its row is left empty", stacklevel=2)
-        return Evaluation(records=[])
+        warnings.warn(f"audit variant {v.label}: {e}; those cells are left empty", stacklevel=2)
+        return _scored_part(e)
+
+
+def _scored_part(e: EmbenchError) -> Evaluation:
+    """What an undefined score's error says was scored (UndefinedScoreError.evaluation), or nothing."""
+    part = e.evaluation if isinstance(e, UndefinedScoreError) else None
+    return part if part is not None else Evaluation(records=[])
 
 
 def dimension_grid(model: Any, tasks: list[str], common: dict[str, Any], full: int, dims: Sequence[int],
                    precisions: Sequence[str], say: Callable[[str], None]) -> pd.DataFrame:
     """Every task's score and Avg. (fractions) for each precision (rows ``(precision, dim)``); one evaluation per
     precision, every dimension in it. A precision whose score is undefined on a task (all similarities equal, as
-    1-bit vectors of a tiny model can give) is said and left empty rather than stopping the audit."""
+    1-bit vectors of a tiny model can give) is said; those cells (and their Avg.) are left empty, the others kept."""
     rows: dict[tuple[str, int], dict[str, float]] = {}
     for q in [None, *precisions]:
         try:
             ev = evaluate(model, None, tasks=tasks, **common, truncate_dim=[None, *dims], quantize=q)
         except EmbenchError as e:
-            say(f"dimension grid: {q}: {e}; its line is left out")
-            continue
+            if not isinstance(e, UndefinedScoreError):
+                raise
+            say(f"dimension grid: {q}: {e}; those cells are left empty")
+            ev = _scored_part(e)
         for r in ev.records:
             key = (q or AS_ENCODED, int((r.encoder or {}).get("truncate_dim") or full))
             rows.setdefault(key, {})[r.display] = r.main_score
     frame = pd.DataFrame.from_dict(rows, orient="index")
     if frame.empty:
         return frame
-    frame["Avg."] = frame.mean(axis=1)
+    frame["Avg."] = frame.mean(axis=1, skipna=False)  # over every task, or none: not over the defined ones
     frame.index = pd.MultiIndex.from_tuples(frame.index, names=["precision", "dim"])
     return frame.sort_index(level="dim", ascending=False, sort_remaining=False)
 

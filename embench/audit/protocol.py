@@ -216,7 +216,7 @@ def audit(
             intervals = {col: iv for (_, col), iv in ev.intervals.items()}
             note = ev.interval_note()
     frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame["Avg."] = frame.mean(axis=1)
+    frame["Avg."] = frame.mean(axis=1, skipna=False)  # over every task: a row with an undefined task has none
     frame.index.name = "protocol"
     effects = knob_effects(frame, vs, intervals)
     result = AuditResult(model=model, tasks=task_names, rows=frame, variants=vs, knob_effects=effects,
@@ -252,7 +252,7 @@ def knob_effects(frame: pd.DataFrame, vs: list[Variant], intervals: dict[str, tu
         best_avg, best_task = None, None
         for v in own:
             d = frame.loc[v.label] - base
-            if best_avg is None or abs(d["Avg."]) > abs(best_avg[1]):
+            if best_avg is None or math.isnan(best_avg[1]) or abs(d["Avg."]) > abs(best_avg[1]):
                 best_avg = (v.knobs[knob], float(d["Avg."]), float(frame.loc[v.label, "Avg."]))
             t = max(tasks, key=lambda c: abs(d[c]) if not math.isnan(d[c]) else -1)
             if best_task is None or abs(d[t]) > abs(best_task[2]):

@@ -19,7 +19,7 @@ from ..models.layer_stack import transformer_layers
 from ..models.max_length import check_max_length
 from ..models.model_names import from_hub, resolve_model_path
 from ..models.st_folder import sentence_transformers_config
-from .config import TrainConfig
+from .config import TrainConfig, option_flag
 from .kbit import kbit_load_kwargs, prepare_kbit
 from .recipes import default_model_note
 
@@ -63,7 +63,7 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     family = FAMILIES.get(cfg.family) if cfg.family else detect(config, folder, gguf, st_folder=bool(st))
     # within the model's positions, before any weight is read: beyond them a long text failed mid-step with a traceback
     for option in ("max_length", "eval_max_length", "export_max_length"):
-        check_max_length(getattr(cfg, option), config, "--max-length" if option == "max_length" else f"--set {option}")
+        check_max_length(getattr(cfg, option), config, option_flag(option))
     if cfg.dropout is not None:
         for attr in DROPOUT_ATTRS:
             if hasattr(config, attr):

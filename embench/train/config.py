@@ -96,6 +96,17 @@ class TrainConfig:
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 
+# options with no flag of their own on `embench train`: reached through --set key=value (or a config file)
+SET_ONLY = frozenset({
+    "model_config", "dropout", "load_kbit", "optimizer", "weight_decay", "warmup_ratio", "warmup_of", "warmup_steps",
+    "lr_schedule", "grad_clip", "group_by_length", "bucket_tokens", "unpadded", "select_initial", "eval_max_length",
+    "export_max_length", "eval_batch_size", "log_steps", "method_options"})
+
+
+def option_flag(name: str) -> str:
+    """How the command line spells the option ``name``: ``--max-length``, or ``--set eval_max_length``."""
+    return f"--set {name}" if name in SET_ONLY else "--" + name.replace("_", "-")
+
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Options from a ``.yaml``/``.yml`` or ``.toml`` file (a flat mapping; a ``train`` table also works)."""

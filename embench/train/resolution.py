@@ -12,7 +12,7 @@ from ..core.errors import EmbenchError
 from ..core.registry import nearest
 from ..models.families import FAMILIES, check_prompt
 from ..models.pooling import POOLERS
-from .config import PRECISIONS, TrainConfig
+from .config import PRECISIONS, TrainConfig, option_flag
 from .kbit import check_kbit
 from .methods import METHODS
 from .metrics_log import TENSORBOARD_MISSING
@@ -71,7 +71,7 @@ def _check_numbers(cfg: TrainConfig) -> None:
         value = getattr(cfg, name)
         if value is None:
             continue
-        flag = "--" + name.replace("_", "-")
+        flag = option_flag(name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise EmbenchError(f"{flag} must be a finite number, got {value!r}")
         if (value < low if low_ok else value <= low) or (high is not None and value > high):
