@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -126,6 +127,16 @@ def test_a_model_not_stored_names_what_is(tmp_path):
     root = store(tmp_path, [record("m1", "STS12", 0.7)])
     with pytest.raises(EmbenchError, match="no stored results for model.*stored: m1"):
         report_tables([root], models=["m9"])
+
+
+def test_a_name_for_a_model_with_no_record_is_said_from_the_python_api(tmp_path):
+    root = store(tmp_path, [record("m1", "STS12", 0.7)])
+    with pytest.warns(UserWarning, match=r"no record has the model\(s\) 'modle-1'.*models found: m1"):
+        tables, _ = report_tables([root], names={"modle-1": "Model one"})
+    assert list(tables[0].frame.index) == ["m1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report_tables([root], names={"m1": "Model one"})  # used: nothing said
 
 
 def test_a_lower_is_better_column_that_is_in_no_table_is_named_with_the_nearest(tmp_path):

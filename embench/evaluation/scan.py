@@ -8,6 +8,7 @@ cannot recompute: it lists each damaged file with its problem and reports the re
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -85,5 +86,9 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
             raise EmbenchError(f"no stored results for task(s) {', '.join(order)} in {', '.join(map(str, results_dirs))}")
     by_name = {t.lower(): i for i, t in enumerate(order)}
     records = sorted(records, key=lambda r: by_name.get(r.task.lower(), by_name.get(r.display.lower(), len(order))))
+    stored = {r.model for r in records}
+    if unused := [m for m in names or {} if m not in stored]:  # else ignored without a word (the CLI checks analyses too)
+        warnings.warn(f"names: no record has the model(s) {', '.join(map(repr, unused))}, so their names are not used "
+                      f"(models found: {', '.join(sorted(stored)) or 'none'})", stacklevel=2)
     tables = paper_tables(records, names=names, split=split, lower_is_better=lower_is_better, caption=caption)
     return tables, problems

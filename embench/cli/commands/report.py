@@ -3,6 +3,7 @@ with the tables and the figures composed from analysis outputs."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -64,7 +65,9 @@ def report(
         check_folder_option(out.parent, "--out's folder")
     tables, problems = [], []
     if results:
-        tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
+        with warnings.catch_warnings():  # its unused-name warning: _warn_unused_names below also reads the analyses
+            warnings.filterwarnings("ignore", message="names: no record has")
+            tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
                                              split=value(split), lower_is_better=lower or (), caption=caption)
     for path, problem in problems:
         err.print(f"[yellow]skipped[/] {path}: {problem} (the other records are reported)")
