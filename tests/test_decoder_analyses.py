@@ -62,3 +62,14 @@ def test_the_three_per_token_analyses_run_on_a_decoder(tiny_llama_dir, tiny_bert
     dep = pd.read_csv(tmp_path / "token_dependency.csv")
     assert set(dep.groupby("model")["pivot"].first().items()) == {("llama", "last"), ("bert", "first")}
     assert dep["spearman"].between(-1, 1).all()
+
+
+@pytest.mark.slow
+def test_the_auto_pivot_follows_the_pooling_used_in_every_per_token_analysis(tiny_bert_dir, data_root, tmp_path):
+    """An encoder read by its last token (--pooling last_token) gets the last-token pivot in token-dependency too,
+    as in cls-energy and attention: the pooling used decides, not the architecture's default."""
+    res = run_many(["cls-energy", "token-dependency"], [str(tiny_bert_dir)], tmp_path,
+                   {"cls-energy": {"limit": 6}, "token-dependency": {"limit": 6}}, labels=["bert"], data=data_root,
+                   use_cache=False, pooling="last_token")
+    assert set(res["cls-energy"].tables["cls_energy"]["pivot"]) == {"last"}
+    assert set(pd.read_csv(tmp_path / "token_dependency.csv")["pivot"]) == {"last"}

@@ -15,6 +15,8 @@
   the exact mean over every distinct pair, ``n_pairs`` samples random pairs instead.
 * Effective rank (Roy and Vetterli 2007): exp of the Shannon entropy of the singular values
   divided by their sum.
+* ``top1_share``: the top singular direction's share of the energy, s_1^2 / sum of s_i^2 (0.929 for a
+  random BERT's anisotropic space, 0.037 for all-MiniLM-L6-v2).
 
 Uniformity runs over row blocks of at most 2^26 distances, so memory stays bounded (about 0.5 GB
 per temporary array) rather than O(n^2).

@@ -44,11 +44,10 @@ class ModelRef:
         overrides (maximum length, dtype, ...) load the model with those settings."""
         key = (layer, tuple(sorted(overrides.items())))
         if key not in self._encoders:
-            view_only = set(overrides) <= {"pooling", "final_norm"}
+            view_only = set(overrides) <= {"pooling", "final_norm", "normalize"}
             if (layer is not None or overrides) and view_only and hasattr(self.encoder(), "view"):
-                view = self.encoder().view
-                self._encoders[key] = (view(layer, overrides.get("pooling"), final_norm=True) if overrides.get("final_norm")
-                                       else view(layer, overrides.get("pooling")))
+                self._encoders[key] = self.encoder().view(layer, overrides.get("pooling"), final_norm=bool(overrides.get("final_norm")),
+                                                          normalize=overrides.get("normalize"))
             elif isinstance(self.spec, HFEncoder) and layer is None and not overrides:
                 self._encoders[key] = self.spec
             else:
@@ -59,6 +58,24 @@ class ModelRef:
                     opts.setdefault("pooling", self.spec.pooling)
                 self._encoders[key] = load_model(spec, layer=layer, name=self.label, **opts)
         return self._encoders[key]
+
+
+    def unnormalised(self, layer: int | None = None, **overrides: Any) -> HFEncoder:
+        """The encoder for the cropping paper's measures (kNN, its per-layer curves, the accuracy on t-SNE maps):
+        "Euclidean distance and non-normalized embeddings" (§3.3.1; its Table S3 gives raw Euclidean and cosine
+        apart, 37.4 against 39.6, which unit vectors could not). A model whose pipeline ends in an L2
+        normalisation (all-MiniLM-L6-v2, all-mpnet-base-v2) is read before it, from the same forward pass, unless
+        ``normalize`` was given (``--normalize``: unit vectors, the cosine-equivalent reading; ``--no-normalize``)."""
+        enc = self.encoder(layer, **overrides)
+        if self.options.get("normalize") is None and hasattr(enc, "view") and enc.settings.normalize:
+            return self.encoder(layer, **overrides, normalize=False)
+        return enc
+
+
+def is_normalised(encoder: Any) -> bool | None:
+    """Whether ``encoder`` L2-normalises its vectors (None: an object embench does not configure)."""
+    settings = getattr(encoder, "settings", None)
+    return bool(settings.normalize) if settings is not None else None
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """kNN classification accuracy of embeddings (cropping paper, Table 2 and Table S3).
 
 Definition (cropping paper §3.3.1): a k = 10 nearest-neighbour classifier (majority vote) in the
-embedding space, Euclidean distance on non-normalised embeddings, trained on 90% of a labelled set
+embedding space, Euclidean distance on non-normalised embeddings (a model whose pipeline ends in an L2
+normalisation, such as all-MiniLM-L6-v2, is read before it unless ``--normalize`` is given; the
+``normalized`` column says which), trained on 90% of a labelled set
 and scored on the other 10%. The error bar is the binomial standard error sqrt(p (1 - p) / n) of the
 accuracy p on n test points. Table S3 adds the cosine metric and "centred" and "whitened"
 embeddings; the paper does not say how it whitens, so embench uses PCA whitening fitted on the
@@ -31,7 +33,7 @@ import pandas as pd
 from ..core.errors import EmbenchError
 from ..report import style
 from .base import AnalysisResult, analysis
-from .inputs import write_csv
+from .inputs import is_normalised, write_csv
 from .labelled import LABELLED, LabelledSet, labelled_files, load_labelled
 from .option_values import check_values
 
@@ -177,14 +179,14 @@ def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emo
             masks[train.name] = np.arange(len(sets[-1].texts)) >= len(train.texts)
     rows = []
     for ref in refs:
-        enc = ref.encoder()
+        enc = ref.unnormalised()  # the paper's non-normalised embeddings, unless --normalize says otherwise
         for s in sets:
             x = ctx.embed(enc, s.texts)
             for m in metrics:
                 for t in transforms:
                     r = knn_accuracy(x, s.labels, k=k, metric=m, transform=t, test_size=test_size, seed=seed, stratify=stratify,
                                      test_mask=masks.get(s.name))
-                    rows.append({"model": ref.label, "dataset": s.name, **r})
+                    rows.append({"model": ref.label, "dataset": s.name, **r, "normalized": is_normalised(enc)})
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "knn")]
     with style.paper_style():

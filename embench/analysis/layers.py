@@ -14,8 +14,9 @@ Measures per layer:
   tasks then read each layer's vectors from the embedding cache): for MTEB tasks the cropping
   paper's block average (the mean of the task-type means,
   :func:`embench.tasks.mteb.blocks.block_averages`), for other suites the plain mean of the main
-  scores. Figure 4c of the cropping paper uses non-normalised embeddings,
-  which is what the layer encoders give unless ``--normalize``.
+  scores. Figure 4c of the cropping paper uses non-normalised embeddings, and so do the layer
+  encoders here: a model whose pipeline ends in an L2 normalisation is read before it unless
+  ``--normalize`` is given (the ``normalized`` column says which).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..core.errors import EmbenchError
 from ..report.per_layer import Measure, per_layer_figure
 from .base import AnalysisResult, analysis
 from .cosine_density import cosines
-from .inputs import stsb, unique, write_csv
+from .inputs import is_normalised, stsb, unique, write_csv
 from .knn import knn_accuracy, load_labelled
 
 
@@ -83,12 +84,12 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
     for ref in refs:
         overrides = {} if ref.options.get("pooling") else {"pooling": "mean"}
         chosen = parse_layers(layers, ref.encoder().num_layers)
-        encoders = [ref.encoder(layer=layer, **overrides) for layer in chosen]
+        encoders = [ref.unnormalised(layer=layer, **overrides) for layer in chosen]  # Figure 4b-c: non-normalised
         # Every layer from ONE forward pass per batch over the STS-B, kNN and suite texts together.
         texts = unique(sentences + (labelled.texts if labelled is not None else []) + extra)
         ctx.fill_views(encoders, texts)
         for layer, enc in zip(chosen, encoders, strict=True):
-            row = {"model": ref.label, "layer": layer, "pooling": enc.pooling}
+            row = {"model": ref.label, "layer": layer, "pooling": enc.pooling, "normalized": is_normalised(enc)}
             emb = dict(zip(texts, ctx.embed(enc, texts), strict=True))  # this layer's array only, from memory
             row["stsb_spearman"] = stsb_spearman(emb, pairs)
             if labelled is not None:

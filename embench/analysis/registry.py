@@ -27,7 +27,7 @@ for _name, _path, _what in (
     ("layer-removal", "layer_removal:layer_removal",
      "BeLLM Figure 4: STS (or a suite) against the number of layers kept, the final norm applied to the truncated stack"),
     ("attention", "attention:attention", "JTCSE: per-layer attention maps of sentences and attention-sink shares over STS-B"),
-    ("cls-energy", "attention:cls_energy", "JTCSE Eq. 6 per layer: the CLS row's share of the context tensor's energy"),
+    ("cls-energy", "attention:cls_energy", "JTCSE Eq. 6 per layer: the CLS row's norm over the other rows' Frobenius norm in the context tensor"),
     ("tsne", "tsne:tsne", "cropping paper: t-SNE maps, datasets as rows and models side by side"),
     ("token-dependency", "token_dependency:token_dependency",
      "BeLLM Figure 2/5: distribution of pivot-to-token Spearman correlation over sentences"),

@@ -4,7 +4,8 @@ For each STS-B test sentence: the Spearman correlation, across hidden dimensions
 pivot token's vector and each other token's vector, averaged over the other tokens; one value per
 sentence, shown as box plots per model. BeLLM uses the [CLS] pivot for BERT and the last token
 (after Ethayarajh 2019) for decoder LLMs. Open choices, with defaults: the last hidden layer
-(``layer``); pivot ``auto`` = the first token for encoders, the last real token for decoders;
+(``layer``); pivot ``auto`` = the last real token for a model pooled by its last token (decoders), else the
+first, as cls-energy and attention choose it;
 special tokens other than the pivot do not count (``include_special=True`` counts them); both
 sentences of every pair, each once.
 """
@@ -16,8 +17,8 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from ..core.errors import EmbenchError
-from ..models.loader import default_pooling
 from ..report import style
+from .attention import pivot_of
 from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
 from .token_pass import TokenRequest
@@ -56,7 +57,7 @@ def token_dependency(refs, ctx, out, pivot: str = "auto", layer: int | None = No
     requests, settings = [], {}
     for ref in refs:
         encoder = ref.encoder()
-        which = pivot if pivot != "auto" else ("last" if default_pooling(encoder.config) == "last_token" else "first")
+        which = pivot if pivot != "auto" else pivot_of(encoder)  # as cls-energy and attention: by the pooling used
         special = set(getattr(encoder.tokenizer, "all_special_ids", []) or [])
         n = encoder.num_layers
         li = n if layer is None else (layer + n + 1 if layer < 0 else layer)

@@ -28,6 +28,7 @@ from ..evaluation.suites import SUITES
 from ..models.devices import several_devices
 from ..models.loader import load_model
 from ..models.precision import native_precision
+from ..report.json_records import frame_records, plain
 from ..tasks import TASKS
 from .dimensions import VECTOR_KNOBS, dimension_grid, sweep, undefined_as_empty, vector_variants
 from .knobs import KNOBS, Variant, knob_name, variants
@@ -279,8 +280,8 @@ def audit_to_json(result: AuditResult) -> str:
     out = {
         "model": result.model,
         "tasks": result.tasks,
-        "rows": json.loads(result.rows.reset_index().to_json(orient="records")),
-        "knob_effects": json.loads(result.knob_effects.to_json(orient="records")),
+        "rows": frame_records(result.rows.reset_index()),
+        "knob_effects": frame_records(result.knob_effects),
         "baseline_intervals": {k: list(v) for k, v in result.baseline_intervals.items()} or None,
         "interval_note": result.interval_note,
         "sample_note": result.sample_note,
@@ -288,7 +289,7 @@ def audit_to_json(result: AuditResult) -> str:
         "forward_passes": result.passes.rows,
         "reported": result.reported,
         "verdict": result.verdict,
-        "dimensions": None if result.dimensions is None else json.loads(result.dimensions.reset_index().to_json(orient="records")),
-        "matches": json.loads(result.matches.head(20).to_json(orient="records")) if result.matches is not None else None,
+        "dimensions": None if result.dimensions is None else frame_records(result.dimensions.reset_index()),
+        "matches": frame_records(result.matches.head(20)) if result.matches is not None else None,
     }
-    return json.dumps(out, indent=2)
+    return json.dumps(plain(out), indent=2)

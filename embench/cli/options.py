@@ -71,7 +71,7 @@ UnpaddedOpt = Annotated[bool, typer.Option(
 BatchTokensOpt = Annotated[int | None, typer.Option(
     help="Padded tokens per batch at most (texts x longest text); default: none on a CPU, 65536 on a GPU; "
                 "0: cut batches by --batch-size alone.")]
-NormalizeOpt = Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own).")]
+NormalizeOpt = Annotated[bool | None, typer.Option("--normalize/--no-normalize", help="L2-normalise embeddings (default: the model's own; analyze knn, layers and tsne: not normalised, as the cropping paper reads them).")]
 PoolingOpt = Annotated[str | None, typer.Option(help="Pooler (embench list poolers); default: the model's own (analyze layers: mean).")]
 LayerOpt = Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = embedding output; default last).")]
 MaxLengthOpt = Annotated[int | None, typer.Option(help="Maximum tokens per text (default: the model's).")]

@@ -107,18 +107,21 @@ class HFEncoder(SentenceEncode):
         self.graphs: Any = None  # CUDA graphs per batch shape (load_model(..., cuda_graphs=True): encoding/cuda_graphs.py)
         self.unpadded = False  # batches run as one row of real tokens (load_model(..., unpadded=True): unpadded_batch.py)
 
-    def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False) -> HFEncoder:
+    def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False,
+             normalize: bool | None = None) -> HFEncoder:
         """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
         output; negative from the end) with ``pooling`` (None = this encoder's). The view shares the
         weights (loaded once), and its cache key is the one ``load_model(..., layer=, pooling=)`` gives,
         so vectors computed for a view are found by a later request for that encoder alone.
         An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding.
         ``final_norm``: the chosen layer's states go through the model's final norm first, as the last
-        layer's do, i.e. the vectors of the model with the layers above removed (BeLLM Figure 4)."""
+        layer's do, i.e. the vectors of the model with the layers above removed (BeLLM Figure 4).
+        ``normalize``: L2-normalise the pooled vectors or not (None = as this encoder does): the same forward pass."""
         pooling = pooling or self.settings.pooling
         POOLERS.canonical(pooling)  # did-you-mean on a typo
         extra = {k: v for k, v in self.settings.extra.items() if k != "final_norm"}
-        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra)
+        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra,
+                                       normalize=self.settings.normalize if normalize is None else normalize)
         owner = self._owner
         v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)

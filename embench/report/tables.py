@@ -134,7 +134,9 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
     if scaled is None:
         scaled = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
     if fmt == "json":
-        return frame.reset_index().to_json(orient="records", indent=2) if frame.index.name else frame.to_json(orient="records", indent=2)
+        from .json_records import frame_json  # full precision: to_json wrote a p of 9.5e-14 as 0.0
+
+        return frame_json(frame.reset_index() if frame.index.name else frame)
     header, body = _cells(frame, scaled)
     if fmt == "table":  # cells are text, not rich markup: a row "best [tower-1]" printed as "best" before
         from rich.markup import escape

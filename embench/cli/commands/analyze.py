@@ -56,7 +56,7 @@ def build_options(name: str, known: dict[str, Any], flags: dict[str, list[str] |
     return opts
 
 
-@shared_options("pooling", "max_length", "prompt", "prompt_name", "revision", "bidirectional_last", "bidirectional_mode", "adapter", *ENCODING, "data", "cache_dir", "no_cache")
+@shared_options("normalize", "pooling", "max_length", "prompt", "prompt_name", "revision", "bidirectional_last", "bidirectional_mode", "adapter", *ENCODING, "data", "cache_dir", "no_cache")
 def analyze(
     name: Annotated[str, typer.Argument(help="Analysis name, several joined by commas (run together: per-token analyses share one forward pass), or 'list'.")],
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to overlay several.")] = None,

@@ -35,7 +35,9 @@ def show(
     if value(fmt) == "json":  # says what it holds: the scale, the settings every row shares, then the rows
         import json
 
-        rows = json.loads(frame.to_json(orient="records"))
+        from ...report.json_records import frame_records
+
+        rows = frame_records(frame)
         emit(json.dumps({"scale": "fractions: printed x100 in the tables", "shared": shared, "rows": rows}, indent=2, default=str))
         return
     emit(render(frame, value(fmt), scaled=[c for c in frame.columns if c not in frame.attrs["settings"]], note=note))
