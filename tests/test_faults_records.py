@@ -47,6 +47,17 @@ def test_a_tampered_record_file_is_not_served(tmp_path):
         assert store.find("m", "STS12", raw["key"]) is None
 
 
+def test_a_listing_says_a_damaged_record_is_left_out_not_computed(tmp_path):
+    from embench.evaluation import results as results_module
+
+    store = ResultStore(tmp_path)
+    path = store.save(Record.from_dict(_raw(0.55)))
+    path.write_text("{ not json")
+    results_module._NAMED.discard(str(path))
+    with pytest.warns(UserWarning, match=r"cannot read it \(JSONDecodeError\); it is left out \(a run of its task computes it again\)"):
+        assert store.records() == []
+
+
 def test_data_problem_names_a_changed_or_missing_file(tmp_path):
     from embench.data.root import file_sha256
 

@@ -120,7 +120,8 @@ def test_mixed_protocols_from_the_cli_name_the_axis(tmp_path, capsys, monkeypatc
     err = " ".join(capsys.readouterr().err.split())
     assert exit_.value.code == 2 and "differ in correlation" in err and "--split" in err and "Traceback" not in err
     split = CliRunner().invoke(app, ["report", "--results", str(root), "--split", "tables", "-f", "csv"])
-    assert split.exit_code == 0 and split.stdout.count("Model") == 2
+    assert split.exit_code == 0 and split.stdout.splitlines()[0] == "Model,kind,correlation,STS12"  # one CSV of both tables
+    assert split.stdout.splitlines()[1:] == ["m2,sts,pearson,60.00", "m1,sts,spearman,70.00"]
 
 
 def test_a_model_not_stored_names_what_is(tmp_path):
@@ -240,9 +241,13 @@ def _dark_fraction(png: Path) -> float:
 @pytest.mark.slow
 def test_latex_compiles_and_the_table_is_on_the_page(tmp_path, report_tools):
     root = store(tmp_path, [record("mA", t, s) for t, s in (("STS12", 0.7237), ("STS13", 0.8063))] +
-                 [record("m2", t, s) for t, s in (("STS12", 0.60), ("STS13", 0.85))])
+                 [record("m2", t, s) for t, s in (("STS12", 0.60), ("STS13", 0.85))] +
+                 [record("m3", t, s) for t, s in (("STS12", 0.50), ("STS13", 0.55))])
     tex = tmp_path / "table.tex"
-    result = CliRunner().invoke(app, ["report", "--results", str(root), "--standalone", "--name", "m2=Second", "-o", str(tex)])
+    # a label starting with "[" (read as \\'s optional argument: "Missing number") and characters that print as other
+    # glyphs under LaTeX's default font encoding
+    result = CliRunner().invoke(app, ["report", "--results", str(root), "--standalone", "--name", "m2=Second",
+                                      "--name", "m3=[ours] p|q <x>", "-o", str(tex)])
     assert result.exit_code == 0, result.output
     subprocess.run([report_tools["pdflatex"], "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
                    check=True, capture_output=True, timeout=120)
@@ -251,6 +256,7 @@ def test_latex_compiles_and_the_table_is_on_the_page(tmp_path, report_tools):
     text = subprocess.run([report_tools["pdftotext"], "-layout", "table.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert re.search(r"Model\s+STS12\s+STS13\s+Avg\.", text)
     assert re.search(r"mA\s+72\.37\s+80\.63\s+76\.50", text) and re.search(r"Second\s+60\.00\s+85\.00\s+72\.50", text)
+    assert re.search(r"\[ours\] p\|q <x>\s+50\.00\s+55\.00\s+52\.50", text)
     fonts = subprocess.run([report_tools["pdffonts"], "table.pdf"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert "CMBX" in fonts  # the bold best cells
 
@@ -295,3 +301,18 @@ def test_a_checkpoint_series_is_placed_at_its_training_steps():
 
     frame = pd.DataFrame({"checkpoint": ["", "step-000010", "checkpoint-500", "best"], "step": [0, 1, 2, 3]})
     assert training_step(frame).tolist() == [0, 10, 500, 3]  # "best" has no number: the analysis' own index
+
+
+def test_an_image_is_checked_before_anything_is_drawn_and_only_html_takes_it(tmp_path):
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    root = store(tmp_path, [record("m1", "STS12", 0.7)])
+    missing = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--image", str(tmp_path / "no.png")])
+    assert missing.exit_code == 2 and "does not exist" in " ".join(missing.output.split())
+    png = tmp_path / "fig.png"
+    mpimg.imsave(png, np.zeros((4, 4, 3)))
+    latex = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "latex", "--image", str(png)])
+    assert latex.exit_code == 2 and "give --format html" in " ".join(latex.output.split())
+    page = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--image", str(png)])
+    assert page.exit_code == 0 and "data:image/png;base64," in page.stdout

@@ -128,6 +128,9 @@ def test_results_show_lists_stored_records(env, tiny_bert_dir):
     assert f"{tiny_bert_dir} on task(s) STS13" in said
     empty = _run("results", "show", "--results-dir", str(env / "empty"))
     assert empty.exit_code == 1 and f"no stored results in {env / 'empty'}" in " ".join(empty.output.split())
+    (env / "a-file").write_text("x")
+    wrong = _run("results", "show", "--results-dir", str(env / "a-file"))
+    assert wrong.exit_code != 0 and "is a file, not a folder" in " ".join(wrong.output.split())
 
 
 @pytest.mark.parametrize(

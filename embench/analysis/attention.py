@@ -242,5 +242,5 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     summary = frame.groupby("model", sort=False)["cls_energy"].mean().rename("mean_over_layers").reset_index()
     files = [write_csv(frame, out, "cls_energy"), write_csv(summary, out, "cls_energy_summary")]
     means = {row.model: f"{row.model} (mean {row.mean_over_layers:.3f})" for row in summary.itertuples()}
-    files += per_layer_figure(frame, [Measure("cls_energy", r"CLS energy weight $E_{\mathrm{CLS}}$")], out, "cls_energy", labels=means)
+    files += per_layer_figure(frame, [Measure("cls_energy", r"CLS energy weight $E_{\mathrm{CLS}}$", math=True)], out, "cls_energy", labels=means)
     return AnalysisResult("cls-energy", {"cls_energy": frame, "cls_energy_summary": summary}, files)

@@ -192,7 +192,7 @@ def spectrum(refs, ctx, out, split: str = "test", text: str = "senteval", center
         for c, (model, g) in zip(style.palette(len(refs)), spec_frame.groupby("model", sort=False), strict=True):
             row = summary_frame.set_index("model").loc[model]
             ax.plot(g["index"], g["normalised"], color=c,
-                    label=f"{model} (aniso. {row['anisotropy']:.2f}, eff. rank {row['effective_rank']:.0f})")
+                    label=style.legend_label(f"{model} (aniso. {row['anisotropy']:.2f}, eff. rank {row['effective_rank']:.0f})"))
         ax.set_yscale("log")
         # A few trailing values can be ~1e-17 (numerical rank deficiency); they would squash the
         # curves, so the axis stops at the decade below the 98th-percentile index of every model.

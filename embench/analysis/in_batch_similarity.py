@@ -91,7 +91,7 @@ def _plot(hist: pd.DataFrame, summary: pd.DataFrame, sigma: float, out) -> list:
             g = hist[hist["model"] == model]
             share = float(summary.loc[summary["model"] == model, "share_at_or_above_sigma"].iloc[0])
             ax.stairs(g["percent"].to_numpy(), np.append(g["low"].to_numpy(), g["high"].iloc[-1]), color=colour,
-                      label=f"{model} ({100 * share:.2f}% >= {sigma:g})")
+                      label=style.legend_label(f"{model} ({100 * share:.2f}% >= {sigma:g})"))
         ax.axvline(sigma, color="black", ls="--", lw=0.8)
         ax.set_xlabel("cosine (premise, other examples' hypotheses)")
         ax.set_ylabel("% of in-batch negatives")

@@ -201,7 +201,7 @@ def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emo
             for j, ref in enumerate(refs):
                 g = sub[sub["model"] == ref.label].set_index("dataset").loc[[s.name for s in sets]]
                 xs = [i + (j - (len(refs) - 1) / 2) * width for i in range(len(sets))]
-                ax.bar(xs, 100 * g["accuracy"], width, yerr=100 * g["stderr"], color=colours[j], label=ref.label,
+                ax.bar(xs, 100 * g["accuracy"], width, yerr=100 * g["stderr"], color=colours[j], label=style.legend_label(ref.label),
                        error_kw={"lw": 0.8, "capsize": 1.5})
             ax.set_xticks(range(len(sets)), [s.name for s in sets] if r == len(metrics) - 1 else [], rotation=30, ha="right")
             ax.set_title(f"{m}, {t}")  # short: three panels side by side must not overlap

@@ -76,7 +76,7 @@ def tsne_figure(frame: pd.DataFrame, acc_frame: pd.DataFrame, models: list[str],
         if len(classes) <= MAX_LEGEND:
             from matplotlib.lines import Line2D
 
-            handles = [Line2D([], [], ls="", marker="o", ms=4, color=colours[c], label=c) for c in classes]
+            handles = [Line2D([], [], ls="", marker="o", ms=4, color=colours[c], label=style.legend_label(c)) for c in classes]
             axes[i, -1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), title="class", title_fontsize=8,
                                ncol=1 if len(classes) <= 10 else 2, handletextpad=0.2, columnspacing=0.6)
     fig.tight_layout()

@@ -25,6 +25,7 @@ from typing import Any
 from ..core.atomic import write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
+from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS
 from ..core.paths import plain_name, unwritable
 from .items import Items
 from .record_checks import score_problem
@@ -57,10 +58,8 @@ class Record:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-IDENTITY_ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")
-# settings only some encoders have: part of the identity when set, so older records keep their keys
-IDENTITY_OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "prompts", "revision",
-                            "truncate_dim", "quantize")  # the last two: the vectors scored (encoding/vector_axes.py)
+IDENTITY_ENCODER_FIELDS = ENCODER_FIELDS  # core/identity_fields.py: also what tells table rows apart
+IDENTITY_OPTIONAL_FIELDS = OPTIONAL_FIELDS
 
 
 def record_key(task: str, encoder: dict[str, Any], protocol: dict[str, Any]) -> str:
@@ -111,22 +110,24 @@ def record_problem(raw: Any, model: str | None = None, task: str | None = None, 
 _NAMED: set[str] = set()  # invalid record files already named in this process
 
 
-def _name_once(path: Path, problem: str) -> None:
+def _name_once(path: Path, problem: str, then: str) -> None:
     if str(path) not in _NAMED:
         _NAMED.add(str(path))
-        warnings.warn(f"ignoring result record {path}: {problem}; it is computed again", stacklevel=3)
+        warnings.warn(f"ignoring result record {path}: {problem}; {then}", stacklevel=3)
 
 
-def read_record(path: Path, model: str | None = None, task: str | None = None, key: str | None = None) -> Record | None:
-    """The record in ``path`` when it checks out; otherwise None, with the file named once."""
+def read_record(path: Path, model: str | None = None, task: str | None = None, key: str | None = None,
+                then: str = "it is computed again") -> Record | None:
+    """The record in ``path`` when it checks out; otherwise None, with the file named once and ``then`` (what
+    becomes of its result: a run computes it again, a listing leaves it out)."""
     try:
         raw = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        _name_once(path, f"cannot read it ({type(e).__name__})")
+        _name_once(path, f"cannot read it ({type(e).__name__})", then)
         return None
     problem = record_problem(raw, model, task, key)
     if problem is not None:
-        _name_once(path, problem)
+        _name_once(path, problem, then)
         return None
     return Record.from_dict(raw)
 
@@ -200,7 +201,7 @@ class ResultStore:
         if not self.root.is_dir():
             return out
         for p in sorted(self.root.glob("*/*.json")):
-            r = read_record(p)
+            r = read_record(p, then="it is left out (a run of its task computes it again)")
             if r is None:
                 continue
             if model and model.lower() not in r.model.lower():

@@ -21,7 +21,7 @@ from ..core.paths import not_there
 from ..core.registry import nearest
 from .panels import alignment_uniformity, cosine_ridges
 from .per_layer import per_layer
-from .style import figure, palette, paper_style, save
+from .style import figure, legend_label, palette, paper_style, save
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
 
 def _spectrum(ax, data, colours):
     for m, g in data.groupby("model", sort=False):
-        ax.plot(g["index"], g["normalised"], color=colours[m], label=m)
+        ax.plot(g["index"], g["normalised"], color=colours[m], label=legend_label(m))
     ax.set(xlabel="singular value index", ylabel="normalised singular value")  # linear axes, as Figure F.1
 
 
@@ -86,7 +86,7 @@ def _token_dependency(ax, data, colours):
     boxes = ax.boxplot(groups, patch_artist=True, showmeans=True, widths=0.6, flierprops={"markersize": 1},
                        meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black", "markersize": 3})
     for patch, m in zip(boxes["boxes"], models, strict=True):
-        patch.set(facecolor=colours[m], label=m)
+        patch.set(facecolor=colours[m], label=legend_label(m))
     ax.set_xticks(range(1, len(models) + 1), [f"mean {g.mean():.2f}" for g in groups])
     ax.set(ylabel="pivot-token Spearman (per sentence)")
 
@@ -103,7 +103,7 @@ def _knn(ax, data, colours):
         g = data[data["model"] == m].groupby("setting", sort=False).agg(
             accuracy=("accuracy", "mean"), variance=("variance", "sum"), n=("accuracy", "size"))
         xs = [settings.index(s) + j * width for s in g.index]
-        ax.bar(xs, 100 * g["accuracy"], width=width, yerr=100 * np.sqrt(g["variance"]) / g["n"], color=colours[m], label=m,
+        ax.bar(xs, 100 * g["accuracy"], width=width, yerr=100 * np.sqrt(g["variance"]) / g["n"], color=colours[m], label=legend_label(m),
                error_kw={"lw": 0.8, "capsize": 1.5})
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(settings))], settings, rotation=30, ha="right")
     ax.set(ylabel="kNN accuracy (%, mean over sets)")
@@ -126,7 +126,7 @@ def _training_metric(column: str | None, prefix: str = "eval/", skip: str | None
         for m, g in data.groupby("model", sort=False):
             g = g.dropna(subset=[metric])
             if len(g):  # runs that never logged it get no line and no legend entry
-                ax.plot(g["step"], scale * g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=m)
+                ax.plot(g["step"], scale * g[metric], marker="o" if len(g) < 30 else None, color=colours[m], label=legend_label(m))
         label = metric.removeprefix("eval/")
         # a spec with options (knn:datasets=...,limit=2000) is too long for an axis: its name only (the
         # options are in the run's train_config.json)

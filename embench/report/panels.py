@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .style import ordered_palette
+from .style import legend_label, ordered_palette
 
 
 def training_step(frame: pd.DataFrame) -> pd.Series:
@@ -35,14 +35,15 @@ def alignment_uniformity(ax, data: pd.DataFrame, colours: Mapping[str, tuple]) -
     for m, g in data.groupby("model", sort=False):
         g = g.sort_values("step")
         ax.errorbar(g["uniformity"], g["alignment"], xerr=g.get("uniformity_se"), yerr=g.get("alignment_se"),
-                    fmt="o-" if len(g) > 1 else "o", color=colours[m], label=m, lw=1.0, elinewidth=0.7, capsize=1.5)
+                    fmt="o-" if len(g) > 1 else "o", color=colours[m], label=legend_label(m), lw=1.0, elinewidth=0.7, capsize=1.5)
         if len(g) > 1:  # a checkpoint series (SimCSE Figure 2's trajectory): every point's step when there are few
             for _, row in g.iloc[:: max(1, len(g) // 4)].iterrows():
                 ax.annotate(str(int(row["step"])), (row["uniformity"], row["alignment"]), fontsize=7, xytext=(3, 3),
                             textcoords="offset points")
     ax.xaxis.set_major_locator(MaxNLocator(4))  # long tick labels of a narrow range must not overlap
     ax.margins(0.12)
-    ax.set(xlabel=r"$\ell_{\mathrm{uniform}}$ (lower is better)", ylabel=r"$\ell_{\mathrm{align}}$ (lower is better)")
+    ax.set_xlabel(r"$\ell_{\mathrm{uniform}}$ (lower is better)", parse_math=True)
+    ax.set_ylabel(r"$\ell_{\mathrm{align}}$ (lower is better)", parse_math=True)
 
 
 def gold_groups(data: pd.DataFrame) -> list[str]:

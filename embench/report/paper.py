@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import EmbenchError, UnknownNameError
+from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS, shown
 from ..core.registry import nearest
 from .counts import counted
 
@@ -25,7 +26,7 @@ AXES_BY_KIND: dict[str, tuple[str, ...]] = {
     "mteb": (),
 }
 # Encoder settings that make two rows of the same model different models in a table.
-ROW_FIELDS = ("pooling", "layer", "max_length", "dtype", "normalize", "prompt")
+ROW_FIELDS = tuple(f for f in (*ENCODER_FIELDS, *OPTIONAL_FIELDS) if f != "fingerprint")  # a record's identity
 
 
 class ProtocolMixError(EmbenchError):
@@ -79,7 +80,7 @@ def _row_labels(records: Sequence[Any], names: Mapping[str, str]) -> dict[int, s
         variants = by_model[r.model]
         if len(variants) > 1:
             differing = [f for j, f in enumerate(ROW_FIELDS) if len({v[j] for v in variants}) > 1]
-            base += " (" + ", ".join(f"{f}={r.encoder.get(f)}" for f in differing) + ")"
+            base += " (" + ", ".join(f"{f}={shown(f, r.encoder.get(f))}" for f in differing) + ")"
         labels[i] = base
     return labels
 
@@ -97,6 +98,7 @@ def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
             "\nchoose one with --model/--task, or pass --split tables (a table per protocol) or --split rows (a row per model and protocol)")
 
 
+KIND_NAMES = {"sts": "STS", "mteb": "MTEB"}  # how a caption names a kind of task ("7 transfer tasks", not TRANSFER)
 SPLITS = ("tables", "rows")  # how records of several protocols are shown: a table each, or a row each
 
 
@@ -150,7 +152,7 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
             n_kinds = len(by_kind) > 1 or len(groups) > 1
             n_models = len({r.model for r in recs})
             under = f" under {counted(len(suffix), 'protocol')}" if suffix else ""
-            cap = caption or f"Results of {counted(n_models, 'model')}{under} on {counted(len(columns), f'{kind.upper()} task')}"
+            cap = caption or f"Results of {counted(n_models, 'model')}{under} on {counted(len(columns), f'{KIND_NAMES.get(kind, kind)} task')}"
             if n_kinds and caption:
                 cap = f"{caption} ({kind}" + (", " + ", ".join(f"{a}={v}" for a, v in proto) if len(groups) > 1 else "") + ")"
             tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better), row_groups))

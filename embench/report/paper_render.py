@@ -20,6 +20,7 @@ from .tables import latex_escape, ranks, render
 LATEX_MARKS = {1: "textbf: --rwrap;", 2: "underline: --rwrap;"}
 HTML_MARKS = {1: "font-weight: bold;", 2: "text-decoration: underline;"}
 # narrow margins: a table of the seven STS tasks with Avg. is wider than article's default text width
+# the default font encoding (T1 without cm-super falls back to bitmap fonts); <, > and | are escaped to print there
 LATEX_PREAMBLE = "\\documentclass{article}\n\\usepackage[margin=1.5cm]{geometry}\n\\usepackage{booktabs}\n\\begin{document}\n"
 
 
@@ -37,7 +38,8 @@ def _styled(table: PaperTable, marks: dict[int, str]):
 def to_latex(table: PaperTable, label: str | None = None) -> str:
     """A ``table`` float: caption, booktabs tabular, and the protocol footnote under it."""
     styler = _styled(table, LATEX_MARKS)
-    styler = styler.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
+    # embench's escaping, not pandas': it also guards a label starting with "[" (read as \\'s optional argument)
+    styler = styler.format_index(lambda v: latex_escape(str(v)), axis=0).format_index(lambda v: latex_escape(str(v)), axis=1)
     body = styler.to_latex(hrules=True, caption=latex_escape(table.caption), label=label, position_float="centering",
                            column_format="l" + "r" * len(table.frame.columns), position="t")
     # pandas puts the index name on a row of its own; papers put it in the header's first cell
@@ -67,14 +69,25 @@ def render_tables(tables: list[PaperTable], fmt: str, standalone: bool = False) 
         from .html_page import page
 
         return page("embench report", [("table", to_html(t)) for t in tables]) if standalone else "\n".join(map(to_html, tables))
-    if fmt in ("markdown", "csv"):
-        out = []
-        for t in tables:
-            frame = t.frame.copy()
-            if fmt == "markdown":
-                out.append(render(frame, "markdown", title=t.caption, highlight=True, note=t.note(), lower=t.lower_is_better,
-                                  groups=t.groups()))
-            else:
-                out.append(render(frame, "csv"))
-        return "\n".join(out)
+    if fmt == "csv":
+        return tables_csv(tables)
+    if fmt == "markdown":
+        return "\n".join(render(t.frame.copy(), "markdown", title=t.caption, highlight=True, note=t.note(),
+                                lower=t.lower_is_better, groups=t.groups()) for t in tables)
     raise ValueError(f"unknown table format {fmt!r}; choose one of: {', '.join(TABLE_FORMATS)}")
+
+
+def tables_csv(tables: list[PaperTable]) -> str:
+    """One CSV whatever the number of tables: one table as it is; several (STS and transfer, or ``--split tables``)
+    as one long table whose ``kind`` and protocol columns say which rows belong together, where CSV blocks joined
+    by blank lines read back as one garbled table."""
+    if len(tables) == 1:
+        return render(tables[0].frame.copy(), "csv")
+    scores = list(dict.fromkeys(c for t in tables for c in t.frame.columns if c != "Avg."))
+    axes = [a for a in dict.fromkeys(a for t in tables for a in t.protocol)  # those that tell the tables apart
+            if len({str(t.protocol.get(a)) for t in tables}) > 1]
+    parts = [t.frame.assign(kind=t.kind, **{a: t.protocol.get(a) for a in axes}) for t in tables]
+    frame = pd.concat(parts)[["kind", *axes, *scores, *(["Avg."] if any("Avg." in t.frame for t in tables) else [])]]
+    frame.index.name = tables[0].frame.index.name
+    return render(frame, "csv", scaled=[*scores, "Avg."])
+

@@ -22,6 +22,7 @@ class Measure:
     column: str
     label: str
     err: str | None = None
+    math: bool = False  # the label is matplotlib mathtext (E_CLS); other text is drawn as it is
 
 
 def per_layer(ax, data: pd.DataFrame, colours: Mapping[str, tuple], column: str, *, x: str = "layer",
@@ -31,7 +32,7 @@ def per_layer(ax, data: pd.DataFrame, colours: Mapping[str, tuple], column: str,
     extra = {"ms": markersize} if markersize is not None else {}
     for m, g in data.groupby("model", sort=False):
         g = g.sort_values(x)
-        ax.plot(g[x], scale * g[column], marker="o", color=colours[m], label=(labels or {}).get(m, m), **extra)
+        ax.plot(g[x], scale * g[column], marker="o", color=colours[m], label=style.legend_label((labels or {}).get(m, m)), **extra)
         if err:
             ax.fill_between(g[x], scale * (g[column] - g[err]), scale * (g[column] + g[err]), color=colours[m], alpha=0.2, lw=0)
     ax.xaxis.get_major_locator().set_params(integer=True)  # layers are whole numbers
@@ -51,9 +52,9 @@ def per_layer_figure(frame: pd.DataFrame, measures: Sequence[Measure], out: Path
             per_layer(ax, frame, colours, m.column, x=x, scale=scale, err=m.err, labels=labels, markersize=markersize)
             ax.set_xlabel(xlabel)
             if ylabel is None:
-                ax.set_ylabel(m.label)
+                ax.set_ylabel(m.label, parse_math=m.math)
             else:
-                ax.set_title(m.label)
+                ax.set_title(m.label, parse_math=m.math)
         if ylabel is not None:
             axes[0, 0].set_ylabel(ylabel)
         axes[0, 0].legend(loc="best")

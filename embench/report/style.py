@@ -28,7 +28,16 @@ RC = {
     "savefig.dpi": 200,
     "savefig.bbox": "tight",
     "pdf.fonttype": 42,  # TrueType in PDFs, as publishers ask
+    # text is literal: a model named m$\bad$_1, a label x$y$z or a sentence's "$5 or $6" tokens drew as (or failed
+    # to parse as) mathtext; embench's own math labels ask for it (parse_math=True)
+    "text.parse_math": False,
 }
+
+
+def legend_label(name: str) -> str:
+    """``name`` as a legend shows it: matplotlib leaves out an artist whose label starts with "_" (``_draft``)."""
+    name = str(name)
+    return " " + name if name.startswith("_") else name
 
 
 def palette(n: int) -> list:

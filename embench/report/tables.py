@@ -138,6 +138,9 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
 
         return frame_json(frame.reset_index() if frame.index.name else frame)
     header, body = _cells(frame, scaled)
+    if fmt == "markdown":  # escaped before the marks (** and <u>) go on
+        header, body = [markdown_escape(h) for h in header], [[markdown_escape(cell) for cell in row] for row in body]
+        title = markdown_escape(title) if title else title
     if fmt == "table":  # cells are text, not rich markup: a row "best [tower-1]" printed as "best" before
         from rich.markup import escape
 
@@ -164,20 +167,20 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
             if row in frame.index and c in cols:
                 i, j = list(frame.index).index(row), offset + cols.index(c)
                 body[i][j] = SPREAD_CELL[fmt].format(v=body[i][j], s=_fmt(float(s)))
-    footer = f"\n{note}\n" if note else ""
+    footer = f"\n{markdown_escape(note) if fmt == 'markdown' else note}\n" if note else ""
     if fmt == "csv":
         buf = io.StringIO()
         pd.DataFrame(body, columns=header).to_csv(buf, index=False)
         return buf.getvalue()
     if fmt == "markdown":
-        right = [i for i, h in enumerate(header) if h in scaled or h == "n"]
+        right = [i for i, h in enumerate(header) if h in {markdown_escape(c) for c in scaled} or h == "n"]
         sep = ["---:" if i in right else "---" for i in range(len(header))]
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return (f"\n**{title}**\n\n" if title else "") + "\n".join(lines) + "\n" + footer
     if fmt == "latex":
         tabular = latex_tabular(header, body, right={h for h in header if h in scaled or h == "n"}, raw_cells=highlight or bool(intervals) or bool(spreads))
-        return (f"% {title}\n" if title else "") + tabular + (f"% {note}\n" if note else "")
+        return (latex_comment(title) if title else "") + tabular + (latex_comment(note) if note else "")
     if fmt == "table":
         from rich.console import Console
         from rich.table import Table
@@ -197,11 +200,29 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
 # every character LaTeX gives a meaning: a model name holding \input{...} must print, never run (a file
 # of the reader's machine would be read into the PDF)
 _LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
-                  "\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  # under LaTeX's default font encoding these print as other glyphs (| as a dash, < as an inverted !)
+                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "\n": " ", "\r": " "}
 
 
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+    """``text`` printed as it is in LaTeX: every special character escaped, a line break a space, and a leading
+    ``[`` or ``*`` guarded (after ``\\\\`` or booktabs' ``\\midrule`` LaTeX reads it as their optional argument)."""
+    out = "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+    return "{}" + out if out[:1] in ("[", "*") else out
+
+
+def latex_comment(text: str) -> str:
+    """``text`` as LaTeX comment lines: every line of it after a ``%`` (a newline in a prompt ended the comment, and
+    what followed ran as LaTeX)."""
+    return "".join(f"% {line}\n" for line in str(text).splitlines() or [""])
+
+
+def markdown_escape(text: str) -> str:
+    """A table cell in markdown as it is: ``|`` would open a cell, ``<x>`` be read as HTML (the tables use ``<u>``),
+    ``*`` and a backtick as emphasis and code, a line break end the row."""
+    text = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("`", "\\`")
+    return " ".join(text.replace("<", "&lt;").replace(">", "&gt;").splitlines())
 
 
 def latex_tabular(header: list[str], body: list[list[str]], right: set[str], raw_cells: bool = False) -> str:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from ...core.errors import EmbenchError
-from ...core.paths import check_folder_option
+from ...core.paths import check_folder_option, not_there
 from ...report.formats import REPORT_FORMATS
 from ..options import choice_enum, value
 from ..output import emit, err
@@ -63,6 +63,12 @@ def report(
         if out.is_dir():
             raise EmbenchError(f"--out {out} is a folder; give the name of the file to write")
         check_folder_option(out.parent, "--out's folder")
+    if image and fmt_ != "html":  # else left out without a word
+        raise typer.BadParameter(f"--image puts a PNG into the HTML report; give --format html (not {fmt_})", param_hint="--image")
+    for path in image or []:  # before any table is read or figure drawn
+        if not path.is_file() or path.suffix.lower() != ".png":
+            why = not_there(path) if not path.is_file() else "is not a PNG file (.png)"
+            raise typer.BadParameter(f"{path} {why}", param_hint="--image")
     tables, problems = [], []
     if results:
         with warnings.catch_warnings():  # its unused-name warning: _warn_unused_names below also reads the analyses
@@ -98,8 +104,6 @@ def report(
             made.append((paths[0], figs.COMPOSERS[n].caption))
             err.print(f"figure {n}: {', '.join(map(str, paths))}")
     for path in image or []:
-        if not path.is_file() or path.suffix.lower() != ".png":
-            raise typer.BadParameter(f"{path} is not a PNG file", param_hint="--image")
         made.append((path, f"{path.parent.name}/{path.name}"))
     if fmt_ == "html":
         sections = [("table", to_html(t)) for t in tables]

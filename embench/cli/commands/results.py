@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ...core.errors import EmbenchError
+from ...core.paths import not_there
 from ..options import Fmt, FmtOpt, ResultsOpt, cli_results, value
 from ..output import emit, err
 
@@ -65,6 +67,8 @@ def _stored(results_dir: Path | None, model: list[str] | None, task: list[str] |
     from ...api import results
 
     folder = cli_results(results_dir)
+    if folder.exists() and not folder.is_dir():  # a path of the wrong kind is said as such, not as missing
+        raise EmbenchError(f"--results-dir {folder} {not_there(folder, 'folder')}")
     if not folder.is_dir():  # nothing stored yet (the default folder before a first run): exit 1, not an error
         err.print(f"no stored results in {folder} (no such folder)")
         raise typer.Exit(1)
@@ -100,9 +104,8 @@ def results_frame(recs):
     from ...tasks import TASKS
 
     # only the protocol axes a record's kind of task depends on: STS-B's score has no aggregation, MR's no correlation
-    settings = [{"fingerprint": r.encoder.get("fingerprint"), **dict(protocol_of(r)),
-                 "pooling": r.encoder.get("pooling"), "layer": r.encoder.get("layer"), "dtype": r.encoder.get("dtype"),
-                 "max_length": r.encoder.get("max_length"), "prompt": r.encoder.get("prompt") or None} for r in recs]
+    fields = _identity_fields(recs)
+    settings = [{"fingerprint": r.encoder.get("fingerprint"), **dict(protocol_of(r)), **_encoder_settings(r, fields)} for r in recs]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     differing = [k for k in keys if len({repr(s.get(k)) for s in settings if s.get(k) is not None}) > 1]
     shared = {k: v for k in keys if k not in differing
@@ -131,6 +134,24 @@ def results_frame(recs):
     frame.attrs["settings"] = ["model", *differing]
     note = "shared by every row: " + ", ".join(f"{k}={v}" for k, v in shared.items()) if shared else None
     return frame.reset_index(drop=True), note, shared
+
+
+def _identity_fields(recs) -> list[str]:
+    """Every setting of a record's identity (core/identity_fields.py) besides the fingerprint; the prompt and the
+    optional ones only where some record has one. Records with and without a prompt (or normalised and not) are two
+    rows, not one row whose score depends on which file was read last."""
+    from ...core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS
+
+    always = [k for k in ENCODER_FIELDS if k not in ("fingerprint", "prompt")]
+    return always + [k for k in ("prompt", *OPTIONAL_FIELDS) if any(r.encoder.get(k) for r in recs)]
+
+
+def _encoder_settings(r, fields: list[str]) -> dict:
+    """A record's value of each field as tables show it; None (it agrees with every row) only where an older record
+    lacks a field that has no unset reading."""
+    from ...core.identity_fields import UNSET, shown
+
+    return {k: None if k not in r.encoder and k not in UNSET else shown(k, r.encoder.get(k)) for k in fields}
 
 
 def _sortable(v) -> tuple:

@@ -1,0 +1,25 @@
+"""The encoder settings that make a result's identity, and how an unset one reads in a table.
+
+A stored record's key (``evaluation.results.record_key``) hashes these settings with the task and the protocol,
+so two records that differ in any of them are two results: every table that puts records in rows (``results
+show``, ``report``) tells them apart by these same fields, never merging a prompted run into an unprompted one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")
+# settings only some encoders have: part of the identity when set, so older records keep their keys
+OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "prompts", "revision",
+                   "truncate_dim", "quantize")  # the last two: the vectors scored (encoding/vector_axes.py)
+
+# how a table shows a setting that is not set (layer None is the last layer, no prompt is "none")
+UNSET = {"layer": "last", "max_length": "default", "prompt": "none", "prompt_name": "none", "prompts": "none",
+         "revision": "default", "truncate_dim": "full", "quantize": "float32", "bidirectional_last": 0,
+         "bidirectional_mode": "none"}
+
+
+def shown(field: str, value: Any) -> Any:
+    """``value`` of ``field`` as a table shows it: its unset reading when it is None, empty or {}."""
+    return UNSET.get(field, "default") if value is None or value == "" or value == {} else value
