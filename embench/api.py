@@ -158,7 +158,7 @@ def evaluate(
             try:
                 store.save(record, items)
             except OSError as e:  # a full disk mid-run: the scores are still returned (and printed), with why
-                result.unsaved[record.task] = f"{store.path(record)}: {e.strerror or e}"
+                result.unsaved[record.task] = f"{e.filename or store.path(record)}: {e.strerror or e}"
                 log.warning("could not save the record of %s: %s", record.task, result.unsaved[record.task])
         done(record.task, "computed", record)
     result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
@@ -242,7 +242,7 @@ def _add_intervals(result: Evaluation, settings: IntervalSettings, store: Result
                 try:
                     store.save(r)
                 except OSError as e:  # the interval is still shown; only keeping it in the record failed
-                    result.unsaved[r.task] = f"{store.path(r)}: {e.strerror or e}"
+                    result.unsaved[r.task] = f"{e.filename or store.path(r)}: {e.strerror or e}"
     if result.records and len(dists) == len(result.records):
         result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
 

@@ -67,3 +67,10 @@ def test_several_paper_tables_are_one_csv_that_reads_back():
     assert sts["spearman"] == 70.0 and sts["pearson"] == 60.0
     assert frame.loc[frame["kind"] == "transfer", "MR"].item() == 80.0
     assert tables[2].caption.endswith("1 transfer task")
+
+
+def test_the_same_results_give_the_same_html():
+    from embench.report.paper_render import to_html
+
+    recs = [_rec("a", "STS12", 0.5), _rec("b", "STS12", 0.6)]
+    assert to_html(paper_tables(recs)[0]) == to_html(paper_tables(list(recs))[0])

@@ -8,6 +8,7 @@ ties and lower-is-better columns are handled the same in every format.
 
 from __future__ import annotations
 
+import hashlib
 import html
 
 import pandas as pd
@@ -57,7 +58,9 @@ def latex_document(tables: list[PaperTable]) -> str:
 def to_html(table: PaperTable) -> str:
     """A ``<table>`` with its caption, best bold, second underlined, and the protocol note under it."""
     styler = _styled(table, HTML_MARKS).set_caption(html.escape(table.caption)).format_index(escape="html", axis=0)
-    styler = styler.set_table_attributes('class="paper"')
+    # ids from the table itself, not pandas' random ones: the same results give the same page
+    uid = hashlib.sha256(f"{table.caption}|{list(table.frame.columns)}|{list(table.frame.index)}".encode()).hexdigest()[:8]
+    styler = styler.set_table_attributes('class="paper"').set_uuid(f"t{uid}")
     return styler.to_html() + f'<p class="note">{html.escape(table.note())}</p>\n'
 
 
