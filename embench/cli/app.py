@@ -35,9 +35,21 @@ for _name in COMMANDS:
         app.command(_name)(_command)
 
 
+class _LogFormat(logging.Formatter):
+    """embench's own warnings as one ``warning: ...`` line, like :func:`show_warning`'s; anything else (another
+    library's, or embench's INFO and DEBUG under EMBENCH_LOG) with its level and logger."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno == logging.WARNING and record.name.split(".")[0] == "embench":
+            return f"warning: {record.getMessage()}"
+        return super().format(record)
+
+
 def main() -> None:
     """Entry point: user errors are printed as one clear message, without a traceback."""
     logging.basicConfig(level=os.environ.get("EMBENCH_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # embench's logged warnings read as its other warnings do
+        handler.setFormatter(_LogFormat("%(levelname)s %(name)s: %(message)s"))
     warnings.filterwarnings("default", module="embench")
     warnings.showwarning = show_warning  # embench's warnings as one "warning: ..." line, without the source line
     # peft 0.21 reads transformers' deprecated `is_gradient_checkpointing` when it wraps a model (LoRA, an adapter):
