@@ -168,7 +168,7 @@ def test_cli_compare_of_a_two_seed_group_runs_the_hierarchical_bootstrap_and_war
             "--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache"), "--resamples", "200", "-q"]
     r = runner.invoke(app, [*args, "-f", "json"])
     assert r.exit_code == 0, r.output
-    rows = {row["task"]: row for row in json.loads(r.stdout)}
+    rows = {row["task"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["STS16"]["A seeds"] == 2 and rows["STS16"]["B seeds"] == 1
     assert 0 <= rows["STS16"]["p hierarchical bootstrap"] <= 1 and rows["STS16"]["diff low"] <= rows["STS16"]["diff high"]
     assert r.stderr.count("warning: tiny-group has only 2 seed(s): its seed variance is poorly estimated") == 1
@@ -184,8 +184,9 @@ def test_cli_compare_minilm_with_a_random_model(tmp_path, data_root, tiny_bert_d
             "--results-dir", str(tmp_path / "results"), "--cache-dir", str(minilm_cache), "--resamples", "300", "-q"]
     r = runner.invoke(app, [*args, "-f", "json"])
     assert r.exit_code == 0, r.output
-    rows = {row["task"]: row for row in json.loads(r.stdout)}
+    rows = {row["task"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["STS16"]["verdict"] == "A better" and rows["STS16"]["diff low"] > 0.2
+    assert json.loads(r.stdout)["model_a"] == "all-MiniLM-L6-v2" and json.loads(r.stdout)["scale"].startswith("fractions")
     assert rows["STS16"]["A"] == pytest.approx(0.7899, abs=1e-4)  # the reference score, as `run` gives it
     table = runner.invoke(app, args)
     assert "Holm-corrected" in table.stdout and "A = all-MiniLM-L6-v2" in table.stdout

@@ -174,4 +174,11 @@ def render_comparison(c: Comparison, fmt: str) -> str:
             if col in frame.columns:
                 frame[col] = [str(int(v)) for v in frame[col]]
     scaled = [k for k in SCALED if k in frame.columns]
-    return render(frame, fmt, scaled=scaled, note=" ".join(c.notes) if fmt not in ("json", "csv") else None)
+    if fmt == "json":  # says what it holds, as run's JSON does: the scale, the two models, the test, then the rows
+        import json
+
+        rows = json.loads(render(frame, "json"))
+        return json.dumps({"scale": "fractions: 0.8203 is printed 82.03 in the tables (x100); p-values as they are",
+                           "model_a": c.model_a, "model_b": c.model_b, "test": c.test, "alpha": c.alpha,
+                           "notes": c.notes, "rows": rows}, indent=2)
+    return render(frame, fmt, scaled=scaled, note=" ".join(c.notes) if fmt != "csv" else None)
