@@ -114,14 +114,13 @@ class HFEncoder(SentenceEncode):
         weights (loaded once), and its cache key is the one ``load_model(..., layer=, pooling=)`` gives,
         so vectors computed for a view are found by a later request for that encoder alone.
         An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding.
-        ``final_norm``: the chosen layer's states go through the model's final norm first, as the last
-        layer's do, i.e. the vectors of the model with the layers above removed (BeLLM Figure 4).
-        ``normalize``: L2-normalise the pooled vectors or not (None = as this encoder does): the same forward pass."""
+        ``final_norm``: the layer's states go through the model's final norm first, as the last layer's do (the
+        model with the layers above removed, BeLLM Figure 4). ``normalize``: L2-normalised or not (None: as this is)."""
         pooling = pooling or self.settings.pooling
         POOLERS.canonical(pooling)  # did-you-mean on a typo
         extra = {k: v for k, v in self.settings.extra.items() if k != "final_norm"}
-        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra,
-                                       normalize=self.settings.normalize if normalize is None else normalize)
+        normalize = self.settings.normalize if normalize is None else normalize
+        settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra, normalize=normalize)
         owner = self._owner
         v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
