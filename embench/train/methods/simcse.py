@@ -56,16 +56,28 @@ class _SimCSE(ContrastiveMethod):
         model = super().build(device)
         hidden = model.encoder.config.hidden_size
         pooler = getattr(unwrap(model.encoder), "pooler", None) or getattr(model.encoder, "pooler", None)
+        std = float(getattr(model.encoder.config, "initializer_range", 0.02))
         if self.options.mlp == "train":  # footnote 9: Linear(h, h) + tanh, newly initialised
-            model.head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()).to(device)
+            model.head = nn.Sequential(_bert_init(nn.Linear(hidden, hidden), std), nn.Tanh()).to(device)
         elif self.options.mlp == "keep":
             if model.pooling != "cls" or pooler is None or not isinstance(getattr(pooler, "dense", None), nn.Linear):
                 raise EmbenchError(
                     "--mlp keep trains the model's own pooler head (BERT/RoBERTa) with --pooling cls; "
                     f"this model ({type(model.encoder).__name__}) with pooling {model.pooling!r} cannot"
                 )
-            pooler.dense.reset_parameters()  # footnote 9: the MLP starts from random initialisation
+            _bert_init(pooler.dense, std)  # footnote 9: the MLP starts from random initialisation
         return model
+
+
+def _bert_init(linear: nn.Linear, std: float) -> nn.Linear:
+    """The MLP's random start as the authors' code draws it: SimCSE's ``cl_init`` (simcse/models.py) builds its
+    MLPLayer and calls ``init_weights()``, i.e. BERT's ``_init_weights``: weights from N(0, initializer_range =
+    0.02), biases zero (MultiCSR's models.py the same); torch's default Linear init draws both uniformly (weights
+    with std 1/sqrt(3 h): 0.021 at h = 768, 0.029 at 384; biases up to 1/sqrt(h))."""
+    with torch.no_grad():
+        linear.weight.normal_(0.0, std)
+        linear.bias.zero_()
+    return linear
 
 
 class UnsupSimCSE(_SimCSE):
