@@ -83,7 +83,7 @@ def test_the_recipe_says_where_each_value_comes_from():
     assert cfg.prompt == 'The representative word for sentence {text} is:"' and cfg.method_options.bidirectional_last == 1
     # the README's run: BiLLM_START_INDEX=31 through the billm package, --load_kbit 4
     assert (cfg.method_options.bidirectional_mode, cfg.load_kbit) == ("billm", 4)
-    assert cfg.precision == "fp16-mixed"  # their --fp16 1: fp16 autocast with a loss scale
+    assert cfg.precision == "fp32"  # their --fp16 1 turns fp16 off (AnglE.fit keeps it only when None): fp32
     paper = resolve(make_config(method="bellm", model="m", prompt="bellm"))
     assert paper.prompt == 'The representative word for {text} is:"'
     assert (paper.method_options.bidirectional_mode, paper.load_kbit) == ("sum", 0)  # the method: Eq. 5, unquantised
@@ -127,8 +127,9 @@ def test_4bit_qlora_is_an_option_that_needs_lora_bitsandbytes_and_a_cuda_gpu_or_
 @pytest.mark.slow
 def test_the_recipe_s_qlora_trains_4bit_base_weights_on_the_cpu_and_saves_an_adapter_that_loads(tiny_llama_dir, data_root,
                                                                                                 tmp_path):
-    """--recipe bellm as the authors run it (load_kbit 4, fp16-mixed) on the CPU with bitsandbytes (a dev dependency):
-    the base's linear layers are NF4 under the adapters and stay as they were read; only the adapters train."""
+    """--recipe bellm's QLoRA (load_kbit 4) under fp16 autocast with a loss scale (--precision fp16-mixed, the named
+    option) on the CPU with bitsandbytes (a dev dependency): the base's linear layers are NF4 under the adapters and
+    stay as they were read; only the adapters train."""
     from bitsandbytes.nn import Linear4bit
 
     from embench.train import Trainer, make_config
@@ -138,7 +139,7 @@ def test_the_recipe_s_qlora_trains_4bit_base_weights_on_the_cpu_and_saves_an_ada
                         + "two dogs run in snow,animals are outside,the dogs sleep inside\n" * 4)
     cfg = make_config(recipe="bellm", model=str(tiny_llama_dir), data=[str(triplets)], data_root=str(data_root),
                       out=str(tmp_path / "run"), max_steps=8, batch_size=4, max_length=24, lora_r=4, warmup_steps=0,
-                      lr=1e-2, eval_steps=0, log_steps=1, progress=False)
+                      lr=1e-2, eval_steps=0, log_steps=1, progress=False, precision="fp16-mixed")
     trainer = Trainer(cfg)
     trainer.setup()
     assert trainer.cfg.load_kbit == 4

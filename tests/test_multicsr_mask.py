@@ -154,8 +154,11 @@ def test_the_multicsr_recipes_say_where_each_value_comes_from():
     assert (cfg.eval_steps, o.fn_guide_pooling) == (25, "cls_before_pooler")
     assert resolve(make_config(method="sup-simcse")).method_options.fn_guide_pooling is None  # the method: as it loads
     assert "-t 25" in RECIPES.get("multicsr").cites and "cl_forward" in RECIPES.get("multicsr").cites
-    code = resolve(make_config(recipe="multicsr-code")).method_options
+    code_cfg = resolve(make_config(recipe="multicsr-code"))
+    code = code_cfg.method_options
     assert (code.fn_mask_variant, code.fn_loss, code.fn_protect_hard) == ("code", "bce", False)
+    # the README's example run: batch 128 on one GPU, sigma 0.95 (-p), the guide reading the input cut at 32 tokens
+    assert (code_cfg.batch_size, code.sigma, code.fn_max_length) == (128, 0.95, 32)
     assert "batch 256" in RECIPES.get("multicsr").cites and "run.sh" in RECIPES.get("multicsr").cites
 
 

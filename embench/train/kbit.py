@@ -1,6 +1,6 @@
 """Base weights quantised to 4 or 8 bits under LoRA adapters (QLoRA, Dettmers et al. 2023): ``load_kbit``.
 
-The BeLLM authors train this way: their README runs ``train.py --load_kbit 4 --fp16 1``, and the loader
+The BeLLM authors train this way: their README runs ``train.py --load_kbit 4``, and the loader
 it goes through (4AI/BeLLM ``model.py``, ``AnglE.__init__``) reads the model with bitsandbytes (NF4, double
 quantisation, float32 compute, ``llm_int8_threshold`` 6), then calls peft's ``prepare_model_for_kbit_training``
 before adding the adapters. Both are read here the same way. bitsandbytes (0.46.1 or later, which

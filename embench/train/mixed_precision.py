@@ -1,7 +1,7 @@
 """The precision a run trains in: fp32, bf16 or fp16 autocast over fp32 weights, or bf16 weights.
 
-``fp16-mixed`` is what the BeLLM authors ran (``--fp16 1``: Hugging Face's Trainer, fp16 autocast with a
-dynamic loss scale). fp16 has 5 exponent bits, so gradients under about 6e-8 would flush to zero: the loss
+``fp16-mixed`` is what Hugging Face's Trainer runs under ``--fp16`` (SimCSE's and MultiCSR's scripts): fp16
+autocast with a dynamic loss scale. fp16 has 5 exponent bits, so gradients under about 6e-8 would flush to zero: the loss
 is multiplied by a scale before backward and the gradients divided by it before clipping and the update
 (``torch.amp.GradScaler``); a step whose gradients overflowed is skipped and the scale halved, as theirs
 was. bf16 has fp32's exponent range and needs none of this; a disabled scaler is a no-op, so every
@@ -21,7 +21,7 @@ AUTOCAST = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}
 
 def resolve_precision(asked: str, device: str) -> str:
     """``auto``: bf16 autocast on a GPU that has bf16, else fp32; bf16 or fp16 on hardware that emulates it is warned
-    of (the bellm recipe's fp16-mixed, the authors' GPU setting, runs about 5x slower than fp32 on most CPUs)."""
+    of (fp16-mixed, the setting of SimCSE's scripts on their GPUs, runs about 5x slower than fp32 on most CPUs)."""
     precision = asked
     if precision == "auto":
         precision = "bf16-mixed" if device.startswith("cuda") and torch.cuda.is_bf16_supported() else "fp32"

@@ -24,10 +24,11 @@ from torch import nn
 from ..models.attention_masks import model_inputs
 from ..models.bidirectional import bidirectional_setting
 from ..models.encoder import DTYPES
-from ..models.families import apply_prompt, is_decoder
+from ..models.families import is_decoder
 from ..models.fast_tokens import pad_rows, to_device, token_ids
 from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+from ..models.prompt_fit import prompted_within
 from ..models.unpadded_batch import forward_packed, patched_attention, pools_padding, unpadded_where_possible
 from ..report.progress import announce
 from .length_groups import length_buckets
@@ -130,8 +131,9 @@ class SentenceModel(nn.Module):
 
     def _ids(self, texts: list[str]) -> dict[str, list[list[int]]]:
         """Unpadded ids (and token types) of ``texts`` with the run's prompt and maximum length: the engine's own
-        tokenisation (``fast_tokens.token_ids``, ids read straight from the Rust tokenizer)."""
-        return token_ids(self.tokenizer, apply_prompt(self.prompt, texts), self.max_length)
+        tokenisation (``fast_tokens.token_ids``, ids read straight from the Rust tokenizer); a long text is cut before
+        it goes into a template with words after it, which so keeps its end (``models/prompt_fit.py``, as AnglE)."""
+        return token_ids(self.tokenizer, prompted_within(self.tokenizer, self.prompt, texts, self.max_length), self.max_length)
 
     def _padded(self, ids: dict[str, list[list[int]]]) -> tuple[dict[str, torch.Tensor], int]:
         """Padded inputs on the device (one pinned, asynchronous copy on a GPU: ``fast_tokens.pad_rows``) and the real

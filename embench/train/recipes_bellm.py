@@ -1,16 +1,18 @@
 """BeLLM's recipe (Li & Li, NAACL 2024) as the authors' README trains it: ``bellm``.
 
-Each value beside its source: the paper's section, the README's training command (4AI/BeLLM, the
-first stage: SeanLee97/all_nli_angle_format_b), or the defaults of its ``train.py`` that the command
-leaves as they are. Where the README and the paper differ the README's value is kept and the paper's
-named with the option that gives it.
+Each value beside its source: the paper's section, the README's training command (4AI/BeLLM at ade3ce0,
+2024-04-26, the version of the paper and of the released SeanLee97/bellm-llama-7b-nli; the first stage:
+SeanLee97/all_nli_angle_format_b), its ``model.py`` (``AnglE.fit``), or the defaults of its ``train.py`` that
+the command leaves as they are. Where the README and the paper differ the README's value is kept and the
+paper's named with the option that gives it. The README of 9da9269 (2024-06-13) trains another configuration
+(Llama-2-7b-chat-hf, mean pooling, ibn 20 with the angle term, lr 2e-4, LoRA 64/128, 3 epochs): not this recipe.
 """
 
 from __future__ import annotations
 
 from .recipes import Recipe
 
-_README = "authors' README (4AI/BeLLM)"
+_README = "authors' README (4AI/BeLLM at ade3ce0, 2024-04-26)"
 
 BELLM = Recipe.cited(
     "bellm", "BeLLM on a decoder LLM as the authors' README trains it: 4-bit QLoRA, the last layer bidirectional "
@@ -21,9 +23,9 @@ BELLM = Recipe.cited(
     "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
     "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
     "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4), --load_kbit 4 (load_kbit 4: NF4 QLoRA as their "
-    "model.py loads it, needs bitsandbytes: --set load_kbit=0 trains unquantised weights), their --fp16 1 "
-    "(--precision fp16-mixed: fp16 autocast with a dynamic loss scale, as Hugging Face's Trainer runs it; --precision "
-    "bf16-mixed is the choice on a GPU with bf16, needing no scale), and BiLLM_START_INDEX=31 on "
+    "model.py loads it, needs bitsandbytes: --set load_kbit=0 trains unquantised weights), fp32 (their --fp16 1 "
+    "turns fp16 off: AnglE.fit keeps fp16 only when it is None; the weights and the 4-bit compute are float32; "
+    "--precision fp16-mixed is what the flag reads as, bf16-mixed the choice for speed on a GPU), and BiLLM_START_INDEX=31 on "
     "the 32-layer LLaMA, i.e. the billm package's stack with the last layer's mask removed, padding mask included "
     "(--bidirectional-mode billm; the paper's Eq. 5 sum is the method's default, --bidirectional-mode sum; the authors' "
     "AnglE code of Dec 2023, SeanLee97/AnglE angle_emb/bellm/modeling_llama.py, is --bidirectional-mode sum-code). From "
@@ -50,8 +52,10 @@ BELLM = Recipe.cited(
      "seed": (42, f"BeLLM §4, Model Settings (seed 42, after SimCSE); {_README} --seed 42"),
      "max_length": (60, f"{_README} --maxlen 60 (the paper gives none)"),
      "epochs": (1, f"{_README} --epochs 1 (the paper gives none)"),
-     "batch_size": (256, f"{_README} --batch_size 256 (per GPU there, on 4 GPUs with --gradient_accumulation_steps 4); "
-                         "the paper only says it searched 16-128"),
+     "batch_size": (256, f"{_README} --batch_size 256: each GPU's loss over its own 256 triplets (AnglE gathers no "
+                         "negatives across GPUs); on 4 GPUs, with model.py's fit dividing --gradient_accumulation_steps 4 "
+                         "by the 4 GPUs, one optimizer step took 1,024, so embench, one loss of 256 a step, takes 4x their "
+                         "steps; the paper only says it searched 16-128"),
      "temperature": (0.05, "the authors' train.py --ibn_tau default 20 (tau = 1/20; the README leaves it); the paper "
                            "gives no tau"),
      "ibn_weight": (1.0, f"{_README} --ibn_w 1.0: Eq. 6, in-batch and hard negatives"),
@@ -59,6 +63,8 @@ BELLM = Recipe.cited(
      "angle_weight": (0.0, f"{_README} --angle_w 0.0: AnglE's angle term off"),
      "pooling": ("last_token", "BeLLM §3.3: the representative word's embedding, read at the prompt's last token"),
      "warmup_steps": (100, "the authors' train.py --warmup_steps default 100 (the README leaves it)"),
-     "precision": ("fp16-mixed", f"{_README} --fp16 1: fp16 autocast with a dynamic loss scale, as Hugging Face's "
-                                 "Trainer runs it (--precision bf16-mixed on a GPU with bf16)"),
+     "precision": ("fp32", "4AI/BeLLM model.py AnglE.fit: 'if fp16 is None and self.is_llm: fp16 = True else: fp16 = "
+                           "False', and train.py passes --fp16 1 (True, not None): the Trainer ran without fp16, over "
+                           "weights loaded in float32 with bnb_4bit_compute_dtype float32 (--precision fp16-mixed: fp16 "
+                           "autocast with a loss scale, what the flag reads as; bf16-mixed for speed on a GPU)"),
      "eval_steps": (0, f"{_README} gives train.py no --valid_name_or_path: no evaluation, the last model kept")})

@@ -1,7 +1,8 @@
 """The cropping paper's recipes (González-Márquez, Berens & Kobak): ``crop`` and ``crop-scratch``.
 
-Each value beside its source: the paper's section, or the authors' code (berenslab/text-embed-augm,
-``text_embeddings_src/model_stuff.py`` ``train_loop`` and ``data_stuff.py``) where the paper says nothing.
+Each value beside its source: the paper's section, or the authors' code (berenslab/text-embed-augm at 09ac529,
+``text_embeddings_src/train_stuff.py`` ``train_loop``, formerly ``legacy/model_stuff.py``, and ``data_stuff.py``)
+where the paper says nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from .recipes import Recipe
 
-_LOOP = "text-embed-augm model_stuff.py train_loop"
+_LOOP = "text-embed-augm text_embeddings_src/train_stuff.py train_loop (legacy/model_stuff.py before)"
 _CROP: dict[str, tuple[Any, str]] = {
     "method": ("crop", "cropping paper §3.1: two crops of one text as the positive pair, InfoNCE over in-batch "
                        "negatives (Eq. 1)"),
@@ -31,6 +32,7 @@ _CROP: dict[str, tuple[Any, str]] = {
     "crop_max_chars": (250, "cropping paper §3.1 and A.1: sentences over 250 characters discarded"),
     "eval_steps": (0, "cropping paper A.1: the model after training is scored, none selected (the last model kept)"),
     "grad_clip": (0.0, f"{_LOOP}: loss.backward() then optim.step(), no clipping"),
+    "precision": ("fp32", f"{_LOOP}: no autocast, no loss scale (--precision bf16-mixed for speed on a GPU)"),
 }
 
 CROP = Recipe.cited(

@@ -39,6 +39,7 @@ def _jtcse(script: str, lr: float, batch: int) -> dict[str, tuple[Any, str]]:
         "lr_schedule": ("constant", f"{script}: no scheduler, the rate stays constant"),
         "weight_decay": (0.01, f"{script}: torch.optim.AdamW with PyTorch's default weight_decay 0.01"),
         "grad_clip": (0.0, f"{script}: loss.backward() then optimizer.step(), no clipping"),
+        "precision": ("fp32", f"{script}: no autocast, no loss scale (--precision bf16-mixed for speed on a GPU)"),
         "eval_steps": (100, f"{script} --eval_step 100 (saved on a better STS-B dev Spearman)"),
         "eval_tasks": (["STSBenchmark-dev"], f"JTCSE §IV.A: the STS-B validation Spearman saves the checkpoint "
                                              f"({script} --dev_file sts-dev.csv)"),

@@ -2,8 +2,9 @@
 authors' loss as Circle-Ming/MultiCSR ``simcse/models.py`` computes it).
 
 Each value beside its source: the paper (§3.3, §4.1), the authors' ``run.sh``, or the README's example
-command (``run.sh -e 3 -r 5e-5 -l 32 -t 25``). Where the example and the paper differ (batch 128 and
-sigma 0.95 there) the paper's values are kept.
+command (``run.sh -m bert-base-uncased -d nli -e 3 -b 128 -r 5e-5 -l 32 -y 42 -g 1 -t 25 -p 0.95``). Where the
+example and the paper differ (batch 128 on one GPU and sigma 0.95 there) ``multicsr`` keeps the paper's values and
+``multicsr-code``, the authors' run, the example's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from .recipes import Recipe
 
-_EXAMPLE = "the README's example command (run.sh -e 3 -r 5e-5 -l 32 -t 25)"
+_EXAMPLE = "the README's example command (run.sh ... -e 3 -b 128 -r 5e-5 -l 32 -g 1 -t 25 -p 0.95)"
 _MULTICSR: dict[str, tuple[Any, str]] = {
     "method": ("sup-simcse", "MultiCSR §3.3, Eq. 5: supervised SimCSE, the generated contradiction as the hard negative"),
     "model": ("bert-base-uncased", "MultiCSR §4.1 (the BERT-base backbone)"),
@@ -32,6 +33,8 @@ _MULTICSR: dict[str, tuple[Any, str]] = {
     "max_length": (32, f"{_EXAMPLE}: -l 32"),
     "warmup_ratio": (0.0, "run.sh sets no warm-up: Hugging Face Trainer's default 0 (its SimCSE train.py)"),
     "eval_steps": (25, f"{_EXAMPLE}: -t 25, run.sh's --eval_steps"),
+    "precision": ("auto", "run.sh --fp16 (fp16 autocast with a loss scale: --precision fp16-mixed); auto is bf16 autocast "
+                          "on a GPU that has it (no loss scale needed) and fp32 on a CPU, where fp16 is emulated"),
     "eval_tasks": (["STSBenchmark-dev"], "MultiCSR §4.1: the best model on STS-B dev, after SimCSE (run.sh "
                                          "--metric_for_best_model stsb_spearman)"),
 }
@@ -39,7 +42,7 @@ _MULTICSR: dict[str, tuple[Any, str]] = {
 MULTICSR = Recipe.cited(
     "multicsr", "MultiCSR stage 3: supervised SimCSE on generated, curated triplets (--train-data FILE) with the "
                 "frozen encoder's in-batch false negatives masked",
-    "from the paper (§4.1 'Implementation details', Eq. 5-7): batch 256, tau 0.05, sigma 0.9, the best checkpoint on "
+    "from the paper (§4.1 'Experiment Setup', Eq. 5-7): batch 256, tau 0.05, sigma 0.9, the best checkpoint on "
     "STS-B dev, hard negatives from the generated contradictions. From the authors' run.sh (Circle-Ming/MultiCSR): "
     "[CLS] with the MLP in training only (--pooler_type cls --mlp_only_train); from its README's example command "
     "(run.sh -e 3 -r 5e-5 -l 32 -t 25): lr 5e-5, 3 epochs, 32 tokens, STS-B dev every 25 steps (the example's -b 128 "
@@ -55,11 +58,15 @@ MULTICSR_CODE = Recipe.cited(
     "multicsr-code", "MultiCSR stage 3 as the authors' code computes it: masked logits x 0, BCE on the softmax, the own "
                      "hard negative unprotected, '>' sigma",
     "Circle-Ming/MultiCSR simcse/models.py (cl_masked_forward: weights = where(cos > phi, 0, 1), softmax(cos * weights), "
-    "BCE against the one-hot target, only the diagonal of the positive block restored); otherwise as 'multicsr'",
+    "BCE against the one-hot target, only the diagonal of the positive block restored; the frozen encoder reads the "
+    "input_ids cut at 32 tokens); the README's example run (batch 128 on one GPU, sigma 0.95); otherwise as 'multicsr'",
     {**_MULTICSR,
      "fn_mask_variant": ("code", "simcse/models.py cl_masked_forward: weights = where(cos > phi, 0, 1) multiply the "
                                  "logits, '>' sigma (Eq. 7 removes them, '>=': multicsr)"),
      "fn_loss": ("bce", "simcse/models.py cl_masked_forward: BCE on softmax(cos * weights) against the one-hot target "
                         "(Eq. 7's InfoNCE: multicsr)"),
      "fn_protect_hard": (False, "simcse/models.py cl_masked_forward: only the positive block's diagonal restored, so the "
-                                "own hard negative can be masked (Eq. 6 keeps it: multicsr)")})
+                                "own hard negative can be masked (Eq. 6 keeps it: multicsr)"),
+     "batch_size": (128, f"{_EXAMPLE}: -b 128 on one GPU (-g 1); the paper's 256 is the multicsr recipe's"),
+     "sigma": (0.95, f"{_EXAMPLE}: -p 0.95, also train.py's --phi default; the paper's 0.9 is the multicsr recipe's"),
+     "fn_max_length": (32, "simcse/models.py: the frozen encoder reads the same input_ids, cut at --max_seq_length 32")})

@@ -18,8 +18,11 @@ def _common(script: str) -> dict[str, tuple[Any, str]]:
                                        f"column; {script} --model_name_or_path bert-base-uncased"),
         "max_length": (32, f"{script} --max_seq_length 32 (the paper gives none)"),
         "warmup_ratio": (0.0, f"{script} sets no warm-up: Hugging Face Trainer's default 0 (its train.py)"),
-        "eval_steps": (250, f"SimCSE App. A: STS-B dev every 250 steps, the best checkpoint kept ({script} "
-                            "evaluates every 125: --eval-steps 125)"),
+        "eval_steps": (125, f"{script} --eval_steps 125, the best checkpoint kept (SimCSE App. A says every 250 steps: "
+                            "--eval-steps 250)"),
+        "precision": ("auto", f"{script} --fp16 (fp16 autocast with a loss scale: --precision fp16-mixed); auto is bf16 "
+                              "autocast on a GPU that has it (fp32's exponent range, no loss scale) and fp32 on a CPU, "
+                              "where fp16 is emulated"),
         "eval_tasks": (["STSBenchmark-dev"], f"SimCSE App. A: the STS-B development set picks the checkpoint "
                                              f"({script} --metric_for_best_model stsb_spearman)"),
         "temperature": (0.05, f"SimCSE App. D, Table D.1 (tau 0.05 best); {script} --temp 0.05"),
@@ -28,8 +31,8 @@ def _common(script: str) -> dict[str, tuple[Any, str]]:
 
 SIMCSE_UNSUP = Recipe.cited(
     "simcse-unsup", "unsupervised SimCSE, BERT-base: 1 epoch of 10^6 Wikipedia sentences",
-    "SimCSE Table A.1 (unsup. BERT-base: batch 64, lr 3e-5), §3 and App. A (1 epoch, STS-B dev every 250 steps, "
-    "keep the best), run_unsup_example.sh (max_seq_length 32, temp 0.05, --mlp_only_train, pooler cls)",
+    "SimCSE Table A.1 (unsup. BERT-base: batch 64, lr 3e-5), §3 and App. A (1 epoch, keep the best on STS-B dev), "
+    "run_unsup_example.sh (max_seq_length 32, temp 0.05, --mlp_only_train, pooler cls, STS-B dev every 125 steps)",
     {**_common("run_unsup_example.sh"),
      "method": ("unsup-simcse", "SimCSE §3: the same sentence twice, dropout noise as the augmentation"),
      "data": (["corpora"], "SimCSE §3 (fn. 2): 10^6 English Wikipedia sentences (wiki1m_for_simcse.txt: "
@@ -45,8 +48,9 @@ SIMCSE_UNSUP = Recipe.cited(
 SIMCSE_SUP = Recipe.cited(
     "simcse-sup", "supervised SimCSE, BERT-base: 3 epochs of NLI triplets, hard negatives (the paper's data is "
                   "nli_for_simcse.csv, --train-data FILE; 'snli' is SentEval's SNLI dev/test, the local stand-in)",
-    "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), §4 (3 epochs, alpha = 1), run_sup_example.sh "
-    "(4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept)",
+    "SimCSE Table A.1 (sup. base: batch 512, lr 5e-5), App. A (3 epochs), §6.3 and Table 7 (alpha = 1), "
+    "run_sup_example.sh (4 GPUs x 128 = 512, max_seq_length 32, temp 0.05, pooler cls with the MLP kept, STS-B dev "
+    "every 125 steps)",
     {**_common("run_sup_example.sh"),
      "method": ("sup-simcse", "SimCSE §4: entailment pairs as positives, contradictions as hard negatives (Eq. 5)"),
      "data": (["snli"], "SimCSE §6.1 'Training details': SNLI + MNLI, 314k (nli_for_simcse.csv: --train-data FILE); "

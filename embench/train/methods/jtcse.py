@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class JTCSEOptions:
     tower2: str | None = None  # the second tower's checkpoint (default: a second copy of --model)
-    temperature: float = 0.05  # tau, after SimCSE (§V.A)
+    temperature: float = 0.05  # tau, after SimCSE (§III.C)
     cross_layers: int | None = None  # number of CAELs (Eq. 7); default half the layers (k = 2: the paper's best, 6 of 12, Table IX)
     nce_weight: float = 1.0  # Eq. 15 weights (all 1 in the paper)
     icnce_weight: float = 1.0

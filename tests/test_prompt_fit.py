@@ -1,0 +1,41 @@
+"""A long text in a template with words after it (BeLLM's) is cut before it goes into the template, as AnglE's
+tokenizer does for the BeLLM authors, so the template's end survives: right truncation of the prompted string read
+the vector at a word of the sentence instead of the prompt's last token."""
+
+from __future__ import annotations
+
+from transformers import AutoTokenizer
+
+from embench.models.families import PROMPTS, apply_prompt
+from embench.models.prompt_fit import prompted_within
+
+LONG = " ".join(["a man is playing a large guitar on the stage"] * 12)
+
+
+def test_the_template_s_end_survives_and_the_text_fills_the_rest(minilm_path):
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    prompt = PROMPTS["bellm-code"]
+    short = "a dog runs."
+    got = prompted_within(tok, prompt, [LONG, short], 40)
+    assert got[1] == apply_prompt(prompt, [short])[0]  # a text that fits is left as it is
+    ids = tok(got[0])["input_ids"]
+    tail = tok(apply_prompt(prompt, [""])[0])["input_ids"][-4:]  # the template's last tokens, then [SEP]
+    assert len(ids) <= 40 and ids[-4:] == tail
+    assert len(ids) >= 38  # the text keeps every token the length leaves it
+    assert got[0].startswith("The representative word for sentence a man is playing")
+    cut = tok(apply_prompt(prompt, [LONG])[0], truncation=True, max_length=40)["input_ids"]
+    assert cut[-4:] != tail  # what right truncation of the prompted string gave
+
+
+def test_a_prefix_template_and_no_template_leave_the_texts_as_they_are(minilm_path):
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    assert prompted_within(tok, "query: {text}", [LONG], 16) == ["query: " + LONG]
+    assert prompted_within(tok, "", [LONG], 16) == [LONG]
+
+
+def test_a_decoder_tokenizer_keeps_the_last_token(tiny_llama_dir):
+    tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
+    prompt = 'This sentence : "{text}" means in one word:"'
+    got = prompted_within(tok, prompt, [LONG], 30)[0]
+    ids = tok(got)["input_ids"]
+    assert len(ids) <= 30 and got.endswith('" means in one word:"')
