@@ -40,6 +40,34 @@ def test_eq6_with_in_batch_and_hard_negatives_by_hand():
     assert set(logs) == {"ibn_loss"}
 
 
+def test_loss_groups_are_each_a_loss_of_their_own_examples_averaged_by_hand():
+    """loss_group g: each anchor's softmax over the positives and hard negatives of its own g examples only, as the
+    authors' AnglE computes each GPU's loss over its own batch; the mean over the step = the mean of the groups'."""
+    torch.manual_seed(0)
+    h, pos, neg = (torch.randn(6, 4) for _ in range(3))
+    tau = 0.1
+
+    def eq6(a, p, q):  # by hand, one group
+        cos = lambda x, y: float(F.cosine_similarity(x, y, dim=0))  # noqa: E731
+        out = 0.0
+        for i in range(len(a)):
+            den = sum(math.exp(cos(a[i], p[j]) / tau) + math.exp(cos(a[i], q[j]) / tau) for j in range(len(a)))
+            out += -math.log(math.exp(cos(a[i], p[i]) / tau) / den)
+        return out / len(a)
+
+    batch = Batch({"anchor": list("abcdef"), "positive": list("ghijkl"), "hard": list("mnopqr")})
+    outputs = Outputs({"anchor": h, "positive": pos, "hard": neg})
+    grouped, _ = _method(temperature=tau, loss_group=3, batch_size=6).objective(outputs, batch, DistInfo())
+    assert float(grouped) == pytest.approx((eq6(h[:3], pos[:3], neg[:3]) + eq6(h[3:], pos[3:], neg[3:])) / 2, rel=1e-5)
+    whole, _ = _method(temperature=tau).objective(outputs, batch, DistInfo())
+    assert float(whole) == pytest.approx(eq6(h, pos, neg), rel=1e-5)
+    assert float(_method(temperature=tau, loss_group=6, batch_size=6).objective(outputs, batch, DistInfo())[0]) == pytest.approx(float(whole))
+    with pytest.raises(EmbenchError, match="loss_group"):
+        _method(loss_group=-1)
+    with pytest.raises(EmbenchError, match="loss_group=3 must divide --batch-size 8"):
+        _method(loss_group=3, batch_size=8)
+
+
 @pytest.mark.slow  # importing sentence-transformers takes seconds
 def test_cosent_and_angle_objectives_by_hand():
     a = torch.tensor([[1.0, 0.0, 0.0, 1.0]])

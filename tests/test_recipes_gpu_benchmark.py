@@ -46,7 +46,7 @@ def test_tiny_run_gives_a_finite_row_per_recipe_and_a_report_naming_each(recipes
     lora = peers["plain LoRA loop (llama-2-7b, 4 triplets x 64 tokens)"]
     assert lora["status"] == "ok" and lora["tokens_per_step"] == 3 * 4 * 64 and math.isfinite(lora["mfu"]) and lora["mfu"] > 0
     assert lora["non_embedding_params"] == bellm["non_embedding_params"]  # the same base and adapters: the same N
-    assert "## BeLLM (the 7B shape) against a plain LoRA loop" in md and "| embench, --recipe bellm | 256 x ≤60 | ok |" in md
+    assert "## BeLLM (the 7B shape) against a plain LoRA loop" in md and "| embench, --recipe bellm | 1024 x ≤60 | ok |" in md
 
 
 @pytest.mark.slow  # over a second: a whole run (fast tier under a minute)

@@ -20,8 +20,8 @@ BELLM = Recipe.cited(
     "from the paper: the last layer bidirectional (§3.1, Table 4), loss Eq. 6 with in-batch and hard negatives, LoRA "
     "r 32 / alpha 32 / dropout 0.1 (§4, Model Settings), seed 42, "
     "SNLI+MNLI triplets (here 'snli', the data root's stand-in; the paper's AllNLI is --train-data FILE). From the authors' "
-    "README (4AI/BeLLM): max length 60, one epoch, batch 256 (per GPU there, on 4 GPUs with accumulation 4; the paper "
-    "only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
+    "README (4AI/BeLLM at ade3ce0): max length 60, one epoch, steps of 1,024 triplets made of four losses of 256 (256 "
+    "per GPU on 4 GPUs, accumulation 4 divided by the GPUs in model.py; the paper only says it searched 16-128), ibn weight 1 with cosine and angle weights 0, temperature 0.05 (1 / AnglE's ibn_tau 20; "
     "the paper gives none), lr 5e-4 (the paper says 2e-4: --set lr=2e-4), --load_kbit 4 (load_kbit 4: NF4 QLoRA as their "
     "model.py loads it, needs bitsandbytes: --set load_kbit=0 trains unquantised weights), fp32 (their --fp16 1 "
     "turns fp16 off: AnglE.fit keeps fp16 only when it is None; the weights and the 4-bit compute are float32; "
@@ -52,10 +52,11 @@ BELLM = Recipe.cited(
      "seed": (42, f"BeLLM §4, Model Settings (seed 42, after SimCSE); {_README} --seed 42"),
      "max_length": (60, f"{_README} --maxlen 60 (the paper gives none)"),
      "epochs": (1, f"{_README} --epochs 1 (the paper gives none)"),
-     "batch_size": (256, f"{_README} --batch_size 256: each GPU's loss over its own 256 triplets (AnglE gathers no "
-                         "negatives across GPUs); on 4 GPUs, with model.py's fit dividing --gradient_accumulation_steps 4 "
-                         "by the 4 GPUs, one optimizer step took 1,024, so embench, one loss of 256 a step, takes 4x their "
-                         "steps; the paper only says it searched 16-128"),
+     "batch_size": (1024, f"{_README} --batch_size 256 on 4 GPUs (torchrun --nproc_per_node=4) with "
+                          "--gradient_accumulation_steps 4, which model.py's AnglE.fit divides by the 4 GPUs: 1,024 "
+                          "triplets an optimizer step; the paper only says it searched 16-128"),
+     "loss_group": (256, f"{_README} --batch_size 256 per GPU: AnglE's loss on each GPU over that GPU's 256 (no "
+                         "negatives gathered across GPUs), the four averaged; --set loss_group=0: one loss over the step"),
      "temperature": (0.05, "the authors' train.py --ibn_tau default 20 (tau = 1/20; the README leaves it); the paper "
                            "gives no tau"),
      "ibn_weight": (1.0, f"{_README} --ibn_w 1.0: Eq. 6, in-batch and hard negatives"),

@@ -52,6 +52,10 @@ class BeLLMOptions(ContrastiveOptions):
     ibn_weight: float = 1.0  # Eq. 6 (the authors' README: --ibn_w 1.0)
     cosine_weight: float = 0.0  # CoSENT (AnglE's cosine objective)
     angle_weight: float = 0.0  # AnglE's angle objective (the README's tip: > 0 helps)
+    # each anchor's in-batch negatives: the loss_group examples of its own part of the batch (0: the whole batch).
+    # The authors' AnglE computes each GPU's loss over that GPU's examples only (no gather): on 4 GPUs of 256, one
+    # step of 1,024 is four losses of 256, averaged; batch_size 1024 with loss_group 256 is that step
+    loss_group: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -61,6 +65,18 @@ class BeLLMOptions(ContrastiveOptions):
         weights = (self.ibn_weight, self.cosine_weight, self.angle_weight)
         if min(weights) < 0 or not sum(weights) > 0:
             raise EmbenchError(f"the loss weights ibn/cosine/angle must be >= 0 and not all 0, got {weights}")
+        if isinstance(self.loss_group, bool) or not isinstance(self.loss_group, int) or self.loss_group < 0:
+            raise EmbenchError(f"--set loss_group must be 0 (the whole batch) or a number of examples, got {self.loss_group!r}")
+
+
+def _other_groups(n: int, total: int, offset: int, group: int, device: torch.device) -> torch.Tensor | None:
+    """Which candidates (positives, then hard negatives) lie outside each anchor's group of ``group`` examples:
+    removed from its softmax, so the mean loss is the mean of each group's own InfoNCE; None for one group."""
+    if not group or group >= total:
+        return None
+    rows = (torch.arange(n, device=device) + offset) // group
+    other = rows[:, None] != (torch.arange(total, device=device) // group)[None, :]
+    return torch.cat([other, other], dim=1)
 
 
 def pair_ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, hard: torch.Tensor, kind: str) -> torch.Tensor:
@@ -87,6 +103,12 @@ class BeLLM(ContrastiveMethod):
                 "lora_dropout": 0.1, "batch_size": 64, "max_length": 60, "epochs": 1, "warmup_ratio": 0.0,
                 "eval_steps": 0}
 
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        g, batch = self.options.loss_group, config.batch_size  # checked before any weight is read
+        if g and batch and g < batch and batch % g:
+            raise EmbenchError(f"--set loss_group={g} must divide --batch-size {batch} (each loss over {g} examples)")
+
     def build(self, device: str) -> nn.Module:
         model = self.sentence_model(device)
         if not is_decoder(model.encoder.config):
@@ -111,7 +133,8 @@ class BeLLM(ContrastiveMethod):
             n = reps["anchor"].shape[0]
             positives = distributed.gather_with_grad(reps["positive"])
             hard = distributed.gather_with_grad(reps["hard"])
-            ibn = losses.info_nce(reps["anchor"], positives, o.temperature, hard, 1.0, offset=dist.rank * n)  # Eq. 6
+            ibn = losses.info_nce(reps["anchor"], positives, o.temperature, hard, 1.0, offset=dist.rank * n,  # Eq. 6
+                                  exclude=_other_groups(n, positives.shape[0], dist.rank * n, o.loss_group, positives.device))
             total = total + o.ibn_weight * ibn
             logs["ibn_loss"] = ibn.detach()
         for kind, weight in (("cosine", o.cosine_weight), ("angle", o.angle_weight)):
