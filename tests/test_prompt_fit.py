@@ -39,3 +39,13 @@ def test_a_decoder_tokenizer_keeps_the_last_token(tiny_llama_dir):
     got = prompted_within(tok, prompt, [LONG], 30)[0]
     ids = tok(got)["input_ids"]
     assert len(ids) <= 30 and got.endswith('" means in one word:"')
+
+
+def test_the_training_tokenisation_fits_only_the_rows_at_the_length(minilm_path):
+    from embench.models.fast_tokens import token_ids
+    from embench.models.prompt_fit import prompted_token_ids
+
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    prompt, texts = PROMPTS["bellm-code"], [LONG, "a dog runs.", LONG[:90]]
+    assert prompted_token_ids(tok, prompt, texts, 40) == token_ids(tok, prompted_within(tok, prompt, texts, 40), 40)
+    assert prompted_token_ids(tok, "", texts, 40) == token_ids(tok, texts, 40)

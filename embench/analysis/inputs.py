@@ -59,7 +59,6 @@ class ModelRef:
                 self._encoders[key] = load_model(spec, layer=layer, name=self.label, **opts)
         return self._encoders[key]
 
-
     def unnormalised(self, layer: int | None = None, **overrides: Any) -> HFEncoder:
         """The encoder for the cropping paper's measures (kNN, its per-layer curves, the accuracy on t-SNE maps):
         "Euclidean distance and non-normalized embeddings" (§3.3.1; its Table S3 gives raw Euclidean and cosine

@@ -109,13 +109,12 @@ class HFEncoder(SentenceEncode):
 
     def view(self, layer: int | None = None, pooling: str | None = None, final_norm: bool = False,
              normalize: bool | None = None) -> HFEncoder:
-        """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding
-        output; negative from the end) with ``pooling`` (None = this encoder's). The view shares the
-        weights (loaded once), and its cache key is the one ``load_model(..., layer=, pooling=)`` gives,
-        so vectors computed for a view are found by a later request for that encoder alone.
-        An impossible view (a layer past the last, an unknown pooler) is an error here, before encoding.
-        ``final_norm``: the layer's states go through the model's final norm first, as the last layer's do (the
-        model with the layers above removed, BeLLM Figure 4). ``normalize``: L2-normalised or not (None: as this is)."""
+        """The same model and tokenisation pooled another way: ``layer`` (None = the last; 0 = embedding output;
+        negative from the end) with ``pooling`` (None = this encoder's). The view shares the weights (loaded once),
+        and its cache key is the one ``load_model(..., layer=, pooling=)`` gives, so vectors computed for a view are
+        found by a later request for that encoder alone; an impossible view (a layer past the last, an unknown
+        pooler) is an error here. ``final_norm``: the layer's states go through the model's final norm first (the
+        model with the layers above removed, BeLLM Figure 4); ``normalize``: L2-normalised or not (None: as this)."""
         pooling = pooling or self.settings.pooling
         POOLERS.canonical(pooling)  # did-you-mean on a typo
         extra = {k: v for k, v in self.settings.extra.items() if k != "final_norm"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .families import apply_prompt
+from .fast_tokens import token_ids
 
 
 def _length(tokenizer: Any, text: str) -> int:
@@ -37,3 +38,17 @@ def prompted_within(tokenizer: Any, prompt: str, texts: list[str], max_length: i
             keep -= 1
         full[i] = cut if keep > 0 else apply_prompt(prompt, [""])[0]
     return full
+
+
+def prompted_token_ids(tokenizer: Any, prompt: str, texts: list[str], max_length: int) -> dict[str, list[list[int]]]:
+    """``token_ids`` of the prompted ``texts``, as :func:`prompted_within` makes them: one tokenisation of the batch;
+    only the rows that reach ``max_length`` (the only ones truncation can have cut) are fitted and tokenised again."""
+    ids = token_ids(tokenizer, apply_prompt(prompt, texts), max_length)
+    at_limit = [i for i, row in enumerate(ids["input_ids"]) if len(row) >= max_length]
+    if not at_limit or not prompt:
+        return ids
+    again = token_ids(tokenizer, prompted_within(tokenizer, prompt, [texts[i] for i in at_limit], max_length), max_length)
+    for key, rows in again.items():
+        for i, row in zip(at_limit, rows, strict=True):
+            ids[key][i] = row
+    return ids

@@ -28,7 +28,7 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
-    if value is pd.NaT or (not isinstance(value, (list, dict)) and pd.isna(value) is True):
+    if pd.isna(value) is True:  # NaT, pd.NA
         return None
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 

@@ -93,4 +93,3 @@ def tables_csv(tables: list[PaperTable]) -> str:
     frame = pd.concat(parts)[["kind", *axes, *scores, *(["Avg."] if any("Avg." in t.frame for t in tables) else [])]]
     frame.index.name = tables[0].frame.index.name
     return render(frame, "csv", scaled=[*scores, "Avg."])
-

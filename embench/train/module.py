@@ -25,10 +25,10 @@ from ..models.attention_masks import model_inputs
 from ..models.bidirectional import bidirectional_setting
 from ..models.encoder import DTYPES
 from ..models.families import is_decoder
-from ..models.fast_tokens import pad_rows, to_device, token_ids
+from ..models.fast_tokens import pad_rows, to_device
 from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
-from ..models.prompt_fit import prompted_within
+from ..models.prompt_fit import prompted_token_ids
 from ..models.unpadded_batch import forward_packed, patched_attention, pools_padding, unpadded_where_possible
 from ..report.progress import announce
 from .length_groups import length_buckets
@@ -133,7 +133,7 @@ class SentenceModel(nn.Module):
         """Unpadded ids (and token types) of ``texts`` with the run's prompt and maximum length: the engine's own
         tokenisation (``fast_tokens.token_ids``, ids read straight from the Rust tokenizer); a long text is cut before
         it goes into a template with words after it, which so keeps its end (``models/prompt_fit.py``, as AnglE)."""
-        return token_ids(self.tokenizer, prompted_within(self.tokenizer, self.prompt, texts, self.max_length), self.max_length)
+        return prompted_token_ids(self.tokenizer, self.prompt, texts, self.max_length)
 
     def _padded(self, ids: dict[str, list[list[int]]]) -> tuple[dict[str, torch.Tensor], int]:
         """Padded inputs on the device (one pinned, asynchronous copy on a GPU: ``fast_tokens.pad_rows``) and the real
