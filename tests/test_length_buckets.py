@@ -4,14 +4,16 @@ the memory fitting prefers one checkpointed pass in buckets to a split (``fit_me
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 
 import pytest
 import torch
 
 from embench.train import fit_memory, make_config, memory_estimate
 from embench.train.fit_memory import StepFit
-from embench.train.length_groups import length_buckets, text_groups
+from embench.train.length_groups import least_cost_cuts, length_buckets, text_groups
 from embench.train.step import pretokenize_next, step_batches
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -26,12 +28,86 @@ def _grads(module) -> dict[str, torch.Tensor]:
 
 
 def test_buckets_by_hand():
-    # 6 texts of up to 10 tokens, 60 padded as one pass; a budget of 20: ceil(60 / 20) = 3 parts, so each bucket
-    # pads at most ceil(6 / 3) = 2 texts to 10 tokens: [10, 10] and [5, 4, 3, 2] (4 x 5 = 20): 40 padded for 34 real
-    assert length_buckets([3, 10, 5, 10, 2, 4], 20) == text_groups([3, 10, 5, 10, 2, 4], 3) == [[1, 3], [2, 5, 0, 4]]
+    # 6 texts of 34 real tokens, 60 padded as one pass; longest first: positions 1, 3 (10 tokens), 2 (5), 5 (4), 0 (3),
+    # 4 (2). A budget of 20 with no floor: runs of one length cost no padding, and the two 10s fit one bucket (20)
+    assert length_buckets([3, 10, 5, 10, 2, 4], 20) == [[1, 3], [2], [5], [0], [4]]  # 34 padded: the real tokens
+    # a floor of 8: [10 10] 20 + [5 4] 10 + [3 2] max(6, 8) = 38; [10 10] + [5 4 3 2] (4 x 5) is 40, [5] [4 3 2] 8 + 12
+    # + 20 = 40, [5 4] [3] [2] 20 + 10 + 8 + 8 = 46; [10] [10] costs 20 as well, but in more buckets
+    assert length_buckets([3, 10, 5, 10, 2, 4], 20, floor=8) == [[1, 3], [2, 5], [0, 4]]
+    # a floor at the budget: every bucket costs the same, so the fewest: [10 10] and [5 4 3 2] (4 x 5 = 20 tokens),
+    # as many as the even split by text (``text_groups``, ceil(60 / 20) = 3 parts of at most 2 texts at 10 tokens)
+    assert length_buckets([3, 10, 5, 10, 2, 4], 20, floor=20) == text_groups([3, 10, 5, 10, 2, 4], 3) \
+        == [[1, 3], [2, 5, 0, 4]] == length_buckets([3, 10, 5, 10, 2, 4], 20, floor=500)  # a floor over the budget: at it
     assert length_buckets([3, 10, 5, 10, 2, 4], 60) is None  # the whole pass fits the budget
     assert length_buckets([3, 10, 5, 10, 2, 4], 0) is None  # no budget: one pass
     assert length_buckets([50], 8) is None  # one text is one pass, whatever its length
+    assert length_buckets([50, 3, 3], 8) == [[0], [1, 2]]  # a text over the budget is a bucket of its own
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_cuts_cost_least_of_every_way_to_cut(seed):
+    """``least_cost_cuts`` against every cut of the sorted lengths into runs (2^(n-1) of them): the same least cost,
+    no run over the budget unless it is one text, and of the cuts of that cost the least padding, then the fewest runs."""
+    rng = random.Random(seed)
+    desc = sorted((rng.randint(1, 12) for _ in range(rng.randint(1, 10))), reverse=True)
+    budget, floor = rng.randint(1, 40), rng.choice([0, rng.randint(1, 30)])
+
+    def cost(bounds):
+        runs = list(itertools.pairwise(bounds))
+        if any((b - a) * desc[a] > budget and b - a > 1 for a, b in runs):
+            return None
+        return sum(max((b - a) * desc[a], floor) for a, b in runs), sum((b - a) * desc[a] for a, b in runs), len(runs)
+
+    n = len(desc)
+    every = [[0, *(i for i, cut in enumerate(mask, 1) if cut), n] for mask in itertools.product([0, 1], repeat=n - 1)]
+    best = min(c for c in map(cost, every) if c is not None)
+    assert cost(least_cost_cuts(desc, budget, floor)) == best
+
+
+def _filled_longest_first(lengths: list[int], budget: int) -> list[list[int]]:
+    """The cut before 2026-11-28, the reference: texts longest first, each pass taking texts while its count times
+    its longest stays within ``budget``."""
+    groups: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+@pytest.mark.slow
+def test_the_bellm_step_pads_less_in_least_cost_buckets(data_root, minilm_path):
+    """The docstrings' figures: the bellm recipe's prompted SNLI triplets (768 texts of up to 60 tokens, three random
+    steps of 256, all-MiniLM-L6-v2's tokenizer), 15.0-15.2k real tokens. One pass in buckets of 8,192: 19.8-20.8k
+    padded in 3 buckets filled longest first (the cut before 2026-11-28), 18.6-19.6k in as many cut at least cost,
+    16.3-16.7k at least cost with a floor of 2,048 (7 buckets). A split into 10 parts by text: 17.7-18.8k in 5 passes
+    filled longest first, 16.8-17.1k in as many cut at least cost."""
+    from transformers import AutoTokenizer
+
+    from embench.data import DataRoot
+    from embench.data.training_sets import snli_triplets
+
+    def padded(plan):
+        return sum(len(b) * max(lengths[i] for i in b) for b in plan)
+
+    tok = AutoTokenizer.from_pretrained(str(minilm_path))
+    triplets, rng = snli_triplets(DataRoot(data_root)), random.Random(0)
+    for _ in range(3):
+        texts = [f"The representative word for sentence {t} is:" for row in rng.sample(triplets, 256) for t in row]
+        lengths = [min(60, len(x)) for x in tok(texts)["input_ids"]]
+        n, longest = len(lengths), max(lengths)
+        assert 15_000 <= sum(lengths) <= 15_250
+        old_budget = -(-n // -(-n * longest // 8192)) * longest  # the old cut: as many parts as 8,192 tokens needed
+        plans = (_filled_longest_first(lengths, old_budget), length_buckets(lengths, 8192, 8192),
+                 length_buckets(lengths, 8192, 2048))
+        assert [len(p) for p in plans] == [3, 3, 7]
+        got = [padded(p) for p in plans]
+        assert 19_750 <= got[0] <= 20_850 and 18_550 <= got[1] <= 19_600 and 16_250 <= got[2] <= 16_700, got
+        split = _filled_longest_first(lengths, -(-n // 10) * longest), text_groups(lengths, 10)
+        assert [len(p) for p in split] == [5, 5]
+        got = [padded(p) for p in split]
+        assert 17_650 <= got[0] <= 18_850 and 16_800 <= got[1] <= 17_100, got
 
 
 def _vectors_and_grads(model, texts):
@@ -148,7 +224,9 @@ def test_bucket_tokens_is_checked_and_resumes_as_a_change_said_aloud():
 
     with pytest.raises(EmbenchError, match="bucket_tokens must be at least 0, got -1"):
         resolve(make_config(method="unsup-simcse", model="m", bucket_tokens=-1))
-    assert "bucket_tokens" in ANNOUNCED_KEYS
+    with pytest.raises(EmbenchError, match="--set bucket_min_tokens must be at least 0, got -5"):
+        resolve(make_config(method="unsup-simcse", model="m", bucket_min_tokens=-5))
+    assert "bucket_tokens" in ANNOUNCED_KEYS and "bucket_min_tokens" in ANNOUNCED_KEYS
 
 
 @pytest.mark.slow

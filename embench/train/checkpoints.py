@@ -143,6 +143,7 @@ ANNOUNCED_KEYS = {"max_steps": "the learning-rate schedule is laid over the new 
                   "grad_accumulation": "the same global batch, split into another number of micro-batches",
                   "group_by_length": "a split step's texts grouped into passes another way (the same batch)",
                   "bucket_tokens": "a pass's texts cut into length buckets of another size (the same batch)",
+                  "bucket_min_tokens": "a pass's texts cut into length buckets another way (the same batch)",
                   "unpadded": "passes run as rows of real tokens, or padded again (the same batch)"}
 
 

@@ -69,6 +69,7 @@ class TrainConfig:
     auto_fit: bool = True  # a step that would not fit: checkpointing in buckets, or more micro-batches (fit_memory.py)
     group_by_length: bool = True  # a split step's passes group texts of like length (less padding): accumulation.py
     bucket_tokens: int = 8192  # with group_by_length: one pass over more padded tokens runs in length buckets (module.py)
+    bucket_min_tokens: int = 2048  # what a smaller bucket costs when the cuts are chosen (length_groups.length_buckets)
     unpadded: bool = False  # each pass as one row of real tokens, variable-length attention (GPU, bf16/fp16; module.py)
     compile: bool = False
     eval_steps: int | None = None  # 0 = no evaluation; the last step is then the kept checkpoint
@@ -99,8 +100,8 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 # options with no flag of their own on `embench train`: reached through --set key=value (or a config file)
 SET_ONLY = frozenset({
     "model_config", "dropout", "load_kbit", "optimizer", "weight_decay", "warmup_ratio", "warmup_of", "warmup_steps",
-    "lr_schedule", "grad_clip", "group_by_length", "bucket_tokens", "unpadded", "select_initial", "eval_max_length",
-    "export_max_length", "eval_batch_size", "log_steps", "method_options"})
+    "lr_schedule", "grad_clip", "group_by_length", "bucket_tokens", "bucket_min_tokens", "unpadded", "select_initial",
+    "eval_max_length", "export_max_length", "eval_batch_size", "log_steps", "method_options"})
 
 
 def option_flag(name: str) -> str:

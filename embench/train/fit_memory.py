@@ -11,10 +11,11 @@ Which of the two comes first follows H200 runs of the bellm recipe (LLaMA-2-7B s
 reports/training/gpu/recipes.md): one checkpointed pass (run C) computed 7.6k padded tokens a second, a split into
 5 passes by text (run H) 4.8k, at the same 8 N a token. One pass was still the slowest per step (5.99 s against
 3.87 s) only because it padded all 768 texts to the longest, 45.7k tokens for 15.8k real ones. A pass over more
-than ``bucket_tokens`` padded tokens now runs in length buckets (``SentenceModel.forward``), which pads it as
-little as a split by text; so where the step's pass is cut into buckets and fits with checkpointing, that is
-chosen before any split. (Whether C's rate holds in buckets of 8,192 tokens is for the next GPU run to show:
-benchmarks/GPU_SESSION.md.) Otherwise the fewest micro-batches that fit, then micro-batches with checkpointing.
+than ``bucket_tokens`` padded tokens now runs in length buckets (``SentenceModel.forward``), cut where the padding
+costs least, which pads it less than a split by text (to 1.08-1.10x its real tokens, against 1.18x in run H's
+split and 1.31-1.36x in the buckets first tried: ``length_groups.length_buckets``); so where the step's pass is
+cut into buckets and fits with checkpointing, that is chosen before any split. (Whether C's rate holds in these
+buckets is for the next GPU run to show: benchmarks/GPU_SESSION.md.) Otherwise the fewest micro-batches that fit, then micro-batches with checkpointing.
 
 Two moments choose: before the first step, from the estimate of ``memory_estimate.py`` (the smallest
 number of micro-batches that fits ``FIT_SHARE`` of the device, larger micro-batches running faster); and

@@ -2,14 +2,16 @@
 
 A pass is padded to its longest text. Two users: a step split into micro-batches (GradCache, ``accumulation.py``)
 cuts its texts into ``text_groups`` of at most an even split's padded size; and one pass over many texts is cut
-into ``length_buckets`` of a token budget (``SentenceModel.forward``: one autograd graph over the buckets, so the
-update is that of one pass). Pure functions over token counts: the trainer foresees the same cuts when it
-tokenizes the next step ahead (``step.pretokenize_next``).
+into ``length_buckets`` of at most a token budget, cut where they pad least (``SentenceModel.forward``: one
+autograd graph over the buckets, so the update is that of one pass). Pure functions over token counts: the trainer
+foresees the same cuts when it tokenizes the next step ahead (``step.pretokenize_next``).
 """
 
 from __future__ import annotations
 
 import itertools
+
+import numpy as np
 
 
 def micro_sizes(examples: int, parts: int) -> list[int]:
@@ -20,34 +22,65 @@ def micro_sizes(examples: int, parts: int) -> list[int]:
 
 def text_groups(lengths: list[int], parts: int, even: bool = False) -> list[list[int]]:
     """A split step's passes cut by text: positions of its texts (``lengths``: tokens each), longest first (stable),
-    each pass taking texts while its count times its longest stays within the budget of ``parts`` example
-    micro-batches, ceil(n / parts) texts at the step's longest length. So no pass holds more padded tokens than
-    the largest even split would, and shorter texts share a pass: over 5 random steps of the bellm recipe (256 SNLI
-    triplets, 768 texts, 10 parts) 4-5 passes padded 15.1k real tokens to 18.5k a step, and 10 even passes of
-    length-sorted texts to 18.0k; on an H200, 10 micro-batches of whole examples padded 15.7k to 23.1k.
-    ``even``: exactly ``parts`` passes of counts as even as they go (under DDP: the same number of passes in every
-    process)."""
+    each pass within the budget of ``parts`` example micro-batches, ceil(n / parts) texts at the step's longest
+    length: the fewest such passes, cut where they pad least (``least_cost_cuts`` with its floor at the budget). So
+    no pass holds more padded tokens than the largest even split would, and shorter texts share a pass. The bellm
+    recipe's step (256 SNLI triplets, 768 texts, 10 parts; three random steps, ``tests/test_length_buckets.py``):
+    5 passes padded 15.0-15.2k real tokens to 16.8-17.1k, where filling each pass longest first (before 2026-11-28)
+    padded 17.7-18.8k (run H on an H200: 18.6k for 15.8k); 10 micro-batches of whole examples padded 15.7k to 23.1k
+    on an H200. ``even``: exactly ``parts`` passes of counts as even as they go (under DDP: the same number of passes
+    in every process)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     if even:
         bounds = [0, *itertools.accumulate(micro_sizes(len(order), parts))]
         return [order[a:b] for a, b in itertools.pairwise(bounds)]
     budget = -(-len(lengths) // max(1, parts)) * (lengths[order[0]] if order else 0)
-    groups: list[list[int]] = []
-    for i in order:
-        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
+    cuts = least_cost_cuts([lengths[i] for i in order], budget, budget)
+    return [order[a:b] for a, b in itertools.pairwise(cuts)]
 
 
-def length_buckets(lengths: list[int], budget: int) -> list[list[int]] | None:
-    """One pass's texts (``lengths``: tokens each) cut into buckets of about ``budget`` padded tokens, longest first
-    (``text_groups`` with as many parts as the budget needs: no bucket pads more than ceil(n / parts) texts to the
-    longest length, at most ``budget`` plus one longest text); None where the pass stays whole: no budget (0), or
-    all its texts padded to the longest fit in it. The bellm recipe's step of 768 SNLI texts (real 15.9k tokens of
-    up to 60) pads to 46k tokens as one pass."""
-    if budget <= 0 or len(lengths) < 2:
+def length_buckets(lengths: list[int], budget: int, floor: int = 0) -> list[list[int]] | None:
+    """One pass's texts (``lengths``: tokens each) cut into buckets of at most ``budget`` padded tokens (a text longer
+    than that alone), positions longest first; None where the pass stays whole: no budget (0), or all its texts
+    padded to the longest fit in it.
+
+    The cuts are those of least cost (``least_cost_cuts``): a bucket costs its padded tokens, and at least ``floor``
+    (capped at the budget), because a small pass is not cheaper in proportion: on a GPU its matrix products do not
+    fill the device and its kernel launches are no longer hidden. So the buckets follow the lengths where they vary
+    and stay large where they do not. The bellm recipe's step of 768 SNLI texts of up to 60 tokens (three random
+    steps, all-MiniLM-L6-v2's tokenizer; ``tests/test_length_buckets.py``): 15.0-15.2k real tokens, 46k padded as
+    one pass; 19.8-20.8k in 3 buckets of 8,192 filled longest first (the cut before 2026-11-28), 18.6-19.6k in 3 cut
+    at least cost, and 16.3-16.7k at least cost with a floor of 2,048 (7 buckets): a fifth less for the device."""
+    if budget <= 0 or len(lengths) < 2 or len(lengths) * max(lengths) <= budget:
         return None
-    parts = -(-len(lengths) * max(lengths) // budget)
-    return text_groups(lengths, parts) if parts > 1 else None
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    cuts = least_cost_cuts([lengths[i] for i in order], budget, min(floor, budget))
+    return [order[a:b] for a, b in itertools.pairwise(cuts)]
+
+
+def least_cost_cuts(desc: list[int], budget: int, floor: int) -> list[int]:
+    """Where to cut lengths sorted longest first (``desc``) into runs, each padded to its first length: the bounds
+    ``[0, ..., n]`` that minimise the sum over runs of max(padded tokens, ``floor``), no run over ``budget`` padded
+    tokens unless it is one text; of equal costs, the one that pads least, then the one with fewer runs (with a
+    floor at the budget: the fewest buckets, padded least). Dynamic programming over the run that ends at each
+    text: the run ``[i, j)`` pads ``(j - i) * desc[i]`` tokens, and is within budget only for
+    ``j - i <= budget // desc[j - 1]``, so each end looks back over at most that many starts (a few milliseconds
+    for a step of 1,536 texts)."""
+    n, worst = len(desc), np.iinfo(np.int64).max
+    lengths = np.maximum(np.asarray(desc, dtype=np.int64), 1)
+    cost, pad, runs = (np.zeros(n + 1, dtype=np.int64) for _ in range(3))  # of the best cut of the first j texts
+    start = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        starts = np.arange(max(0, j - max(1, budget // int(lengths[j - 1]))), j)
+        padded = (j - starts) * lengths[starts]
+        total = cost[starts] + np.maximum(padded, floor)
+        total[(padded > budget) & (starts < j - 1)] = worst  # a run over the budget, of more than one text
+        best = total == total.min()
+        padding = np.where(best, pad[starts] + padded, worst)
+        best &= padding == padding.min()
+        k = int(np.argmin(np.where(best, runs[starts], worst)))
+        cost[j], pad[j], runs[j], start[j] = total[k], padding[k], runs[starts[k]] + 1, starts[k]
+    bounds = [n]
+    while bounds[-1] > 0:
+        bounds.append(int(start[bounds[-1]]))
+    return bounds[::-1]

@@ -5,12 +5,13 @@ the prompt template and maximum length of the run) and pools the same way as ``e
 at test time (the poolers of :mod:`embench.models.pooling`).
 
 One call over many texts of unlike length runs them in length buckets (``bucket_tokens``, the trainer's
-``--set bucket_tokens``): each bucket is padded to its own longest text, and the vectors come back in the texts'
-order within one autograd graph, so the loss and its gradients are those of one padded pass (up to rounding: rows
-do not see each other; the modes that attend to padding, ``--bidirectional-mode billm`` and ``sum-code``,
-excepted). The bellm recipe's step of 768 SNLI texts, 15.9k real tokens of up to 60, is 46k tokens padded as one
-pass; with gradient checkpointing one layer of one bucket is recomputed at a time, so the bucket bounds that
-memory too (``fit_memory.py``).
+``--set bucket_tokens``, cut where the padding costs least: ``length_groups.length_buckets``): each bucket is
+padded to its own longest text, and the vectors come back in the texts' order within one autograd graph, so the loss
+and its gradients are those of one padded pass (up to rounding: rows do not see each other; the modes that attend to
+padding, ``--bidirectional-mode billm`` and ``sum-code``, excepted). The bellm recipe's step of 768 SNLI texts, about
+15k real tokens of up to 60, is 46k tokens padded as one pass and about 16.5k in buckets; with gradient
+checkpointing one layer of one bucket is recomputed at a time, so the bucket bounds that memory too
+(``fit_memory.py``).
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ class SentenceModel(nn.Module):
 
     def __init__(self, encoder: nn.Module, tokenizer: Any, *, pooling: str, max_length: int, prompt: str = "",
                  head: nn.Module | None = None, use_pooler_head: bool | None = None, mlm_head: nn.Module | None = None,
-                 bucket_tokens: int = 0):
+                 bucket_tokens: int = 0, bucket_min_tokens: int = 0):
         super().__init__()
         self.mlm_head = mlm_head
         self.bucket_tokens = int(bucket_tokens)  # > 0: one call over more padded tokens runs in length buckets
+        self.bucket_min_tokens = int(bucket_min_tokens)  # what the smallest bucket costs in the cuts' sum (length_groups)
         self.tokens = 0  # real tokens seen in training passes (for tokens/s and MFU)
         self.padded_tokens = 0  # ... with their padding: what the device computed (a hardware MFU)
         self.unpadded = False  # each pass as one row of its real tokens (run_unpadded; models/unpadded_batch.py)
@@ -120,7 +122,7 @@ class SentenceModel(nn.Module):
         if self.bucket_tokens <= 0 or len(texts) * self.max_length <= self.bucket_tokens:
             return None, {}
         ids = self._ids(texts)
-        plan = length_buckets([len(x) for x in ids["input_ids"]], self.bucket_tokens)
+        plan = length_buckets([len(x) for x in ids["input_ids"]], self.bucket_tokens, self.bucket_min_tokens)
         parts = [list(range(len(texts)))] if plan is None else plan
         return plan, {tuple(texts[i] for i in g): self._padded({k: [v[i] for i in g] for k, v in ids.items()})
                       for g in parts}

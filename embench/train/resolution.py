@@ -32,7 +32,8 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         cfg = replace(cfg, eval_tasks=["STSBenchmark-dev"])
     for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
                              ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1),
-                             ("set bucket_tokens", cfg.bucket_tokens, 0)):
+                             ("set bucket_tokens", cfg.bucket_tokens, 0),
+                             ("set bucket_min_tokens", cfg.bucket_min_tokens, 0)):
         if value < low:
             raise EmbenchError(f"--{name} must be at least {low}, got {value}")
     _check_numbers(cfg)

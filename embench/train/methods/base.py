@@ -131,7 +131,8 @@ class Method(ABC):
         bb = load_backbone(cfg, device, mlm=mlm)
         return SentenceModel(bb.encoder, bb.tokenizer, pooling=bb.family.training_pooling(cfg.pooling),
                              max_length=cfg.max_length, prompt=cfg.prompt or bb.family.prompt,
-                             mlm_head=bb.mlm_head, bucket_tokens=cfg.bucket_tokens if cfg.group_by_length else 0).to(device)
+                             mlm_head=bb.mlm_head, bucket_tokens=cfg.bucket_tokens if cfg.group_by_length else 0,
+                             bucket_min_tokens=cfg.bucket_min_tokens).to(device)
 
     def pass_texts(self, batch: Batch) -> list[str]:
         """The texts ``forward`` gives the module in its one call: every view's, view after view. The trainer
