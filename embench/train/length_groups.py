@@ -63,23 +63,25 @@ def least_cost_cuts(desc: list[int], budget: int, floor: int) -> list[int]:
     ``[0, ..., n]`` that minimise the sum over runs of max(padded tokens, ``floor``), no run over ``budget`` padded
     tokens unless it is one text; of equal costs, the one that pads least, then the one with fewer runs (with a
     floor at the budget: the fewest buckets, padded least). Dynamic programming over the run that ends at each
-    text: the run ``[i, j)`` pads ``(j - i) * desc[i]`` tokens, and is within budget only for
-    ``j - i <= budget // desc[j - 1]``, so each end looks back over at most that many starts (a few milliseconds
-    for a step of 1,536 texts)."""
-    n, worst = len(desc), np.iinfo(np.int64).max
-    lengths = np.maximum(np.asarray(desc, dtype=np.int64), 1)
-    cost, pad, runs = (np.zeros(n + 1, dtype=np.int64) for _ in range(3))  # of the best cut of the first j texts
-    start = np.zeros(n + 1, dtype=np.int64)
+    text: the run ``[i, j)`` pads ``(j - i) * desc[i]`` tokens, which shrinks as ``i`` moves right, so the starts
+    within budget are the ones from a point that only moves right as ``j`` grows (19 ms for a step of 1,536 texts of
+    up to 32 tokens on this project's CPU, overlapped with the device's backward by ``step.pretokenize_next``)."""
+    n, desc = len(desc), [max(1, int(x)) for x in desc]
+    lengths, index = np.asarray(desc, dtype=np.int64), np.arange(n + 1, dtype=np.int64)
+    cost, pad, runs, start = (np.zeros(n + 1, dtype=np.int64) for _ in range(4))  # of the best cut of j texts
+    lo = 0
     for j in range(1, n + 1):
-        starts = np.arange(max(0, j - max(1, budget // int(lengths[j - 1]))), j)
-        padded = (j - starts) * lengths[starts]
-        total = cost[starts] + np.maximum(padded, floor)
-        total[(padded > budget) & (starts < j - 1)] = worst  # a run over the budget, of more than one text
-        best = total == total.min()
-        padding = np.where(best, pad[starts] + padded, worst)
-        best &= padding == padding.min()
-        k = int(np.argmin(np.where(best, runs[starts], worst)))
-        cost[j], pad[j], runs[j], start[j] = total[k], padding[k], runs[starts[k]] + 1, starts[k]
+        while lo < j - 1 and (j - lo) * desc[lo] > budget:  # a run over the budget, of more than one text
+            lo += 1
+        padded = (j - index[lo:j]) * lengths[lo:j]
+        total = cost[lo:j] + np.maximum(padded, floor)
+        ties = np.flatnonzero(total == total.min())
+        if len(ties) > 1:  # of equal costs: the least padding, then the fewest runs
+            padding = pad[lo + ties] + padded[ties]
+            ties = ties[padding == padding.min()]
+            ties = ties[runs[lo + ties] == runs[lo + ties].min()]
+        k = int(ties[0])
+        cost[j], pad[j], runs[j], start[j] = total[k], pad[lo + k] + padded[k], runs[lo + k] + 1, lo + k
     bounds = [n]
     while bounds[-1] > 0:
         bounds.append(int(start[bounds[-1]]))
