@@ -18,7 +18,9 @@ warm-up pass over 12,288 of the texts (three of the engine's tokenisation chunks
   * the plain loop below (``plain_loop``): texts sorted by token length, token-budget batches, bf16
     weights, ``inference_mode``, SDPA, pinned non-blocking copies, pooled vectors kept on the device.
 
-A method's rate is 2 x non-embedding parameters x real tokens (the model's own tokenisation) per second;
+A method's rate is 2 x non-embedding parameters x real tokens (the model's own tokenisation) per second; the
+embench and plain rows carry ``padded_tokens``, what their batches pad those tokens to (embench cuts its batches
+where they pad least, the plain loop fills each in turn);
 ``frac_of_matmul`` divides it by the bf16 8192^3 ``torch.mm`` rate. Cosines compare each method's vectors
 with sentence-transformers' at batch 64, text by text. ``--profile NAME`` adds a torch profiler table of
 one embench pass over that model (and of one pass with CUDA graphs, where they run). ``--check-fp32`` compares
@@ -171,6 +173,16 @@ def plain_loop(model, tok, texts: list[str], budget: int, pooling: str, max_leng
     return out.cpu().numpy()
 
 
+def plain_padded_tokens(lengths: np.ndarray, budget: int) -> int:
+    """The tokens ``plain_loop`` pads to: its one order, longest first, each batch filled in turn to the budget."""
+    desc, padded, i = np.sort(lengths)[::-1], 0, 0
+    while i < len(desc):
+        size = max(1, budget // int(desc[i]))
+        padded += min(size, len(desc) - i) * int(desc[i])
+        i += size
+    return padded
+
+
 @contextlib.contextmanager
 def chunk_sizes(first: int, size: int):
     """The engine's GPU tokenisation chunks set to ``first`` texts, then ``size`` each, for the block."""
@@ -225,7 +237,8 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
     max_length = enc.settings.max_length
     n_params = non_embedding_params(enc.model)
     tok = AutoTokenizer.from_pretrained(folder)
-    tokens = int(sum(len(x) for x in tok(texts, truncation=True, max_length=max_length)["input_ids"]))
+    lengths = np.array([len(x) for x in tok(texts, truncation=True, max_length=max_length)["input_ids"]])
+    tokens = int(lengths.sum())
     flop = 2 * n_params * tokens
     runs: dict[str, dict] = {}
 
@@ -239,11 +252,15 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
     default_budget = resolve_batching("cuda", None, None)[1]
     embench_vecs, ablated_vecs, summary_ablations = {}, {}, {}
     for budget in dict.fromkeys([default_budget, *args.budgets]):
-        def run(ts=texts, b=budget):
-            return Engine(enc, batch_tokens=b, cache_dir=None).embed(ts)
+        last: dict = {}
+
+        def run(ts=texts, b=budget, last=last):
+            last["engine"] = Engine(enc, batch_tokens=b, cache_dir=None)
+            return last["engine"].embed(ts)
 
         vecs, secs, peak = timed(run, lambda b=budget: run(warm_texts, b), args.repeats)
-        embench_vecs[budget] = record(f"embench@{budget}", vecs, secs, peak, batch_tokens=budget)
+        embench_vecs[budget] = record(f"embench@{budget}", vecs, secs, peak, batch_tokens=budget,
+                                      padded_tokens=last["engine"].stats["padded_tokens"])
 
     if name in args.ablations:  # the default engine with one host-side measure undone at a time, in the same process
         for label, undo in ABLATIONS.items():
@@ -294,7 +311,8 @@ def bench_model(name: str, folder: Path, texts: list[str], args, rate: float) ->
 
         label = f"plain@{budget}" + ("" if cudnn else "-no-cudnn")
         vecs, secs, peak = timed(run_plain, lambda run_plain=run_plain: run_plain(warm_texts))
-        plain_vecs[label] = record(label, vecs, secs, peak, batch_tokens=budget)
+        plain_vecs[label] = record(label, vecs, secs, peak, batch_tokens=budget,
+                                   padded_tokens=plain_padded_tokens(lengths, budget))
     plain = None
     empty_cache()
 
@@ -520,15 +538,16 @@ def write_md(path: Path, result: dict) -> None:
     for name, m in result["models"].items():
         lines += [f"## {name}", "", f"{m['non_embedding_params'] / 1e6:.0f}M non-embedding parameters, {m['tokens']} tokens, "
                   f"pooling {m['pooling']}, attention {m['attn_implementation']}", "",
-                  "| run | s | tokens/s | of matmul | peak GiB | min cosine vs ST@64 | CUDA graphs in the pass |",
-                  "|---|---:|---:|---:|---:|---:|---|"]
+                  "| run | s | tokens/s | of matmul | padded tokens / real | peak GiB | min cosine vs ST@64 | "
+                  "CUDA graphs in the pass |", "|---|---:|---:|---:|---:|---:|---:|---|"]
         for label, r in m["runs"].items():
             if "error" in r:
-                lines.append(f"| {label} | failed: {r['error']} | | | | | |")
+                lines.append(f"| {label} | failed: {r['error']} | | | | | | |")
                 continue
             graphs = ", ".join(f"{k} {v}" for k, v in r.get("graphs", {}).items())
+            padded = f"{r['padded_tokens'] / m['tokens']:.3f}" if "padded_tokens" in r else ""
             lines.append(f"| {label} | {r['seconds']:.3f} | {r['tokens_per_s']:,} | {r['frac_of_matmul']:.3f} | "
-                         f"{r['peak_gib']:.2f} | {r['cosine_vs_st64_min']:.5f} | {graphs} |")
+                         f"{padded} | {r['peak_gib']:.2f} | {r['cosine_vs_st64_min']:.5f} | {graphs} |")
         lines.append("")
     if "vectors" in result:
         lines += ["## Same vectors", "", "```json", json.dumps(result["vectors"], indent=1), "```", ""]

@@ -31,6 +31,9 @@ def test_tiny_run_gives_every_row_of_the_gpu_call_and_the_issue_s_summary(benchm
         runs = saved["models"][name]["runs"]
         assert not [label for label, run in runs.items() if "error" in run], runs
         assert {"embench@65536", "st@64", "st@256", "embench-unpadded@65536"} <= set(runs)
+        # what the batches padded the real tokens to: embench's least-padding cut pads no more than the plain loop's
+        real = saved["models"][name]["tokens"]
+        assert real <= runs["embench@65536"]["padded_tokens"] <= runs["plain@65536"]["padded_tokens"], runs
     assert set(saved["summary"]["bert-base"]["frac_of_matmul_ablated"]) == {"without the gc freeze", "without the prepared mask"}
     assert "aten::" in saved["models"]["bert-base"]["profile"]
     md = out.with_suffix(".md").read_text()

@@ -30,12 +30,17 @@ TEXTS = [
 def test_cut_batches_keeps_padded_tokens_under_the_budget_and_texts_under_the_cap():
     lengths = np.array([50, 40, 40, 12, 10, 10, 9, 3, 3, 3, 2])
     cuts = list(cut_batches(lengths, None, 100))
-    # by hand: 100 // 50 = 2 texts, then 100 // 40 = 2, then 100 // 12 = 8 (the 7 left)
-    assert cuts == [(0, 2), (2, 4), (4, 11)]
+    # by hand, a budget of 100 and batches counted as at least 100 // 4 = 25 tokens: [50] 50 + [40 40] 80 (not
+    # [50 40] 100 + [40] 40) + [12 10 10 9] 48 + [3 3 3 2] 25 (not [12 ... 2] 8 x 12 = 96, nor [12] 25 + [10 ... 2] 70):
+    # 190 padded tokens, where filling each batch in turn, [50 40] [40 40] [12 ... 2], pads 250
+    assert cuts == [(0, 1), (1, 3), (3, 7), (7, 11)]
+    assert list(cut_batches(lengths, None, 100, least_padding=False)) == [(0, 2), (2, 4), (4, 11)]
     for lo, hi in cuts:
         assert (hi - lo) * lengths[lo] <= 100
-    assert list(cut_batches(lengths, 3, 100)) == [(0, 2), (2, 4), (4, 7), (7, 10), (10, 11)]
-    assert list(cut_batches(lengths, 4, None)) == [(0, 4), (4, 8), (8, 11)]
+    # at most 3 texts: the tail [12 10] 25 + [10 9 3] 30 + [3 3 2] 25 = 80 (not [12 10 10] 36 + [9 3 3] 27 + [3 2] 25)
+    assert list(cut_batches(lengths, 3, 100)) == [(0, 1), (1, 3), (3, 5), (5, 8), (8, 11)]
+    assert list(cut_batches(lengths, 3, 100, least_padding=False)) == [(0, 2), (2, 4), (4, 7), (7, 10), (10, 11)]
+    assert list(cut_batches(lengths, 4, None)) == [(0, 4), (4, 8), (8, 11)]  # no budget: by count, in turn
     # a text longer than the budget goes alone
     assert list(cut_batches(np.array([300, 5]), None, 100)) == [(0, 1), (1, 2)]
 
@@ -142,6 +147,7 @@ def test_the_gpu_batching_path_gives_the_cpu_path_vectors(tiny_bert_dir, monkeyp
     long_text = max(len(x) for x in enc.pretokenize(texts)["input_ids"])
     assert all(n <= max(40, long_text) for n in seen)  # only a text longer than the budget goes over it, alone
     assert engine.stats["encoded"] == len(set(texts))
+    assert engine.stats["padded_tokens"] == sum(seen)  # what the forwards computed, counted where they are cut
     # the one-pass views (every layer, another pooler) on the same path
     views = [enc.view(0, "mean"), enc.view(1, "max"), enc.view(None, "cls")]
     got = engine_mod.embed_views([Engine(v, batch_tokens=40, cache_dir=None) for v in views], texts)
@@ -254,3 +260,25 @@ def test_a_compiled_encoder_compiles_once_for_every_layer_and_batch_shape_and_gi
     # one graph for both layers and all three shapes; the bidirectional branch's call of the last layer (its hooks
     # and open mask) is a second
     assert counters["stats"]["unique_graphs"] == (2 if options else 1)
+
+
+@pytest.mark.slow  # sts-all tokenised: about 2 s
+def test_token_budget_batches_pad_sts_all_less_than_batches_filled_in_turn(benchmark_script, data_root, minilm_path,
+                                                                           monkeypatch):
+    """The cut of least padding on sts-all's 26,083 texts as a GPU tokenises them (chunks of 4,096 by characters),
+    batches of 65,536 tokens: all-MiniLM-L6-v2's tokenizer gives 372.6k real tokens, padded to 435k, where filling
+    each batch in turn padded 574k (and the plain reference loop's one global order, filled in turn, 460k)."""
+    monkeypatch.setenv("EMBENCH_DATA", str(data_root))
+    texts = benchmark_script("encode_gpu").sts_all_texts()  # the texts the GPU benchmark encodes
+    enc = embench.load_model(str(minilm_path), device="cpu")
+    lengths = np.array([len(x) for x in enc.pretokenize(texts)["input_ids"]])
+    by_chars = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64), kind="stable")
+    padded = {True: 0, False: 0}
+    for chunk in split_chunks(by_chars, batching.GPU_FIRST_CHUNK, batching.GPU_TOKENIZE_CHUNK):
+        sorted_lengths = np.sort(lengths[chunk])[::-1]
+        for least in padded:
+            for lo, hi in cut_batches(sorted_lengths, None, 65536, least_padding=least):
+                assert (hi - lo) * sorted_lengths[lo] <= 65536
+                padded[least] += (hi - lo) * int(sorted_lengths[lo])
+    assert len(texts) == 26_083 and lengths.sum() == 372_650
+    assert padded == {True: 434_850, False: 574_294}

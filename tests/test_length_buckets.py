@@ -11,9 +11,10 @@ import random
 import pytest
 import torch
 
+from embench.core.length_cuts import least_cost_cuts
 from embench.train import fit_memory, make_config, memory_estimate
 from embench.train.fit_memory import StepFit
-from embench.train.length_groups import least_cost_cuts, length_buckets, text_groups
+from embench.train.length_groups import length_buckets, text_groups
 from embench.train.step import pretokenize_next, step_batches
 
 pytestmark = pytest.mark.usefixtures("one_thread")

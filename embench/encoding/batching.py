@@ -11,6 +11,7 @@ pass's batches, tokenised once and padded from the same ids.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 from ..core.arguments import whole_number
 from ..core.defaults import BATCH_SIZE, GPU_BATCH_TOKENS
 from ..core.errors import EmbenchError
+from ..core.length_cuts import least_cost_cuts
 
 # On a GPU, texts are tokenised in chunks (ordered by characters, then by tokens inside the chunk) so the
 # first batches start while the rest are tokenised; a CPU tokenises everything first. The first chunk is
@@ -28,6 +30,9 @@ from ..core.errors import EmbenchError
 # other sizes against these.
 GPU_FIRST_CHUNK = 4096
 GPU_TOKENIZE_CHUNK = 4096
+# a token-budget batch smaller than this share of the budget is counted as that large when the cuts are chosen
+# (cut_batches): below it a GPU's matrix products are no longer filled
+MIN_BATCH_SHARE = 4
 
 
 def resolve_batching(device: str, batch_size: int | None, batch_tokens: int | None) -> tuple[int | None, int | None]:
@@ -47,11 +52,21 @@ def resolve_batching(device: str, batch_size: int | None, batch_tokens: int | No
     return batch_size, (batch_tokens or None)
 
 
-def cut_batches(lengths: np.ndarray, batch_size: int | None, batch_tokens: int | None) -> Iterator[tuple[int, int]]:
+def cut_batches(lengths: np.ndarray, batch_size: int | None, batch_tokens: int | None,
+                least_padding: bool = True) -> Iterator[tuple[int, int]]:
     """(start, end) of each batch over ``lengths`` sorted longest first: at most ``batch_size`` texts and,
     with a budget, at most ``batch_tokens`` padded tokens (texts x the first, longest, text's length).
-    A text longer than the budget goes alone."""
+    A text longer than the budget goes alone.
+
+    With a budget the cuts are those of least padding (``core.length_cuts``), a batch counted as at least a
+    quarter of the budget (``MIN_BATCH_SHARE``), not each batch filled in turn: on sts-all's texts, chunked as a
+    GPU tokenises them, batches of 65,536 padded 372.6k real tokens to 574k when filled in turn and to 435k now.
+    ``least_padding=False`` fills them in turn (CUDA graphs' bucketed shapes count on full batches)."""
     n = len(lengths)
+    if batch_tokens and least_padding:
+        bounds = least_cost_cuts([int(x) for x in lengths], batch_tokens, batch_tokens // MIN_BATCH_SHARE, batch_size)
+        yield from itertools.pairwise(bounds)
+        return
     start = 0
     while start < n:
         size = n - start if batch_size is None else min(batch_size, n - start)
@@ -75,6 +90,7 @@ def batches(engine: Any, texts: list[str], on_cpu: bool) -> Iterator[tuple[np.nd
         order = np.argsort(-lengths, kind="stable")
         for lo, hi in cut_batches(lengths[order], engine.batch_size, engine.batch_tokens):
             idx = order[lo:hi]
+            engine.stats["padded_tokens"] += (hi - lo) * int(lengths[idx[0]])
             yield idx, [texts[i] for i in idx], None
         return
     if on_cpu or len(texts) <= GPU_FIRST_CHUNK:
@@ -116,9 +132,10 @@ def _chunk_batches(engine: Any, texts: list[str], tokens: dict, chunk: np.ndarra
     order = np.argsort(-lengths, kind="stable")
     graphs = getattr(engine.encoder, "graphs", None)
     widths = lengths[order] if graphs is None else graphs.widths(lengths[order])
-    for lo, hi in cut_batches(widths, engine.batch_size, engine.batch_tokens):
+    for lo, hi in cut_batches(widths, engine.batch_size, engine.batch_tokens, least_padding=graphs is None):
         local = order[lo:hi]
         features = {k: [v[i] for i in local] for k, v in tokens.items()}
         shape = None if graphs is None else graphs.shape(int(widths[lo]), hi - lo, engine.batch_size, engine.batch_tokens)
+        engine.stats["padded_tokens"] += (hi - lo) * int(widths[lo]) if shape is None else shape[0] * shape[1]
         enc = engine.encoder.collate(features, shape)
         yield chunk[local], [texts[i] for i in chunk[local]], enc

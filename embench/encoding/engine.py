@@ -65,7 +65,7 @@ class Engine:
         self._memory: dict[str, np.ndarray] = {}
         self._gathers: list[RowGather] = []  # the outputs of the embed() calls under way (row_gather.py)
         self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0,
-                      "forward_batches": 0, "oom_splits": 0}
+                      "forward_batches": 0, "oom_splits": 0, "padded_tokens": 0}  # batches' texts x longest (batching.py)
 
     def embed(self, texts: Sequence[str], prompt: dict[str, str | None] | None = None) -> np.ndarray:
         """Vectors for ``texts``, in order (duplicates included); ``prompt``: a side's or task's (:mod:`.prompted`)."""

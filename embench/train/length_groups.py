@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
+from ..core.length_cuts import least_cost_cuts
 
 
 def micro_sizes(examples: int, parts: int) -> list[int]:
@@ -56,33 +56,3 @@ def length_buckets(lengths: list[int], budget: int, floor: int = 0) -> list[list
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     cuts = least_cost_cuts([lengths[i] for i in order], budget, min(floor, budget))
     return [order[a:b] for a, b in itertools.pairwise(cuts)]
-
-
-def least_cost_cuts(desc: list[int], budget: int, floor: int) -> list[int]:
-    """Where to cut lengths sorted longest first (``desc``) into runs, each padded to its first length: the bounds
-    ``[0, ..., n]`` that minimise the sum over runs of max(padded tokens, ``floor``), no run over ``budget`` padded
-    tokens unless it is one text; of equal costs, the one that pads least, then the one with fewer runs (with a
-    floor at the budget: the fewest buckets, padded least). Dynamic programming over the run that ends at each
-    text: the run ``[i, j)`` pads ``(j - i) * desc[i]`` tokens, which shrinks as ``i`` moves right, so the starts
-    within budget are the ones from a point that only moves right as ``j`` grows (19 ms for a step of 1,536 texts of
-    up to 32 tokens on this project's CPU, overlapped with the device's backward by ``step.pretokenize_next``)."""
-    n, desc = len(desc), [max(1, int(x)) for x in desc]
-    lengths, index = np.asarray(desc, dtype=np.int64), np.arange(n + 1, dtype=np.int64)
-    cost, pad, runs, start = (np.zeros(n + 1, dtype=np.int64) for _ in range(4))  # of the best cut of j texts
-    lo = 0
-    for j in range(1, n + 1):
-        while lo < j - 1 and (j - lo) * desc[lo] > budget:  # a run over the budget, of more than one text
-            lo += 1
-        padded = (j - index[lo:j]) * lengths[lo:j]
-        total = cost[lo:j] + np.maximum(padded, floor)
-        ties = np.flatnonzero(total == total.min())
-        if len(ties) > 1:  # of equal costs: the least padding, then the fewest runs
-            padding = pad[lo + ties] + padded[ties]
-            ties = ties[padding == padding.min()]
-            ties = ties[runs[lo + ties] == runs[lo + ties].min()]
-        k = int(ties[0])
-        cost[j], pad[j], runs[j], start[j] = total[k], pad[lo + k] + padded[k], runs[lo + k] + 1, lo + k
-    bounds = [n]
-    while bounds[-1] > 0:
-        bounds.append(int(start[bounds[-1]]))
-    return bounds[::-1]
