@@ -53,7 +53,7 @@ def main() -> None:
     for budget in args.budgets:
         for name, graphs in (("eager", None), ("cuda-graphs", ShapeGraphs(args.max_length))):
             engine = type("Engine", (), {"encoder": _Tokens(tok, args.max_length, graphs), "batch_size": None,
-                                         "batch_tokens": budget})()
+                                         "batch_tokens": budget, "stats": {"padded_tokens": 0}})()
             encs = [enc for _, _, enc in batches(engine, texts, on_cpu=False)]
             padded = sum(e["shape"][0] * e["shape"][1] for e in encs)
             real = sum(e["real"] for e in encs)

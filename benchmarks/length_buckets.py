@@ -39,11 +39,11 @@ def setting_name(bucket_tokens: int, floor: int) -> str:
 
 
 def parse_settings(text: str) -> list[tuple[int, int]]:
-    """``0,8192/8192,8192/2048``: bucket_tokens and, after a slash, bucket_min_tokens (default 2048) of each run."""
+    """``0,8192/8192,8192/2048``: bucket_tokens and, after a slash, bucket_min_tokens (default: a quarter) of each run."""
     out = []
     for part in text.split(","):
         tokens, _, floor = part.partition("/")
-        out.append((int(tokens), int(floor or 2048)))
+        out.append((int(tokens), int(floor) if floor else int(tokens) // 4))
     return out
 
 

@@ -68,7 +68,8 @@ def test_bucketed_batches_hold_every_text_once_in_few_shapes_within_the_budget(m
     monkeypatch.setattr(batching, "GPU_FIRST_CHUNK", 512)  # several chunks, as on a GPU
     monkeypatch.setattr(batching, "GPU_TOKENIZE_CHUNK", 1024)
     for budget in (65536, 16384):
-        engine = type("E", (), {"encoder": _Counted(ShapeGraphs(512)), "batch_size": None, "batch_tokens": budget})()
+        engine = type("E", (), {"encoder": _Counted(ShapeGraphs(512)), "batch_size": None, "batch_tokens": budget,
+                                "stats": {"padded_tokens": 0}})()
         seen, shapes = [], set()
         for idx, batch, enc in batching.batches(engine, texts, on_cpu=False):
             rows, width = enc["input_ids"].shape
@@ -80,7 +81,8 @@ def test_bucketed_batches_hold_every_text_once_in_few_shapes_within_the_budget(m
         assert sorted(seen) == list(range(len(texts)))  # every text in exactly one batch
         widths = {w for _, w in shapes}
         assert len(shapes) <= 8 * len(widths) and len(widths) <= 20
-        plain = type("E", (), {"encoder": _Counted(None), "batch_size": None, "batch_tokens": budget})()
+        plain = type("E", (), {"encoder": _Counted(None), "batch_size": None, "batch_tokens": budget,
+                               "stats": {"padded_tokens": 0}})()
         eager = {enc["input_ids"].shape for _, _, enc in batching.batches(plain, texts, on_cpu=False)}
         assert len(shapes) < len(eager)  # and however many texts, at most 8 row counts for each of 20 widths
 

@@ -69,7 +69,7 @@ class TrainConfig:
     auto_fit: bool = True  # a step that would not fit: checkpointing in buckets, or more micro-batches (fit_memory.py)
     group_by_length: bool = True  # a split step's passes group texts of like length (less padding): accumulation.py
     bucket_tokens: int = 8192  # with group_by_length: one pass over more padded tokens runs in length buckets (module.py)
-    bucket_min_tokens: int = 2048  # what a smaller bucket costs when the cuts are chosen (length_groups.length_buckets)
+    bucket_min_tokens: int | None = None  # what a smaller bucket costs in the cuts (length_groups); None: bucket_tokens / 4
     unpadded: bool = False  # each pass as one row of real tokens, variable-length attention (GPU, bf16/fp16; module.py)
     compile: bool = False
     eval_steps: int | None = None  # 0 = no evaluation; the last step is then the kept checkpoint

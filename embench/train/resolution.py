@@ -33,9 +33,11 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
                              ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1),
                              ("set bucket_tokens", cfg.bucket_tokens, 0),
-                             ("set bucket_min_tokens", cfg.bucket_min_tokens, 0)):
+                             ("set bucket_min_tokens", 0 if cfg.bucket_min_tokens is None else cfg.bucket_min_tokens, 0)):
         if value < low:
             raise EmbenchError(f"--{name} must be at least {low}, got {value}")
+    if cfg.bucket_min_tokens is None:  # a bucket counted as at least a quarter of the budget, as the engine's batches
+        cfg = replace(cfg, bucket_min_tokens=cfg.bucket_tokens // 4)
     _check_numbers(cfg)
     if cfg.precision not in PRECISIONS:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
