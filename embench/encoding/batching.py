@@ -3,9 +3,10 @@
 A batch is padded to its longest text, so what a batch costs is ``texts x longest``: the padded
 tokens the model runs. On a CPU a batch of 128 texts keeps the cores busy and padding small once texts
 are sorted by length. A GPU needs far larger batches of short texts and smaller ones of long texts to
-stay busy without running out of memory: there a batch is cut when its padded tokens would pass a
-budget (``--batch-tokens``), and ``--batch-size`` is only a cap on its texts. The default budget is
-the one measured fastest on an H100 (``reports/benchmarks/encode_gpu.md``). :func:`batches` yields a
+stay busy without running out of memory: there no batch's padded tokens pass a budget
+(``--batch-tokens``), the batches cut where they pad least (``cut_batches``), and ``--batch-size`` is only
+a cap on their texts. The default budget is the one measured fastest on an H100
+(``reports/benchmarks/encode_gpu.md``). :func:`batches` yields a
 pass's batches, tokenised once and padded from the same ids.
 """
 
