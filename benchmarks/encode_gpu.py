@@ -174,13 +174,12 @@ def plain_loop(model, tok, texts: list[str], budget: int, pooling: str, max_leng
 
 
 def plain_padded_tokens(lengths: np.ndarray, budget: int) -> int:
-    """The tokens ``plain_loop`` pads to: its one order, longest first, each batch filled in turn to the budget."""
-    desc, padded, i = np.sort(lengths)[::-1], 0, 0
-    while i < len(desc):
-        size = max(1, budget // int(desc[i]))
-        padded += min(size, len(desc) - i) * int(desc[i])
-        i += size
-    return padded
+    """The tokens ``plain_loop`` pads to: its one order, longest first, each batch filled in turn to the budget
+    (the engine's ``cut_batches(..., least_padding=False)``)."""
+    from embench.encoding.batching import cut_batches
+
+    desc = np.sort(lengths)[::-1]
+    return sum((hi - lo) * int(desc[lo]) for lo, hi in cut_batches(desc, None, budget, least_padding=False))
 
 
 @contextlib.contextmanager

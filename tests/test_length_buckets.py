@@ -8,10 +8,12 @@ import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
 
 from embench.core.length_cuts import least_cost_cuts
+from embench.encoding.batching import cut_batches
 from embench.train import fit_memory, make_config, memory_estimate
 from embench.train.fit_memory import StepFit
 from embench.train.length_groups import length_buckets, text_groups
@@ -66,15 +68,11 @@ def test_the_cuts_cost_least_of_every_way_to_cut(seed):
 
 
 def _filled_longest_first(lengths: list[int], budget: int) -> list[list[int]]:
-    """The cut before 2026-11-28, the reference: texts longest first, each pass taking texts while its count times
-    its longest stays within ``budget``."""
-    groups: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
-        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
+    """The cut before 2026-11-28, the reference: texts longest first, each pass filled in turn to ``budget``, as
+    the engine still fills CUDA graphs' batches (``cut_batches(..., least_padding=False)``)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    desc = np.array([lengths[i] for i in order])
+    return [order[lo:hi] for lo, hi in cut_batches(desc, None, budget, least_padding=False)]
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.arguments import whole_number
 from ..core.defaults import BATCH_SIZE, GPU_BATCH_TOKENS
 from ..core.errors import EmbenchError
-from ..core.length_cuts import least_cost_cuts
+from ..core.length_cuts import FLOOR_SHARE, least_cost_cuts
 
 # On a GPU, texts are tokenised in chunks (ordered by characters, then by tokens inside the chunk) so the
 # first batches start while the rest are tokenised; a CPU tokenises everything first. The first chunk is
@@ -31,9 +31,6 @@ from ..core.length_cuts import least_cost_cuts
 # other sizes against these.
 GPU_FIRST_CHUNK = 4096
 GPU_TOKENIZE_CHUNK = 4096
-# a token-budget batch smaller than this share of the budget is counted as that large when the cuts are chosen
-# (cut_batches): below it a GPU's matrix products are no longer filled
-MIN_BATCH_SHARE = 4
 
 
 def resolve_batching(device: str, batch_size: int | None, batch_tokens: int | None) -> tuple[int | None, int | None]:
@@ -60,12 +57,12 @@ def cut_batches(lengths: np.ndarray, batch_size: int | None, batch_tokens: int |
     A text longer than the budget goes alone.
 
     With a budget the cuts are those of least padding (``core.length_cuts``), a batch counted as at least a
-    quarter of the budget (``MIN_BATCH_SHARE``), not each batch filled in turn: on sts-all's texts, chunked as a
+    quarter of the budget (``core.length_cuts.FLOOR_SHARE``), not each batch filled in turn: on sts-all's texts, chunked as a
     GPU tokenises them, batches of 65,536 padded 372.6k real tokens to 574k when filled in turn and to 435k now.
     ``least_padding=False`` fills them in turn (CUDA graphs' bucketed shapes count on full batches)."""
     n = len(lengths)
     if batch_tokens and least_padding:
-        bounds = least_cost_cuts([int(x) for x in lengths], batch_tokens, batch_tokens // MIN_BATCH_SHARE, batch_size)
+        bounds = least_cost_cuts(np.asarray(lengths).tolist(), batch_tokens, batch_tokens // FLOOR_SHARE, batch_size)
         yield from itertools.pairwise(bounds)
         return
     start = 0

@@ -15,7 +15,8 @@ than ``bucket_tokens`` padded tokens now runs in length buckets (``SentenceModel
 costs least, which pads it less than a split by text (to 1.08-1.10x its real tokens, against 1.18x in run H's
 split and 1.31-1.36x in the buckets first tried: ``length_groups.length_buckets``); so where the step's pass is
 cut into buckets and fits with checkpointing, that is chosen before any split. (Whether C's rate holds in these
-buckets is for the next GPU run to show: benchmarks/GPU_SESSION.md.) Otherwise the fewest micro-batches that fit, then micro-batches with checkpointing.
+buckets is for the next GPU run to show: benchmarks/GPU_SESSION.md.) Otherwise the fewest micro-batches that fit,
+then micro-batches with checkpointing.
 
 Two moments choose: before the first step, from the estimate of ``memory_estimate.py`` (the smallest
 number of micro-batches that fits ``FIT_SHARE`` of the device, larger micro-batches running faster); and

@@ -35,8 +35,7 @@ def text_groups(lengths: list[int], parts: int, even: bool = False) -> list[list
         bounds = [0, *itertools.accumulate(micro_sizes(len(order), parts))]
         return [order[a:b] for a, b in itertools.pairwise(bounds)]
     budget = -(-len(lengths) // max(1, parts)) * (lengths[order[0]] if order else 0)
-    cuts = least_cost_cuts([lengths[i] for i in order], budget, budget)
-    return [order[a:b] for a, b in itertools.pairwise(cuts)]
+    return _cut_in_order(lengths, order, budget, budget)
 
 
 def length_buckets(lengths: list[int], budget: int, floor: int = 0) -> list[list[int]] | None:
@@ -53,6 +52,10 @@ def length_buckets(lengths: list[int], budget: int, floor: int = 0) -> list[list
     at least cost, and 16.3-16.7k at least cost with a floor of 2,048 (7 buckets): a fifth less for the device."""
     if budget <= 0 or len(lengths) < 2 or len(lengths) * max(lengths) <= budget:
         return None
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    cuts = least_cost_cuts([lengths[i] for i in order], budget, min(floor, budget))
+    return _cut_in_order(lengths, sorted(range(len(lengths)), key=lambda i: -lengths[i]), budget, min(floor, budget))
+
+
+def _cut_in_order(lengths: list[int], order: list[int], budget: int, floor: int) -> list[list[int]]:
+    """The positions ``order`` (longest first) cut where they pad least (``least_cost_cuts``)."""
+    cuts = least_cost_cuts([lengths[i] for i in order], budget, floor)
     return [order[a:b] for a, b in itertools.pairwise(cuts)]

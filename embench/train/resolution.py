@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import EmbenchError
+from ..core.length_cuts import FLOOR_SHARE
 from ..core.registry import nearest
 from ..models.families import FAMILIES, check_prompt
 from ..models.pooling import POOLERS
@@ -37,7 +38,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         if value < low:
             raise EmbenchError(f"--{name} must be at least {low}, got {value}")
     if cfg.bucket_min_tokens is None:  # a bucket counted as at least a quarter of the budget, as the engine's batches
-        cfg = replace(cfg, bucket_min_tokens=cfg.bucket_tokens // 4)
+        cfg = replace(cfg, bucket_min_tokens=cfg.bucket_tokens // FLOOR_SHARE)
     _check_numbers(cfg)
     if cfg.precision not in PRECISIONS:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
