@@ -196,6 +196,24 @@ def test_task_names_carry_every_protocol_axis_the_task_depends_on_and_no_other()
     assert own_task_name(record("MR", "transfer", pair_features="uv")) == "embench-MR__classifier=default__seed=1111"
     assert own_task_name(record("SICKEntailment", "transfer", pair_features="uv")) == \
         "embench-SICKEntailment__classifier=default__pair_features=uv__seed=1111"
+    # a task file's pairs: never STS-B's or SICK-R's split; the scoring only where the regressor scored it (a file with
+    # no train split is scored by similarity whatever --scoring asked), with its seed; the aggregation only over subsets
+    def own(file_kind, meta, **protocol):
+        kind = "sts" if file_kind == "pairs" else "transfer"
+        return SimpleNamespace(**record("my-sts", kind, **protocol).__dict__,
+                               provenance={"task_meta": {"task_file_kind": file_kind, **meta}})
+
+    cosine = "__correlation=spearman__text=senteval__similarity=cosine"
+    assert own_task_name(own("pairs", {"subsets": ["test"], "scoring": "cosine (no train split for a regressor)"},
+                             scoring="regressor")) == "embench-my-sts" + cosine
+    assert own_task_name(own("pairs", {"subsets": ["test"]})) == "embench-my-sts" + cosine
+    assert own_task_name(own("pairs", {"subsets": ["a", "b", "a"]}, aggregation="mean")) == \
+        "embench-my-sts__aggregation=mean" + cosine
+    assert own_task_name(own("pairs", {"scoring": "regressor"}, scoring="regressor", seed=7)) == \
+        "embench-my-sts" + cosine + "__scoring=regressor__seed=7"
+    assert own_task_name(own("classification", {}, pair_features="uv")) == "embench-my-sts__classifier=default__seed=1111"
+    assert own_task_name(own("pair-classification", {}, pair_features="uv")) == \
+        "embench-my-sts__classifier=default__pair_features=uv__seed=1111"
     # a kind or task not registered here keeps every axis it has, in plain file-name characters
     other = own_task_name(SimpleNamespace(task="my:task/x", kind="knn", protocol={"k": 10, "metric": "cos/ine"}))
     assert other == "embench-my_task_x__k=10__metric=cos_ine"

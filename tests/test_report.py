@@ -174,6 +174,16 @@ def test_an_unknown_figure_is_one_error_line_naming_the_nearest_and_the_help_lis
     shown = " ".join(CliRunner().invoke(app, ["report", "--help"], terminal_width=400).output.split())
     assert [n for n in COMPOSERS if n not in shown] == []
 
+def test_a_figure_asked_for_without_analysis_outputs_is_an_error_not_left_out(tmp_path):
+    """``--figure`` draws from ``--analysis`` folders: without one it would draw nothing and exit 0."""
+    results = tmp_path / "results"
+    results.mkdir()
+    r = CliRunner().invoke(app, ["report", "--results", str(results), "-f", "markdown", "--figure", "spectrum"])
+    assert r.exit_code == 2 and "--figure draws from analysis outputs; give --analysis DIR" in " ".join(r.output.split())
+    r = CliRunner().invoke(app, ["report", "--results", str(results), "-f", "markdown", "--figure", "spectrm"])
+    assert r.exit_code == 1 and "unknown figure 'spectrm'. Did you mean 'spectrum'?" in str(r.exception)
+
+
 
 @pytest.mark.slow
 def test_bellm_figures_draw_each_model_in_its_report_colour(tmp_path, monkeypatch):

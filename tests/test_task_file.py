@@ -356,6 +356,11 @@ def test_run_and_compare_take_task_files_and_run_their_tasks_by_default(env, tmp
     p = runner.invoke(app, ["run", "-m", str(tiny_bert_dir), "--task-file", str(task_file), "-t", "my-sts",
                             "--correlation", "pearson", "--format", "json", "-q"])
     assert json.loads(p.stdout)["metrics"]["my-sts"].startswith("pearson correlation of cosine")
+    # the regressor asked of a file with no train split: scored by similarity, and the run says so under its table
+    g = runner.invoke(app, ["run", "-m", str(tiny_bert_dir), "--task-file", str(task_file), "-t", "my-sts",
+                            "--scoring", "regressor"])
+    assert g.exit_code == 0, g.output
+    assert "--scoring regressor: my-sts has no train split, so it was scored by similarity" in " ".join(g.stderr.split())
     other = tiny_model("tiny-bert-one-layer", lambda vocab: BertModel(BertConfig(
         vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)))
     c = runner.invoke(app, ["compare", "-m", str(tiny_bert_dir), "-m", str(other), "--task-file", str(task_file),

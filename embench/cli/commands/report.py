@@ -63,6 +63,11 @@ def report(
         if out.is_dir():
             raise EmbenchError(f"--out {out} is a folder; give the name of the file to write")
         check_folder_option(out.parent, "--out's folder")
+    if figure and not analysis:  # else drawn from nothing without a word
+        for n in figure:
+            figs.composer(n)  # a misspelt name is said as such first
+        raise typer.BadParameter("--figure draws from analysis outputs; give --analysis DIR (the folder of "
+                                 "`embench analyze` or `embench train` outputs)", param_hint="--figure")
     if image and fmt_ != "html":  # else left out without a word
         raise typer.BadParameter(f"--image puts a PNG into the HTML report; give --format html (not {fmt_})", param_hint="--image")
     for path in image or []:  # before any table is read or figure drawn

@@ -30,6 +30,14 @@ def task_time(prov: dict) -> str:
     return f"{prov['wall_seconds']:.1f} s: {prov['encode_seconds']:.1f} s its share of the encoding pass + {prov['score_seconds']:.1f} s scoring"
 
 
+def by_similarity(records: list[Any]) -> list[str]:
+    """The STS tasks of ``records`` asked for SentEval's regressor but scored by similarity: those without a train
+    split (STS12-16, a task file of test pairs only). Their record's protocol says ``scoring=regressor``, the protocol
+    asked; their ``provenance.task_meta`` says what scored them."""
+    return list(dict.fromkeys(r.display for r in records if r.kind == "sts" and r.protocol.get("scoring") == "regressor"
+                              and r.provenance.get("task_meta", {}).get("scoring") != "regressor"))
+
+
 @protocol_options()
 @shared_options(*MODEL, *ENCODING, *STORAGE, "task_file", *VECTORS)
 def run(
@@ -87,6 +95,11 @@ def run(
         evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed
+    similarity = by_similarity([r for ev in evaluations for r in ev.records])
+    if similarity and not quiet:
+        many = len(similarity) > 1
+        err.print(f"[dim]--scoring regressor: {escape(', '.join(similarity))} {'have' if many else 'has'} no train split, so "
+                  f"{'they were' if many else 'it was'} scored by similarity (as SentEval scores STS12-16)[/]")
     for what, why in unsaved.items():
         err.print(f"[bold red]not saved:[/] {escape(what)}: {escape(why)}", highlight=False)
     if unsaved:
