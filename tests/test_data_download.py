@@ -214,6 +214,21 @@ def test_data_check_files_lists_each_file_with_its_status(tmp_path):
     assert rows["corpora/brown.txt.gz"] == "missing" and len(rows) == len(load_manifest()) + 1
 
 
+@pytest.mark.slow  # two checks of every file's checksum status
+def test_data_check_of_a_root_without_any_file_fails_saying_so_and_a_partial_root_passes(tmp_path, data_root):
+    empty = tmp_path / "empty"
+    (empty / "mine").mkdir(parents=True)
+    (empty / "mine/notes.txt").write_text("x\n")  # an unlisted file does not make it a data root
+    r = CliRunner().invoke(app, ["data", "check", "--data", str(empty)])
+    assert r.exit_code == 1 and f"no file of the manifest is in {empty}" in " ".join(r.stderr.split())
+    partial = tmp_path / "partial"
+    path = next(e.path for e in load_manifest() if e.path.startswith("senteval/downstream/STS/STS12"))
+    (partial / path).parent.mkdir(parents=True)
+    (partial / path).write_bytes((data_root / path).read_bytes())
+    r = CliRunner().invoke(app, ["data", "check", "--data", str(partial)])
+    assert r.exit_code == 0, r.output  # a partial root is fine: one file present, every other missing
+
+
 @pytest.mark.slow  # imports mteb for its pinned revision (several seconds)
 def test_from_hub_copies_the_dataset_at_the_revision_mteb_pins_from_a_local_hub_mirror(tmp_path):
     import mteb

@@ -68,6 +68,8 @@ def test_cli_intervals_in_every_format_and_bad_options(env, tiny_bert_dir, one_t
         (["--ci", "0"], "--ci"), (["--ci", "100"], "--ci"), (["--ci", "95", "--resamples", "0"], "--resamples"),
         (["--resamples", "100"], "give --ci"),
         (["--ci", "95", "--resamples", "1000000000"], "--resamples 1000000000: at most 1,000,000"),  # ran on past SIGTERM
+        (["--ci", "95", "--resamples", "1"], "--resamples 1: a 95% interval needs at least 40 resamples"),
+        (["--ci", "99", "--resamples", "199"], "--resamples 199: a 99% interval needs at least 200 resamples"),
     ):
         r = runner.invoke(app, [*base, *args])  # main() prints an EmbenchError as one line and exits 2
         assert isinstance(r.exception, EmbenchError) and message in str(r.exception), (args, r.exception)

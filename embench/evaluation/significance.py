@@ -57,6 +57,10 @@ class IntervalSettings:
             n = int(n)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise EmbenchError(f"--resamples {resamples!r}: the number of bootstrap resamples must be a positive integer")
+        least = math.ceil(2 / (1 - lv) - 1e-9)  # a percentile interval's each tail then holds a resample beyond its end
+        if n < least:
+            raise EmbenchError(f"--resamples {n}: a {100 * lv:g}% interval needs at least {least} resamples, so that "
+                               f"each tail holds one beyond the interval's end (the default: {DEFAULT_RESAMPLES:,})")
         if n > MAX_RESAMPLES:
             raise EmbenchError(f"--resamples {n}: at most {MAX_RESAMPLES:,}; an interval's ends are then exact to 0.3 % of "
                                f"the score's standard error (the default {DEFAULT_RESAMPLES:,}: to 8.5 %)")

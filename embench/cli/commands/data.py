@@ -51,6 +51,10 @@ def check(
         err.print(f"[bold red]{len(damaged)} damaged file(s)[/] (differs or corrupt), e.g. {damaged[0]}: fetch them again "
                   "with `embench data download` (it replaces damaged files), or see them with --files", highlight=False)
         raise typer.Exit(1)
+    if per_file and all(r["status"] in ("missing", "unlisted") for r in per_file):  # a partial root is fine; an empty one is a wrong path
+        err.print(f"[bold red]no file of the manifest is in {root.path}[/]: is --data (or EMBENCH_DATA) the data root? "
+                  "Fetch the files with `embench data download`", highlight=False)
+        raise typer.Exit(1)
 
 
 @data_app.command("download")
