@@ -175,6 +175,10 @@ def test_degenerate_split_is_a_clear_error():
     rare[:3] = 1
     with pytest.raises(EmbenchError, match="at least 10 examples of every class"):
         clf.kfold_then_test(X[:80], rare[:80], X[80:], rare[80:], 2, CONFIGS["default"], device="cpu")
+    # too few rows for a 5 % hold-out to hold any: the error names the task, not only "a fit"
+    small = np.arange(20) % 2
+    with pytest.raises(EmbenchError, match=r"^my-cls: a fit has no dev rows \(16 training rows, 5% of which are held out"):
+        clf.nested_cv(X[:20], small, 2, CONFIGS["prototyping"], device="cpu", what="my-cls")
 
 
 # -- the tasks -------------------------------------------------------------------------------

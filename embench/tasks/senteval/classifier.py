@@ -180,7 +180,8 @@ def _fit_rows(fits: Sequence[Fit], seed: int) -> tuple[list[np.random.RandomStat
         else:
             dev = np.asarray(f.dev, dtype=np.int64)
         if len(dev) == 0:
-            raise EmbenchError(f"a fit has no dev rows ({len(train)} training rows): too little data to early-stop on")
+            held = f", {f.validation_split:.0%} of which are held out for it" if f.dev is None else ""
+            raise EmbenchError(f"a fit has no dev rows ({len(train)} training rows{held}): too little data to early-stop on")
         rngs.append(rng)
         trains.append(train)
         devs.append(dev)

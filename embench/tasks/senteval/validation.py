@@ -13,6 +13,14 @@ from ...core.errors import EmbenchError
 from .classifier import PENALTIES, ClassifierConfig, Fit, check_labels, train_many
 
 
+def _train_many(what: str, *args) -> list:
+    """:func:`train_many`, its errors (too few rows to hold any out for early stopping) saying which task's fits."""
+    try:
+        return train_many(*args)
+    except EmbenchError as e:
+        raise type(e)(f"{what}: {e}") from None
+
+
 def _senteval_pct(x: float) -> float:
     """SentEval rounds every accuracy to two decimals of a percentage before comparing or averaging."""
     return round(100 * float(x), 2)
@@ -48,7 +56,7 @@ def nested_cv(X, y, nclasses: int, config: ClassifierConfig, seed: int = 1111, d
         for itr, ite in _stratified_folds(y[tr], k, 1111, f"{what} (outer fold {o + 1})"):
             inner_fits.append(Fit(train=tr[itr], dev=tr[ite], penalties=PENALTIES))
             inner_of.append(o)
-    inner = train_many(X, y, inner_fits, config, nclasses, seed, device, batched)
+    inner = _train_many(what, X, y, inner_fits, config, nclasses, seed, device, batched)
     folds = []
     for o in range(k):
         accs = np.array([[r.dev_acc for r in res] for res, oo in zip(inner, inner_of, strict=True) if oo == o])
@@ -59,7 +67,7 @@ def nested_cv(X, y, nclasses: int, config: ClassifierConfig, seed: int = 1111, d
         Fit(train=tr, penalties=[folds[o]["penalty"]], validation_split=0.05, evals={"test": te})
         for o, (tr, te) in enumerate(outer)
     ]
-    final = train_many(X, y, final_fits, config, nclasses, seed, device, batched)
+    final = _train_many(what, X, y, final_fits, config, nclasses, seed, device, batched)
     predictions = np.empty(len(y), dtype=np.int64)  # out-of-fold: every example is tested once
     for o, res in enumerate(final):
         predictions[outer[o][1]] = res[0].predictions["test"]
@@ -84,12 +92,12 @@ def kfold_then_test(Xtr, ytr, Xte, yte, nclasses: int, config: ClassifierConfig,
     X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
     test_rows = np.arange(len(ytr), len(y))
     folds = _stratified_folds(ytr, config.kfold, seed, what)
-    cv = train_many(X, y, [Fit(train=tr, dev=te, penalties=PENALTIES) for tr, te in folds], config, nclasses, seed, device, batched)
+    cv = _train_many(what, X, y, [Fit(train=tr, dev=te, penalties=PENALTIES) for tr, te in folds], config, nclasses, seed, device, batched)
     accs = np.array([[r.dev_acc for r in res] for res in cv])  # (k, penalties)
     scores = [_senteval_pct(np.mean(accs[:, r])) for r in range(len(PENALTIES))]
     best = int(np.argmax(scores))
-    final = train_many(
-        X, y, [Fit(train=np.arange(len(ytr)), penalties=[PENALTIES[best]], validation_split=0.05, evals={"test": test_rows})],
+    final = _train_many(
+        what, X, y, [Fit(train=np.arange(len(ytr)), penalties=[PENALTIES[best]], validation_split=0.05, evals={"test": test_rows})],
         config, nclasses, seed, device, batched,
     )[0][0]
     return {
@@ -113,7 +121,7 @@ def train_dev_test(Xtr, ytr, Xdev, ydev, Xte, yte, nclasses: int, config: Classi
     X, y = np.concatenate(parts), np.concatenate(labels)
     n1, n2 = len(labels[0]), len(labels[0]) + len(labels[1])
     fit = Fit(train=np.arange(n1), dev=np.arange(n1, n2), penalties=PENALTIES, evals={"test": np.arange(n2, len(y))})
-    res = train_many(X, y, [fit], config, nclasses, seed, device, batched)[0]
+    res = _train_many(what, X, y, [fit], config, nclasses, seed, device, batched)[0]
     scores = [_senteval_pct(r.dev_acc) for r in res]
     best = int(np.argmax(scores))
     return {
