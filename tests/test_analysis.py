@@ -346,6 +346,7 @@ def test_alignment_uniformity_follows_a_folder_of_checkpoints(tmp_path, tiny_ber
     res = run("alignment-uniformity", [run_dir], tmp_path / "au", data=data_root, cache_dir=shared_cache, pooling="mean")
     frame = res.tables["alignment_uniformity"]
     assert list(frame["checkpoint"]) == ["checkpoint-500", "checkpoint-1000"]
+    assert list(frame["step"]) == [500, 1000]  # the training step, not the place in the series
     assert (frame["n_positive_pairs"] > 0).all() and frame["uniformity"].lt(0).all()
     assert (frame["alignment_se"] > 0).all() and (frame["uniformity_se"] > 0).all()  # the plot's error bars
     assert (tmp_path / "au" / "alignment_uniformity.pdf").is_file()

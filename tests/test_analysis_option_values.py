@@ -37,6 +37,9 @@ def test_every_rule_names_an_option_some_analysis_has():
     ("n_jobs", 0, "n_jobs must be a whole number, -1 for every core"),
     ("sigma", 1.5, "sigma must be a cosine in [-1, 1]"),
     ("k", True, "k must be a whole number >= 1"),
+    ("metric", "cosin", "metric must be one of euclidean, cosine"),
+    ("metric", ["cosine", "cosin"], "metric must be one of euclidean, cosine"),  # knn takes several
+    ("transform", "white", "transform must be one of raw, centred, whitened"),
 ])
 def test_a_value_of_the_wrong_type_or_out_of_range_is_named(key, value, words):
     with pytest.raises(EmbenchError, match=f"analysis 'a': {key}=.* is not allowed; {words}".replace("[", r"\[").replace("]", r"\]")):
@@ -62,6 +65,8 @@ def _main(args, capsys, monkeypatch) -> tuple[int, str]:
     ("alignment-uniformity", "threshold=abc", "threshold='abc' is not allowed"),
     ("alignment-uniformity", "t=nan", "t=nan is not allowed"),
     ("token-dependency", "limit=0", "limit=0 is not allowed"),
+    ("knn", "metric=cosin", "knn': metric=['cosin'] is not allowed"),  # was found after every dataset was encoded
+    ("layers", "transform=white", "layers': transform='white' is not allowed"),
 ])
 def test_analyze_set_refuses_a_bad_value_before_loading_the_model(env, capsys, monkeypatch, analysis, pair, message):
     code, err = _main(["analyze", analysis, "-m", "no-such-model", "--set", pair, "-o", env / "out"], capsys, monkeypatch)

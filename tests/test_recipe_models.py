@@ -49,9 +49,13 @@ def test_the_papers_model_missing_here_is_a_clear_error_naming_model(data_root, 
         train(make_config(recipe="simcse-sup", data_root=str(data_root), out=str(tmp_path / "run"), max_steps=1,
                           eval_steps=0, progress=False))
     msg = str(e.value)
-    assert "--model bert-base-uncased: cannot load it" in msg and "\n" not in msg
+    assert msg.startswith("could not load model 'bert-base-uncased'. Tried:\n  - ")  # as embench run says it
     assert "bert-base-uncased is the model --recipe simcse-sup trains by default (the paper's)" in msg
-    assert "give --model NAME" in msg
+    assert "give --model NAME (a folder, e.g. all-MiniLM-L6-v2 offline)" in msg
+    with pytest.raises(EmbenchError) as e:  # a decoder recipe's hint names a decoder, not an encoder it would refuse
+        train(make_config(recipe="bellm", data_root=str(data_root), out=str(tmp_path / "bellm"), max_steps=1,
+                          eval_steps=0, progress=False))
+    assert "give --model NAME (a decoder LLM: a folder or a .gguf file, e.g. SmolLM2-135M-Instruct offline)" in str(e.value)
 
 
 def test_show_with_seeds_lists_each_seed_and_its_folder(tmp_path):

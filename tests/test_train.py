@@ -267,6 +267,27 @@ def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(t
 
     a, b = load_file(full.best_dir / "model.safetensors"), load_file(resumed.best_dir / "model.safetensors")
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
+    # a finished run resumed: nothing to train, and the kept checkpoint is still its last step (not step 0)
+    again = train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / "full", max_steps=6, save_steps=3, resume=True))
+    assert again.best_step == 6 and again.history == []
+
+
+@pytest.mark.slow
+def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_overwrite_clears_that_run(tiny_bert_dir, data_root, tmp_path):
+    """Else the new run's series interleaves with the old one's, and the old best/ can stand as the new run's."""
+    out = tmp_path / "run"
+    train(_small_crop_config(tiny_bert_dir, data_root, out, max_steps=4, save_every=2))
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(EmbenchError, match=r"--out .*run holds a run of crop \(4 steps\) on .*train_config.json, "
+                                           r"metrics.jsonl, best/, checkpoint-last/, checkpoints/\): continue it with --resume"):
+        train(_small_crop_config(tiny_bert_dir, data_root, out, max_steps=1))
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000002", "step-000004"]  # untouched
+    with pytest.raises(EmbenchError, match="give one of them"):
+        train(_small_crop_config(tiny_bert_dir, data_root, out, max_steps=1, resume=True, overwrite=True))
+    r = train(_small_crop_config(tiny_bert_dir, data_root, out, max_steps=1, overwrite=True))
+    assert r.best_step == 1 and r.series == [] and not (out / "checkpoints").exists()
+    assert json.loads((out / "best/embench_training.json").read_text())["step"] == 1
+    assert (out / "notes.txt").read_text() == "mine"  # only the run's own outputs are removed
 
 
 def _failing_loss(monkeypatch, at_call: int, kind: str):

@@ -31,7 +31,7 @@ from ..core.errors import EmbenchError
 from ..report import style
 from ..report.panels import alignment_uniformity as draw_alignment_uniformity
 from .base import AnalysisResult, analysis
-from .inputs import checkpoint_series, stsb, unique, write_csv
+from .inputs import checkpoint_series, checkpoint_step, stsb, unique, write_csv
 
 MAX_BLOCK_ELEMENTS = 1 << 26
 
@@ -142,7 +142,8 @@ def alignment_uniformity(refs, ctx, out, split: str = "test", text: str = "sente
     for ref in refs:
         series = checkpoint_series(ref.spec)
         points = [(c, ref.__class__(p, ref.label, dict(ref.options))) for c, p in series] if series else [("", ref)]
-        for step, (ckpt, r) in enumerate(points):
+        for i, (ckpt, r) in enumerate(points):
+            step = checkpoint_step(ckpt, i)  # a series' training step (its folder's name), else its place in it
             enc = r.encoder()
             emb = dict(zip(sentences, ctx.embed(enc, sentences), strict=True))
             a = np.stack([emb[s] for s, keep in zip(pairs.left, pos, strict=True) if keep])

@@ -207,11 +207,13 @@ def checkpoint_series(path: Any) -> list[tuple[str, Path]] | None:
     if not subs:
         return None
 
-    def step(d: Path) -> tuple[int, str]:
-        nums = re.findall(r"\d+", d.name)
-        return (int(nums[-1]) if nums else -1, d.name)
+    return [(d.name, d) for d in sorted(subs, key=lambda d: (checkpoint_step(d.name, -1), d.name))]
 
-    return [(d.name, d) for d in sorted(subs, key=step)]
+
+def checkpoint_step(name: str, default: int) -> int:
+    """The training step a checkpoint folder's name says: its last number (``step-000040``, ``checkpoint-500``)."""
+    nums = re.findall(r"\d+", name)
+    return int(nums[-1]) if nums else default
 
 
 def write_csv(frame, out: Path, stem: str) -> Path:

@@ -35,10 +35,7 @@ from ..report import style
 from .base import AnalysisResult, analysis
 from .inputs import is_normalised, write_csv
 from .labelled import LABELLED, LabelledSet, labelled_files, load_labelled
-from .option_values import check_values
-
-METRICS = ("euclidean", "cosine")
-TRANSFORMS = ("raw", "centred", "whitened")
+from .option_values import METRICS, TRANSFORMS, check_values
 
 __all__ = [
     "knn",

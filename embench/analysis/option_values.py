@@ -3,8 +3,8 @@
 An option's name fixes what it counts, the same in every analysis that has it (``limit`` is a number of
 examples everywhere, ``t`` the uniformity temperature of Wang & Isola 2020, Eq. 4 there). A value of the
 wrong type or out of range used to reach numpy (``n_pairs=-5``, ``threshold=abc``) or pass silently and
-write empty columns (``t=nan``, ``limit=0``). Options not named here (words such as ``split``, ``text``,
-``metric``) are checked by the analysis that reads them; ``dataset``/``datasets`` by
+write empty columns (``t=nan``, ``limit=0``); a misspelt ``metric`` or ``transform`` was found only after the
+encoding. Options not named here (words such as ``split``, ``text``) are checked by the analysis that reads them; ``dataset``/``datasets`` by
 :func:`embench.analysis.labelled.check_set_names`.
 """
 
@@ -35,6 +35,15 @@ def _count(least: int) -> tuple[str, Any]:
     return f"a whole number >= {least}", lambda v: _integer(v) and v >= least
 
 
+METRICS = ("euclidean", "cosine")  # kNN's distances (knn.knn_accuracy; the knn, layers and tsne analyses)
+TRANSFORMS = ("raw", "centred", "whitened")  # of the vectors before kNN, fitted on the training split (knn.fit_transform)
+
+
+def _one_of(names: tuple[str, ...]) -> tuple[str, Any]:
+    """A word from ``names``, or (an option that takes several, knn's) a list of them."""
+    return f"one of {', '.join(names)}", lambda v: all(x in names for x in (v if isinstance(v, list | tuple) else [v]))
+
+
 # option -> (what it must be, in words; the test), the value None always allowed where the default is None
 RULES: dict[str, tuple[str, Any]] = {
     "limit": _count(1),
@@ -53,6 +62,8 @@ RULES: dict[str, tuple[str, Any]] = {
     "threshold": ("a finite number", _number),
     "sigma": ("a cosine in [-1, 1]", lambda v: _number(v) and -1 <= v <= 1),
     "edges": ("increasing numbers, at least two", _increasing),
+    "metric": _one_of(METRICS),
+    "transform": _one_of(TRANSFORMS),
 }
 
 

@@ -58,10 +58,10 @@ class CorruptFileError(EmbenchError, OSError):
 class ModelLoadError(EmbenchError):
     """A model that could not be loaded; lists every way that was tried."""
 
-    def __init__(self, name: str, tried: list[str]):
+    def __init__(self, name: str, tried: list[str], note: str = ""):
         self.name, self.tried = name, tried
         lines = "\n".join(f"  - {t}" for t in tried)
-        super().__init__(f"could not load model {name!r}. Tried:\n{lines}")
+        super().__init__(f"could not load model {name!r}. Tried:\n{lines}" + (f"\n{note}" if note else ""))
 
 
 class EmbeddingError(EmbenchError, ValueError):

@@ -15,7 +15,8 @@ from .style import legend_label, ordered_palette
 
 def training_step(frame: pd.DataFrame) -> pd.Series:
     """The training step of each row: the last number of its checkpoint folder's name (``step-000040``),
-    else the ``step`` column (the analysis numbers a series' points 0, 1, 2, ...)."""
+    else the ``step`` column (which says the same since 2026-11-28; CSVs written before numbered a series' points
+    0, 1, 2, ...)."""
     if "checkpoint" in frame:
         # a CSV whose checkpoints are all empty reads as a float column of NaN: make it text before filling
         names = frame["checkpoint"].astype("string").fillna("")

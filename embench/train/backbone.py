@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..core.errors import EmbenchError
+from ..core.errors import EmbenchError, ModelLoadError
 from ..models.families import FAMILIES, Family, detect
 from ..models.gguf_cache import dequantised_gguf, gguf_file_of
 from ..models.layer_stack import transformer_layers
@@ -42,7 +42,7 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
     if folder is None and cfg.revision is not None:  # the hub's copy at that revision, never another one
         folder = from_hub(hub_id, tried, cfg.revision)
         if folder is None:
-            raise EmbenchError(f"--model {cfg.model} --revision {cfg.revision}: cannot load it; tried {tried}")
+            raise ModelLoadError(cfg.model, tried, f"(--revision {cfg.revision})")
     source = str(folder) if folder is not None else hub_id
     st = sentence_transformers_config(folder) if folder is not None else None
     hf = str(st["transformer_path"]) if st else source
@@ -58,8 +58,8 @@ def load_backbone(cfg: TrainConfig, device: str, *, mlm: bool = False) -> Backbo
         config = AutoConfig.from_pretrained(hf, **extra, **cfg.model_config)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise EmbenchError(f"--model {cfg.model}: cannot load it ({type(e).__name__}: {first}); tried {tried}"
-                           + default_model_note(cfg.recipe, cfg.model)) from None
+        raise ModelLoadError(cfg.model, [*tried, f"transformers from {hf}: {type(e).__name__}: {first}"],
+                             default_model_note(cfg.recipe, cfg.model)) from None
     family = FAMILIES.get(cfg.family) if cfg.family else detect(config, folder, gguf, st_folder=bool(st))
     # within the model's positions, before any weight is read: beyond them a long text failed mid-step with a traceback
     for option in ("max_length", "eval_max_length", "export_max_length"):

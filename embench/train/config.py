@@ -19,6 +19,7 @@ from ..core.errors import EmbenchError
 from ..core.paths import not_there
 
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "fp16-mixed", "bf16")
+OPTIMIZERS = ("adamw", "adam")  # torch.optim.AdamW, torch.optim.Adam (schedule.make_optimizer)
 
 
 @dataclass
@@ -84,6 +85,7 @@ class TrainConfig:
     save_steps: int | None = None  # resume checkpoints (default: eval_steps, else 500)
     log_steps: int = 10
     resume: bool = False
+    overwrite: bool = False  # a run already in --out: its outputs removed first (else refused: previous_run.py)
     progress: bool = True
     tensorboard: bool = False
     method_options: Any = field(default_factory=dict)  # the method's own options (a dataclass once resolved)

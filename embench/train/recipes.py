@@ -74,9 +74,13 @@ def default_model_note(recipe: str | None, model: str | None) -> str:
     a run without --model that cannot find the paper's model says which option chooses another."""
     if not recipe or model is None or RECIPES.get(recipe).model != model:
         return ""
-    return (f"; {model} is the model --recipe {recipe} trains by default (the paper's), and it is not available here: "
-            "give --model NAME (a folder, e.g. all-MiniLM-L6-v2 offline) or make it reachable (the hub, or a copy "
-            "in $EMBENCH_MODELS)")
+    from .methods import METHODS
+
+    method = RECIPES.get(recipe).values.get("method")
+    other = ("a decoder LLM: a folder or a .gguf file, e.g. SmolLM2-135M-Instruct offline" if method is not None
+             and getattr(METHODS.get(method), "trains_decoders", False) else "a folder, e.g. all-MiniLM-L6-v2 offline")
+    return (f"{model} is the model --recipe {recipe} trains by default (the paper's), and it is not available here: "
+            f"give --model NAME ({other}) or make it reachable (the hub, or a copy in $EMBENCH_MODELS)")
 
 
 # One module per paper; each is imported on first use (``embench train --help`` and the name checks import none).

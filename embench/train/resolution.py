@@ -8,12 +8,13 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 from ..core.length_cuts import FLOOR_SHARE
 from ..core.registry import nearest
 from ..models.families import FAMILIES, check_prompt
 from ..models.pooling import POOLERS
-from .config import PRECISIONS, TrainConfig, option_flag
+from .config import OPTIMIZERS, PRECISIONS, TrainConfig, option_flag
 from .kbit import check_kbit
 from .methods import METHODS
 from .metrics_log import TENSORBOARD_MISSING
@@ -44,6 +45,10 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.warmup_of not in ("run", "epoch"):
         raise EmbenchError(f"--warmup-of must be run or epoch, got {cfg.warmup_of!r}")
+    if cfg.optimizer not in OPTIMIZERS:  # said by --show and before loading, not when the optimiser is made
+        raise EmbenchError(f"--set optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
+    if cfg.resume and cfg.overwrite:
+        raise EmbenchError("--resume continues the run in --out, --overwrite removes it: give one of them")
     if cfg.lr_schedule not in ("linear", "constant"):
         raise EmbenchError(f"--set lr_schedule must be linear or constant, got {cfg.lr_schedule!r}")
     check_kbit(cfg.load_kbit, cfg.lora_r, cfg.from_scratch, cfg.precision)
@@ -65,7 +70,7 @@ NUMBERS = {
     "freeze_layers": (0, None, True), "max_steps": (1, None, True), "max_examples": (1, None, True),
     "eval_steps": (0, None, True), "save_steps": (1, None, True), "save_every": (0, None, True),
     "eval_batch_size": (1, None, True), "eval_max_length": (1, None, True),
-    "export_max_length": (1, None, True), "warmup_steps": (0, None, True),
+    "export_max_length": (1, None, True), "warmup_steps": (0, None, True), "seed": (0, SEED_MAX, True),
 }
 
 
@@ -107,4 +112,7 @@ def _options(method: Any, given: Any) -> Any:
             did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
             raise EmbenchError(f"method {method.__name__}: unknown option {name!r}.{did}")
     _check_types(method.Options, raw, "--set ")
+    for name, value in raw.items():  # NaN passes every bound a method checks (nan <= 0 is false); inf trains nothing
+        if isinstance(value, float) and not math.isfinite(value):
+            raise EmbenchError(f"method {method.__name__}: option {name} must be a finite number, got {value!r}")
     return method.Options(**raw)

@@ -62,7 +62,9 @@ def resume_state(trainer: Any) -> None:
     take_new_optimiser_options(trainer.optimizer, trainer.scheduler, trainer.cfg, state.get("config", {}))
     checkpoints.set_rng_state(state["rng"])
     trainer.start, trainer.best_score = state["step"], state.get("best_score")
-    trainer.best_step, trainer.initial = state.get("best_step", 0), state.get("initial_score")
+    # without evaluation the kept checkpoint is the last step: a finished run resumed keeps saying so
+    trainer.best_step = state.get("best_step", 0) if trainer.cfg.eval_steps else trainer.start
+    trainer.initial = state.get("initial_score")
     if trainer.start > trainer.total:
         raise EmbenchError(f"--resume: the checkpoint is at step {trainer.start}, beyond this run's {trainer.total} steps")
     if trainer.dist.is_main and trainer.metrics_path.is_file():

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from ..core.errors import EmbenchError
 from .config import TrainConfig
 
 
 def make_optimizer(params: list[torch.nn.Parameter], cfg: TrainConfig) -> torch.optim.Optimizer:
     """Adam or AdamW with the fused kernel where torch has it (CUDA, recent CPU builds), else foreach."""
-    kinds = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
-    if cfg.optimizer not in kinds:
-        raise EmbenchError(f"--optimizer must be one of {', '.join(kinds)}, got {cfg.optimizer!r}")
-    cls = kinds[cfg.optimizer]
+    cls = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[cfg.optimizer]  # config.OPTIMIZERS, checked by resolve
     try:
         return cls(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
     except (RuntimeError, TypeError, ValueError):

@@ -22,6 +22,7 @@ from ..evaluation.seed_groups import SEED_GROUP_FILE, read_seed_group, write_see
 from . import checkpoints
 from .config import TrainConfig
 from .footprint import drop_resume_state, folder_parts
+from .previous_run import clear_or_refuse
 from .trainer import Trainer, TrainResult
 
 try:
@@ -62,9 +63,11 @@ def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
         log.info("seed %d is already trained (%s); kept", seed, done[seed])
         return None, done[seed]
     member = seed_folders(out, [seed])[seed]
-    # --resume continues the seed that was interrupted; seeds never started begin afresh
+    # --resume continues the seed that was interrupted; a seed never started, or stopped before its first resume
+    # checkpoint, begins afresh (what it left is cleared: previous_run.py)
     resume = bool(cfg.resume) and (member / checkpoints.RESUME_DIR / "state.pt").is_file()
-    result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume)).fit()
+    overwrite = (cfg.overwrite or cfg.resume) and not resume
+    result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume, overwrite=overwrite)).fit()
     if result.footprint is not None:  # the main process (the others measure nothing)
         # a finished seed is never resumed (it is skipped above): its resume state, the weights and the
         # optimiser's moments (3x the model), would only double or treble every seed folder
@@ -78,6 +81,8 @@ def train_seeds(cfg: TrainConfig, seeds: Sequence[int],
                 on_seed: Callable[[int, TrainResult | None, Path], None] | None = None) -> dict[int, Path]:
     """Train ``cfg`` once per seed into ``cfg.out/seed-<s>``, one after another; returns seed -> kept model folder."""
     members: dict[int, Path] = {}
+    if cfg.overwrite:  # every seed again, none kept
+        clear_or_refuse(Path(cfg.out), cfg)
     for seed in seeds:
         result, members[seed] = train_seed(cfg, seed)  # the group is written after every seed: a stop keeps them
         if on_seed:
@@ -118,6 +123,8 @@ def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
     from ..grid.slurm import SlurmSettings, make_executor, map_array
 
     out = Path(cfg.out)
+    if cfg.overwrite:  # every seed again, none kept
+        clear_or_refuse(out, cfg)
     out.mkdir(parents=True, exist_ok=True)
     done = finished_seeds(out)
     todo = [s for s in seeds if s not in done]

@@ -42,6 +42,7 @@ from .metrics_log import MetricsLog
 from .mixed_precision import eval_dtype, grad_scaler, precision_context, resolve_precision
 from .module import unpadded_passes
 from .out_lock import OutputLock
+from .previous_run import clear_or_refuse
 from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
@@ -92,7 +93,7 @@ class Trainer:
         self.metrics = MetricsLog()  # metrics.jsonl and tensorboard, open while fit() runs
         self.history: list[dict[str, Any]] = self.metrics.history
         self.best_score: float | None = None
-        self.best_step, self.initial, self.start = 0, None, 0
+        self.best_step, self.initial, self.start, self.out_checked = 0, None, 0, False  # out_checked: previous_run.py, once
         self.selection: Selection | None = None
         self.step_fit = StepFit.as_set(cfg)  # how a step runs; setup() may split it more
 
@@ -110,6 +111,7 @@ class Trainer:
                                        dtype=eval_dtype(self.precision))
             self.selection = choose(cfg.select_on, self.evaluator.metrics, self.evaluator.directions)
         _seed(cfg.seed + dist.rank)
+        self.out_checked = self.out_checked or clear_or_refuse(self.out, cfg, clear=dist.is_main)  # another run's there?
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
         self.data_fingerprint = data_fingerprint(self.examples)  # another file, --max-examples or an edit: another run

@@ -80,6 +80,7 @@ def train(
     auto_fit: Annotated[bool | None, Opt("--auto-fit/--no-auto-fit", help="A step that would not fit in memory runs as one pass in length buckets with gradient checkpointing where that fits, else is split into more micro-batches (GradCache: the same update), then checkpointing is turned on too; embench says what it chose (default: on).")] = None,
     compile_: Annotated[bool | None, Opt("--compile/--no-compile", help="torch.compile the encoder.")] = None,
     resume: Annotated[bool | None, Opt("--resume", help="Continue from OUT/checkpoint-last.")] = None,
+    overwrite: Annotated[bool | None, Opt("--overwrite", help="OUT holds another run: remove its outputs (best/, checkpoints, metrics) and start again (else refused).")] = None,
     tensorboard: Annotated[bool | None, Opt("--tensorboard", help="Also log to OUT/tensorboard.")] = None,
     set_: Annotated[list[str] | None, Opt("--set", help="Any training or method option as key=value (JSON values); repeatable.")] = None,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bar.")] = False,

@@ -88,6 +88,7 @@ class Method(ABC):
     # True where a LoRA run's checkpoint is the adapter alone (never merged into the base): its frozen base
     # weights may then be held in the autocast dtype (train/frozen_weights.py)
     exports_adapter_alone: ClassVar[bool] = False
+    trains_decoders: ClassVar[bool] = False  # its --model must be a decoder LLM (a load error's hint says so)
 
     def __init__(self, config: TrainConfig):
         self.config = config

@@ -95,6 +95,7 @@ def pair_ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, hard: torc
 
 class BeLLM(ContrastiveMethod):
     description = "BeLLM: decoder LLM, bidirectional last layer(s), representative-word prompt, LoRA, NLI contrastive"
+    trains_decoders = True
     data_kind = "triplets"
     Options = BeLLMOptions
     exports_adapter_alone = True  # export() saves the LoRA adapter and names the base
