@@ -54,7 +54,7 @@ def run(recipe: str, setting: tuple[int, int], args, tmp: Path) -> dict:
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     cfg = make_config(recipe=recipe, model=args.model, max_steps=args.warmup + args.steps, eval_steps=0,
-                      save_steps=10**9, log_steps=1, progress=False, device=args.device,
+                      save_steps=10**9, log_steps=1, progress=False, device=args.device, overwrite=True,
                       out=str(tmp / f"{recipe}-{bucket_tokens}-{floor}"), bucket_tokens=bucket_tokens,
                       bucket_min_tokens=floor, **({"data_root": args.data} if args.data else {}))
     start = time.perf_counter()

@@ -150,7 +150,7 @@ def run_recipe(label: str, name: str, shape: str, folders: Folders, args, rate: 
         over, said = overrides(name, shape, folders, args)
         row.update(said)
         cfg = make_config(recipe=name, **over, max_steps=warmup + steps, eval_steps=0, save_steps=10**9, save_every=0,
-                          log_steps=1, progress=False, device=args.device, data_root=args.data, out=str(out))
+                          log_steps=1, progress=False, device=args.device, data_root=args.data, out=str(out), overwrite=True)
         row.update(batch_size=cfg.batch_size, max_length=cfg.max_length, lora_r=cfg.lora_r, load_kbit=cfg.load_kbit,
                    epochs=cfg.epochs, data=cfg.data)
         profiled = args.profile and label in args.profile

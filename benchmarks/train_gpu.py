@@ -39,7 +39,7 @@ def throughput(args, name: str, extra: dict, tmp: Path, model: str | None = None
     cfg = make_config(method="unsup-simcse", model=model or args.model, data=["corpora"], data_root=args.data,
                       out=str(tmp / name), mlp="none", pooling=None if model else "mean", batch_size=batch_size or args.batch_size,
                       max_length=max_length or args.max_length, lr=extra.pop("lr", 3e-5), max_steps=args.warmup + args.steps,
-                      log_steps=1, eval_steps=0, save_steps=10**9, progress=False, device="cuda", **extra)
+                      log_steps=1, eval_steps=0, save_steps=10**9, progress=False, device="cuda", overwrite=True, **extra)
     start = time.perf_counter()
     result = train(cfg)
     hist = [h for h in result.history if "steps_per_s" in h][args.warmup:]

@@ -89,7 +89,9 @@ def evaluate(
     files (YAML or TOML: a user's own data as a task, ``embench/tasks/task_file``); their tasks run unless
     ``tasks`` names others.
     """
-    tasks, task_files = evaluate_arguments(suite, tasks, task_files, batch_size, on_task)  # before anything loads
+    tasks, task_files = evaluate_arguments(suite, tasks, task_files, batch_size, on_task,  # before anything loads
+                                           {"data": data, "results_dir": results_dir, "cache_dir": cache_dir},
+                                           {"use_cache": use_cache, "overwrite": overwrite, "save": save, "progress": progress})
     tasks = with_task_files(task_files, tasks)
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
     if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:

@@ -32,11 +32,14 @@ class Random:
     ({"batch_size": 2.5}, r"batch_size must be a whole number, not float 2.5"),
     ({"on_task": 5}, r"on_task must be a function \(or None\), not int 5"),
     ({"ci": 95, "ci_seed": -1}, r"--ci-seed -1: a whole number from 0 to 4294967295"),
+    ({"overwrite": "no"}, r"overwrite must be True or False, not str 'no'"),  # a truthy string: it recomputed
+    ({"progress": "no"}, r"progress must be True or False, not str 'no'"),
+    ({"data": 5}, r"data must be a folder \(a path\), not int 5"),  # failed inside pathlib, unnamed
 ])
 def test_evaluate_refuses_a_bad_argument_before_encoding(data_root, tmp_path, kwargs, message):
-    suite = kwargs.pop("suite", None)
+    suite, data = kwargs.pop("suite", None), kwargs.pop("data", data_root)
     with pytest.raises(EmbenchError, match=message):
-        embench.evaluate(NeverEncodes(), suite, data=data_root, results_dir=tmp_path, use_cache=False, **kwargs)
+        embench.evaluate(NeverEncodes(), suite, data=data, results_dir=tmp_path, use_cache=False, **kwargs)
 
 
 def test_one_task_name_as_a_string_is_that_task(data_root, tmp_path):
@@ -55,6 +58,8 @@ def test_one_task_name_as_a_string_is_that_task(data_root, tmp_path):
     ({"layer": 1.5}, r"--layer must be a whole number, not float 1.5"),
     ({"max_length": "64"}, r"--max-length must be a whole number, not str '64'"),
     ({"name_or_path": " "}, r"the model name is empty: give a name, an alias or a folder"),
+    ({"normalize": "no"}, r"normalize must be True or False, not str 'no'"),  # it normalised, and recorded "no"
+    ({"compile": 1}, r"compile must be True or False, not int 1"),
 ])
 def test_load_model_refuses_a_count_that_is_no_whole_number_or_an_empty_name(kwargs, message):
     with pytest.raises(EmbenchError, match=message):
@@ -169,3 +174,38 @@ def test_statistics_helpers_refuse_values_outside_their_domain():
         paired_permutation_test(a, a, Metric(), 0)
     with pytest.raises(EmbenchError, match="needs the baseline's score"):
         seed_t_test([0.5, 0.6], [])
+
+
+def test_one_text_is_a_batch_of_one_and_labels_are_a_sequence(tiny_bert_dir):
+    """``encode_batch("hello")`` encoded five letters; ``knn_accuracy(x, "ab...")`` failed in len()."""
+    from embench.analysis.knn import knn_accuracy
+
+    enc = embench.load_model(tiny_bert_dir, device="cpu")
+    one = enc.encode_batch("a man plays a guitar")
+    assert one.shape == (1, enc.encode(["x"]).shape[1])
+    assert np.allclose(one, enc.encode_batch(["a man plays a guitar"]), atol=1e-6)
+    with pytest.raises(EmbenchError, match=r"kNN needs a sequence of labels, one per row of X; got labels of shape \(\)"):
+        knn_accuracy(np.zeros((10, 3)), "abcdefghij")
+
+
+def test_load_labelled_takes_one_split_as_a_string(data_root):
+    from embench.analysis.labelled import load_labelled
+
+    one = load_labelled("banking77", data_root, splits="test")  # was: has no split(s) ['t', 'e', 's', 't']
+    assert len(one.texts) == len(load_labelled("banking77", data_root, splits=["test"]).texts) > 0
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"reported": {"STS12": "abc"}}, r"reported: 'abc' \(for STS12\) is not a finite number"),
+    ({"reported": {"STS1": 70.0}}, r"STS1"),
+    ({"sample": 2.5}, r"sample must be a whole number of at least 1, not float 2.5"),
+    ({"sample": 0}, r"sample must be a whole number of at least 1, not 0"),  # re-encoded nothing, reported no change
+    ({"tolerance": -1}, r"tolerance must be a finite number of at least 0"),
+    ({"truncate_dim": "64"}, r"--truncate-dim '64': a truncation is a number of dimensions"),  # was dims 6 and 4
+    ({"quantize": "int4"}, r"--quantize 'int4' is not a precision"),
+])
+def test_audit_refuses_a_bad_argument_before_the_model_loads(kwargs, message):
+    from embench.audit.protocol import audit
+
+    with pytest.raises(EmbenchError, match=message):
+        audit("no-such-model-is-loaded", knobs=["truncate-dim"], tasks="STS12", **kwargs)

@@ -158,7 +158,7 @@ def test_audit_varies_dimension_and_precision_and_draws_score_against_dimension(
                             "--figures", str(tmp_path / "fig"), "-f", "csv"])
     assert r.exit_code == 0, r.output
     assert "truncate_dim=16" in r.stdout and "quantize=uint8" in r.stdout
-    assert "dim,float32,int8,uint8" in r.stdout  # the grid: a row per dimension, a column per precision
+    assert "dim,as encoded,int8,uint8" in r.stdout  # the grid: a row per dimension, a column per precision
     figure = tmp_path / "fig" / f"{tiny_bert_dir.name}-score_by_dimension.png"
     assert figure.stat().st_size > 10_000 and figure.with_suffix(".pdf").is_file()
 

@@ -115,6 +115,9 @@ def knn_accuracy(
     check_values("knn", {}, {"k": k, "test_size": test_size, "seed": seed}, where="knn_accuracy")  # before sklearn's words
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
+    if y.ndim != 1:  # a string of labels is one label, not n of them
+        raise EmbenchError(f"kNN needs a sequence of labels, one per row of X; got labels of shape {y.shape} "
+                           "(a string is one label)")
     if X.ndim != 2 or len(X) != len(y):
         raise EmbenchError(f"kNN needs an n x d matrix and n labels; got X {X.shape} and {len(y)} labels")
     if not np.isfinite(X).all():

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.arguments import name_list
 from ..core.errors import EmbenchError, MalformedDataError, MissingDataError
 from ..core.plugins import instance_of
 from ..core.registry import Registry
@@ -102,7 +103,7 @@ def load_labelled(
     spec = LABELLED.get(name)
     check_values(name, {"limit": None}, {"limit": limit, "seed": seed}, where="load_labelled")  # limit=-5: random's error
     root = root if isinstance(root, DataRoot) else DataRoot.resolve(root)
-    wanted = labelled_files(spec.name, root, splits)
+    wanted = labelled_files(spec.name, root, name_list(splits, "splits"))  # "test" is one split, not four letters
     found, missing = [], []
     for p in wanted:
         try:

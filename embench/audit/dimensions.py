@@ -18,12 +18,15 @@ import pandas as pd
 from ..api import evaluate
 from ..core.errors import EmbenchError, UndefinedScoreError
 from ..encoding.quantize import PRECISIONS
+from ..encoding.vector_axes import axis_values
 from ..evaluation.evaluation_view import Evaluation
 from .knobs import Variant
 
 VECTOR_KNOBS = ("truncate_dim", "quantize")
-GRID_PRECISIONS = tuple(p for p in PRECISIONS if p != "float32")  # float32: the vectors as encoded, the grid's first line
-AS_ENCODED = "float32"  # the line of unquantised vectors (cosine: the same scores as sentence-transformers' float32)
+# float32 (the vectors normalised, no rounding) scores within 1e-4 of the vectors as encoded, the grid's first line:
+# a line of its own only when asked for (--quantize float32), which it then is, as embench run scores it
+GRID_PRECISIONS = tuple(p for p in PRECISIONS if p != "float32")
+AS_ENCODED = "as encoded"  # the line of unquantised vectors, full length and precision
 
 
 def matryoshka_dims(full: int, n: int = 5, smallest: int = 8) -> list[int]:
@@ -43,15 +46,17 @@ def vector_variants(knobs: Sequence[str], dims: Sequence[int], precisions: Seque
     return out + ([Variant(f"quantize={q}", {"quantize": q}) for q in precisions] if "quantize" in knobs else [])
 
 
-def sweep(full: int | None, truncate_dim: Sequence[int] | None, quantize: Sequence[str] | None) -> tuple[list[int], list[str]]:
-    """The dimensions (those given, else :func:`matryoshka_dims`) and precisions (those given, else every
-    quantised one) the knobs and the grid cover; a dimension past the vectors' length is an error naming it."""
-    dims = [int(d) for d in truncate_dim] if truncate_dim else matryoshka_dims(full or 0)
+def sweep(full: int | None, truncate_dim: int | Sequence[int] | None,
+          quantize: str | Sequence[str] | None) -> tuple[list[int], list[str]]:
+    """The dimensions (those given, one or several, else :func:`matryoshka_dims`) and precisions (those given, else
+    every quantised one) the knobs and the grid cover; a dimension past the vectors' length is an error naming it."""
+    given_dims, given_precisions = axis_values(truncate_dim, quantize)  # checked as evaluate() checks them
+    dims = [d for d in given_dims if d is not None] or matryoshka_dims(full or 0)
     for d in dims:
-        if d <= 0 or (full is not None and d > full):
+        if full is not None and d > full:
             raise EmbenchError(f"--truncate-dim {d}: the audited vectors have {full} dimensions; choose 1 to {full}")
-    precisions = [str(getattr(q, "value", q)) for q in quantize] if quantize else list(GRID_PRECISIONS)
-    return [d for d in dict.fromkeys(dims) if d != full], [q for q in dict.fromkeys(precisions) if q != AS_ENCODED]
+    precisions = [str(q) for q in given_precisions if q is not None] or list(GRID_PRECISIONS)
+    return [d for d in dict.fromkeys(dims) if d != full], list(dict.fromkeys(precisions))
 
 
 def undefined_as_empty(v: Variant, run: Callable[[], Any]) -> Any:

@@ -30,6 +30,7 @@ from ..models.loader import load_model
 from ..models.precision import native_precision
 from ..report.json_records import frame_records, plain
 from ..tasks import TASKS
+from .audit_arguments import check_audit_arguments, checked_reported
 from .dimensions import VECTOR_KNOBS, dimension_grid, sweep, undefined_as_empty, vector_variants
 from .knobs import KNOBS, Variant, knob_name, variants
 from .passes import (
@@ -64,8 +65,9 @@ class AuditResult:
     dimensions: pd.DataFrame | None = None  # (precision, dim) -> every task's score and Avg. (audit/dimensions.py)
 
 
-def _task_list(tasks: list[str] | None) -> list[str]:
-    return [TASKS.canonical(t) for t in tasks] if tasks else list(SUITES.get("sts-all").tasks)
+def _task_list(tasks: str | list[str] | None) -> list[str]:
+    """The tasks audited (one name or several; default sts-all's)."""
+    return [TASKS.canonical(t) for t in name_list(tasks, "tasks")] if tasks else list(SUITES.get("sts-all").tasks)
 
 
 def _evaluate_variant(model: str | Any, v: Variant, tasks: list[str], common: dict[str, Any],
@@ -147,7 +149,8 @@ def audit(
     # (Over 60 lines with its signature and docstring; the body is the audit's order of work.)
     say = on_step or (lambda _msg: None)
     knobs = [knob_name(k) for k in name_list(knobs, "knobs")] if knobs else list(KNOBS)  # as the options spell them too
-    task_names = _task_list(tasks)
+    task_names, reported = _task_list(tasks), checked_reported(reported)
+    check_audit_arguments(tolerance, sample, sample_seed, truncate_dim, quantize)
     devices = several_devices(device)  # cuda:0,cuda:1 or all: every full pass is split over one process per device
     load_opts = {k: v for k, v in (("device", devices[0] if devices else device), ("prompt", prompt), ("dtype", dtype),
                                    ("prompt_name", prompt_name), ("revision", revision),

@@ -54,3 +54,18 @@ def callback(value: Any, what: str) -> Any:
 def is_seed(value: Any) -> bool:
     """Whether ``value`` is a seed numpy and torch take: a whole number from 0 to 2**32 - 1 (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= SEED_MAX
+
+
+def truth(value: Any, what: str) -> Any:
+    """``value`` when it is True, False or None: a string such as ``"no"`` would count as true (``normalize="no"``
+    normalised the vectors and wrote "no" into the record's settings)."""
+    if value is not None and not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy's bool too
+        raise EmbenchError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
+    return value
+
+
+def folder_argument(value: Any, what: str) -> Any:
+    """``value`` when it is a path (a string or a PathLike) or None: a number failed inside pathlib, unnamed."""
+    if value is not None and not isinstance(value, str | PathLike):
+        raise EmbenchError(f"{what} must be a folder (a path), not {type(value).__name__} {value!r}")
+    return value

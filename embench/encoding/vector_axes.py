@@ -132,17 +132,25 @@ def _listed(x: Any) -> list[Any]:
     return [] if x is None else [_plain(v) for v in x] if isinstance(x, (list, tuple)) else [_plain(x)]
 
 
-def vector_axes(truncate_dim: int | Sequence[int] | None = None, quantize: str | Sequence[str] | None = None) -> list[VectorAxis]:
-    """Every (dimension, precision) asked for, in order, each once: ``truncate_dim`` and ``quantize`` are one value or
-    several (the command line's repeated ``--truncate-dim`` / ``--quantize``); none gives the vectors as they are."""
-    dims, precisions = _listed(truncate_dim), _listed(quantize)  # None in a list: the vectors' own (the audit's grid)
+def axis_values(truncate_dim: int | Sequence[int] | None = None,
+                quantize: str | Sequence[str] | None = None) -> tuple[list[int | None], list[str | None]]:
+    """The dimensions and precisions asked for, each one value or several (the command line's repeated
+    ``--truncate-dim`` / ``--quantize``), checked; None in a list is the vectors' own (the audit's grid)."""
+    dims, precisions = _listed(truncate_dim), _listed(quantize)
     for d in dims:
         if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d <= 0):
             raise EmbenchError(f"--truncate-dim {d!r}: a truncation is a number of dimensions, 1 or more")
     for q in precisions:
         if q is not None:
             check_precision(q)
-    pairs = itertools.product([None if d is None else int(d) for d in dims] or [None], precisions or [None])
+    return [None if d is None else int(d) for d in dims], precisions
+
+
+def vector_axes(truncate_dim: int | Sequence[int] | None = None, quantize: str | Sequence[str] | None = None) -> list[VectorAxis]:
+    """Every (dimension, precision) asked for (:func:`axis_values`), in order, each once; none gives the vectors as
+    they are."""
+    dims, precisions = axis_values(truncate_dim, quantize)
+    pairs = itertools.product(dims or [None], precisions or [None])
     return [VectorAxis(d, q) for d, q in dict.fromkeys(pairs)]
 
 

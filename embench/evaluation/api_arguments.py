@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.arguments import callback, name_list, whole_number
+from ..core.arguments import callback, folder_argument, name_list, truth, whole_number
 from ..core.errors import EmbenchError
 
 
-def evaluate_arguments(suite: Any, tasks: Any, task_files: Any, batch_size: Any, on_task: Any) -> tuple[list[str] | None, list[str] | None]:
+def evaluate_arguments(suite: Any, tasks: Any, task_files: Any, batch_size: Any, on_task: Any,
+                       folders: dict[str, Any] | None = None,
+                       flags: dict[str, Any] | None = None) -> tuple[list[str] | None, list[str] | None]:
     """``tasks`` and ``task_files`` as lists (one name is a list of one); a suite that is no name, an empty list of
-    tasks, a batch size that is no whole number or a callback that cannot be called is an error naming it."""
+    tasks, a batch size that is no whole number, a callback that cannot be called, a folder that is no path or a
+    switch that is not True or False is an error naming it."""
+    for what, value in (folders or {}).items():
+        folder_argument(value, what)
+    for what, value in (flags or {}).items():
+        truth(value, what)
     if suite is not None and not isinstance(suite, str):
         hint = "; give a list of tasks as tasks=[...]" if isinstance(suite, list | tuple) else ""
         raise EmbenchError(f"suite must be a suite name such as 'sts-all', not {type(suite).__name__} {suite!r}{hint}")

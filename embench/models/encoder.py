@@ -212,8 +212,8 @@ class HFEncoder(SentenceEncode):
             return self.model(**model_inputs(self.model, enc, self.device), output_hidden_states=all_layers, return_dict=True,
                               **no_kv_cache(self.config), **kwargs)
 
-    def encode_batch(self, texts: list[str]) -> np.ndarray:
-        return self.encode_views(texts, [self])[0]
+    def encode_batch(self, texts: list[str]) -> np.ndarray:  # (n, dim); one text (a str) is a batch of one, not of letters
+        return self.encode_views([texts] if isinstance(texts, str) else texts, [self])[0]
 
     @torch.inference_mode()
     def encode_views(self, texts: list[str], views: Sequence[HFEncoder],

@@ -115,6 +115,7 @@ class EnsembleEncoder(SentenceEncode):
         return np.max(np.stack([m.token_lengths(texts) for m in self.members]), axis=0)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
+        texts = [texts] if isinstance(texts, str) else texts  # one text is a batch of one, not of its letters
         vecs = [np.asarray(f(texts), dtype=np.float32) for f in self.embed_member]
         dims = {v.shape[1] for v in vecs}
         if len(dims) > 1:

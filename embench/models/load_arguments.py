@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.arguments import whole_number
+from ..core.arguments import truth, whole_number
 from ..core.errors import EmbenchError
 from .max_length import check_max_length
 
 
-def check_given(name_or_path: Any, max_length: Any, layer: Any) -> None:
+def check_given(name_or_path: Any, max_length: Any, layer: Any, **flags: Any) -> None:
     """Before anything loads: a name that is not empty (it was read as the current folder: "Unrecognized model in ."),
     --max-length a whole number of at least 1 (the model's positions once its config is read), --layer a whole number
     (negative counts from the last layer; its range once the model's layers are known). A text or a fraction from the
@@ -19,3 +19,5 @@ def check_given(name_or_path: Any, max_length: Any, layer: Any) -> None:
         raise EmbenchError("the model name is empty: give a name, an alias or a folder")
     check_max_length(max_length, None)
     whole_number(layer, "--layer", least=None)
+    for what, value in flags.items():  # normalize, compile, ...: True or False, not a truthy string
+        truth(value, what)

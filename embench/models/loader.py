@@ -118,7 +118,8 @@ def load_model(
     up to rounding: :mod:`.unpadded_batch`). ``revision``: a hub commit, branch or tag (default: a known
     model's pinned one, :mod:`.catalogue`); ``prompt_name``: one of the model's prompts (default: its own, :mod:`.prompts`).
     """
-    check_given(name_or_path, max_length, layer)  # (the body checks options, then builds the encoder: over 60 lines)
+    check_given(name_or_path, max_length, layer, normalize=normalize, trust_remote_code=trust_remote_code, compile=compile,
+                cuda_graphs=cuda_graphs, unpadded=unpadded)  # (the body checks options, then builds the encoder: over 60 lines)
     # what another process needs to load the same encoder on its own device (several devices: models/devices.py)
     spec = None if isinstance(name_or_path, torch.nn.Module) or tokenizer is not None or fingerprint is not None else (
         str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(

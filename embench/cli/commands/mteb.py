@@ -24,6 +24,19 @@ def _blocks_table(records, fmt: str) -> str:
     return render(frame, fmt, title="MTEB block averages (mean of task-type means; cropping paper, Table 1)")
 
 
+def _scores_and_blocks(records, fmt: str) -> str:
+    """The scores, then the block averages: two tables for a reader; for a program one JSON object (the block
+    averages under ``block_averages``), or with csv the scores alone (``embench mteb blocks -f csv`` has the rest)."""
+    import json
+
+    from ...evaluation.evaluation_view import Evaluation
+
+    scores = Evaluation(records=records).render(fmt)
+    if fmt == "json":
+        return json.dumps({**json.loads(scores), "block_averages": json.loads(_blocks_table(records, "json"))}, indent=2)
+    return scores if fmt == "csv" else scores.rstrip("\n") + "\n" + _blocks_table(records, fmt)
+
+
 def _notes(records) -> str:
     lines = []
     for r in records:
@@ -60,7 +73,7 @@ def run(
     from ...tasks.names import check_names
 
     check_names(suite=suite, pooling=opts["pooling"])  # before the model stack loads (mteb's task names need mteb itself)
-    from ...api import Evaluation, evaluate
+    from ...api import evaluate
     from ...tasks.mteb.adapter import export_records
 
     if suite is None and not task:
@@ -76,10 +89,12 @@ def run(
         ev = evaluate(name, suite, tasks=task, overwrite=overwrite, progress=not quiet, on_task=on_task,
                       **(protocol or {}), seed=seed, **opts.api())
         records += ev.records
-    emit(Evaluation(records=records).render(value(fmt)))
-    emit(_blocks_table(records, value(fmt)))
+    fmt_ = value(fmt)
+    emit(_scores_and_blocks(records, fmt_))
     notes = _notes(records)
-    if notes:
+    if notes and fmt_ in ("json", "csv"):  # stdout is then one document a program reads
+        typer.echo(notes, err=True)
+    elif notes:
         emit(notes)
     if mteb_output is not None:
         written = export_records(records, mteb_output)

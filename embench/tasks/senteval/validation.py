@@ -18,7 +18,7 @@ def _train_many(what: str, *args) -> list:
     try:
         return train_many(*args)
     except EmbenchError as e:
-        raise type(e)(f"{what}: {e}") from None
+        raise EmbenchError(f"{what}: {e}") from None
 
 
 def _senteval_pct(x: float) -> float:

@@ -1,0 +1,40 @@
+"""What :func:`embench.audit.protocol.audit` is given, checked before any model loads, as ``embench audit``'s options
+are (a Python caller passes what the CLI's parser would refuse: ``reported={"STS12": "abc"}`` failed in a subtraction
+after every variant was scored, ``sample=2.5`` inside numpy, and ``sample=0`` re-encoded nothing and then reported
+no change at every batch size)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..core.arguments import is_seed, whole_number
+from ..core.defaults import SEED_MAX
+from ..core.errors import EmbenchError
+from ..encoding.vector_axes import axis_values
+from ..tasks import TASKS
+
+
+def checked_reported(reported: Any) -> dict[str, float] | None:
+    """``reported`` (task -> published number, x100) with canonical task names and float values."""
+    if reported is None:
+        return None
+    if not isinstance(reported, dict):
+        raise EmbenchError(f"reported must be a mapping of task names to published numbers, not {type(reported).__name__}")
+    out: dict[str, float] = {}
+    for name, value in reported.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise EmbenchError(f"reported: {value!r} (for {name}) is not a finite number")
+        out[TASKS.canonical(str(name))] = float(value)
+    return out
+
+
+def check_audit_arguments(tolerance: Any, sample: Any, sample_seed: Any, truncate_dim: Any, quantize: Any) -> None:
+    """The audit's numbers within the ranges its command line takes, and its dimensions and precisions as
+    :func:`embench.evaluate` takes them (one value or several)."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not math.isfinite(tolerance) or tolerance < 0:
+        raise EmbenchError(f"tolerance must be a finite number of at least 0 (x100), not {tolerance!r}")
+    whole_number(sample, "sample", least=1)
+    if not is_seed(sample_seed):
+        raise EmbenchError(f"sample_seed must be a whole number from 0 to {SEED_MAX}, not {sample_seed!r}")
+    axis_values(truncate_dim, quantize)
