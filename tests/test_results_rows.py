@@ -45,6 +45,12 @@ def test_a_truncation_splits_rows_and_the_full_vectors_read_full():
     assert _rows(frame, "truncate_dim") == {"full": 0.8, 64: 0.7}
 
 
+def test_unquantised_vectors_read_as_encoded_not_as_float32():
+    """--quantize float32 normalises the vectors (its scores differ in the fifth decimal): not the unquantised row."""
+    frame, _, _ = results_frame([rec("STS12", 0.72367), rec("STS12", 0.72371, quantize="float32")])
+    assert _rows(frame, "quantize") == {"as encoded": 0.72367, "float32": 0.72371}
+
+
 def test_one_setting_for_everything_is_one_row_and_said_once():
     frame, note, shared = results_frame([rec("STS12", 0.8), rec("STS13", 0.7), rec("MR", 0.75, kind="transfer")])
     assert len(frame) == 1 and list(frame.columns[:1]) == ["model"]

@@ -16,7 +16,7 @@ OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "p
 
 # how a table shows a setting that is not set (layer None is the last layer, no prompt is "none")
 UNSET = {"layer": "last", "max_length": "default", "prompt": "none", "prompt_name": "none", "prompts": "none",
-         "revision": "default", "truncate_dim": "full", "quantize": "float32", "bidirectional_last": 0,
+         "revision": "default", "truncate_dim": "full", "quantize": "as encoded", "bidirectional_last": 0,
          "bidirectional_mode": "none"}
 
 
