@@ -132,10 +132,10 @@ def test_a_run_says_its_peak_memory_and_what_its_folders_hold(tiny_bert_dir, dat
 @pytest.mark.slow
 def test_a_finished_seed_keeps_its_model_not_its_resume_state(tiny_bert_dir, data_root, tmp_path):
     out = tmp_path / "group"
-    res = CliRunner().invoke(app, ["train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data", "20newsgroups",
-                                   "--data", str(data_root), "--out", str(out), "--max-steps", "2", "--batch-size", "8",
-                                   "--max-length", "32", "--max-examples", "200", "--eval-steps", "0", "--device", "cpu",
-                                   "--seeds", "1-2", "-q"])
+    args = ["train", "--method", "crop", "-m", str(tiny_bert_dir), "--train-data", "20newsgroups", "--data",
+            str(data_root), "--out", str(out), "--max-steps", "2", "--batch-size", "8", "--max-length", "32",
+            "--max-examples", "200", "--eval-steps", "0", "--device", "cpu", "--seeds", "1-2", "-q"]
+    res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     for s in (1, 2):
         seed = out / f"seed-{s}"
@@ -143,3 +143,10 @@ def test_a_finished_seed_keeps_its_model_not_its_resume_state(tiny_bert_dir, dat
         assert folder_bytes(seed) < 1.5 * folder_bytes(seed / "best")  # the model and a few small files
         assert f"seed {s}: memory: peak" in res.output
     assert "was removed: a finished seed is never resumed" in res.output
+    # the same command again keeps the finished seeds; with --overwrite every seed trains again
+    (out / "seed-1" / "best" / "mark").write_text("kept")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and (out / "seed-1" / "best" / "mark").is_file() and "memory: peak" not in again.output
+    fresh = CliRunner().invoke(app, [*args, "--overwrite"])
+    assert fresh.exit_code == 0, fresh.output
+    assert not (out / "seed-1" / "best" / "mark").exists() and fresh.output.count("memory: peak") == 2
