@@ -274,3 +274,20 @@ def test_captions_count_models_and_tasks_in_words():
     assert four.caption == "Results of 4 models on 2 STS tasks"
     (rows,) = paper_tables(recs + [_record("a", "STS12", 0.5, correlation="pearson")], split="rows")
     assert rows.caption == "Results of 4 models under 2 protocols on 2 STS tasks" and "(s)" not in rows.caption
+
+
+def test_log_axes_are_labelled_in_plain_text_not_mathtext_source(tmp_path):
+    """With text.parse_math off (names drawn literally), matplotlib's log ticks printed as $\\mathdefault{10^{-1}}$
+    (the spectrum figure's y axis): :func:`style.save` labels them 10⁰, 10⁻¹, 10⁻²."""
+    with style.paper_style():
+        fig, axes = style.figure()
+        ax = axes[0][0]
+        ax.plot([1, 2, 3], [1.0, 0.1, 0.01])
+        ax.set_yscale("log")
+        style.plain_log_ticks(fig)
+        fig.canvas.draw()
+        labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert {"10⁰", "10⁻¹", "10⁻²"} <= set(labels) and not any("$" in t for t in labels)
+        paths = style.save(fig, tmp_path, "log")  # the path every figure takes
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert style.plain_text(r"$\mathdefault{2\times10^{-1}}$") == "2×10⁻¹" and style.plain_text("$5 or $6") == "$5 or $6"

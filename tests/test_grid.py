@@ -47,6 +47,12 @@ def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path
     (tmp_path / "empty.txt").write_text("# nothing\n")
     with pytest.raises(EmbenchError, match="names no model"):
         expand_models([str(tmp_path / "empty.txt")])
+    (tmp_path / "globs.txt").write_text("all-MiniLM-L6-v2\nckpts/step-*\n")
+    with pytest.raises(EmbenchError, match=r"globs.txt:2: the pattern 'ckpts/step-\*' matches nothing"):  # the list, its line
+        expand_models([str(tmp_path / "globs.txt")])
+    (tmp_path / "utf16.txt").write_bytes("all-MiniLM-L6-v2\n".encode("utf-16"))  # Notepad's "Unicode"
+    with pytest.raises(EmbenchError, match=r"utf16.txt: the model list is not UTF-8 text \(byte 0\)"):
+        expand_models([str(tmp_path / "utf16.txt")])
 
 
 def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_choices(tmp_path):
@@ -62,6 +68,9 @@ def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_c
         read_protocols(f)
     f.write_text("- {aggregation: median}\n")
     with pytest.raises(EmbenchError, match=r"entry 1: invalid value 'median' for option --aggregation"):
+        read_protocols(f)
+    f.write_text("- {name: a}\n- {name: b, aggregation: all}\n")  # the default spelt out is the same protocol
+    with pytest.raises(EmbenchError, match=r"p.yaml: entries 1 and 2 are the same protocol \(aggregation=all\)"):
         read_protocols(f)
     f.write_text("aggregation: all\n")
     with pytest.raises(EmbenchError, match="expected a non-empty list"):

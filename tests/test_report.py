@@ -320,6 +320,9 @@ def test_an_image_is_checked_before_anything_is_drawn_and_only_html_takes_it(tmp
     root = store(tmp_path, [record("m1", "STS12", 0.7)])
     missing = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--image", str(tmp_path / "no.png")])
     assert missing.exit_code == 2 and "does not exist" in " ".join(missing.output.split())
+    (tmp_path / "text.png").write_text("not a png\n")  # was embedded as a broken image, without a word
+    fake = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--image", str(tmp_path / "text.png")])
+    assert fake.exit_code == 2 and "is not a PNG file" in " ".join(fake.output.split())
     png = tmp_path / "fig.png"
     mpimg.imsave(png, np.zeros((4, 4, 3)))
     latex = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "latex", "--image", str(png)])

@@ -45,24 +45,30 @@ def expand_models(entries: Sequence[str]) -> list[str]:
 
 
 def _read_model_list(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:  # a list saved as UTF-16 (Windows' Notepad), or not a list at all
+        raise EmbenchError(f"{path}: the model list is not UTF-8 text (byte {e.start}); save it as UTF-8, "
+                           "one model name, folder or glob a line") from None
     names = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
-            names += _list_entry(path.parent, line)
+            names += _list_entry(path, number, line)
     if not names:
         raise EmbenchError(f"{path}: the model list names no model (one name, folder or glob a line)")
     return names
 
 
-def _list_entry(base: Path, line: str) -> list[str]:
-    """One line of a model list: a relative folder or pattern is relative to the list file, as its reader
-    would expect; a name that is no file there (an alias, a hub id) is kept as it is."""
-    rel = line if Path(line).is_absolute() else str(base / line)
+def _list_entry(path: Path, number: int, line: str) -> list[str]:
+    """Line ``number`` of the model list ``path``: a relative folder or pattern is relative to the list file, as its
+    reader would expect; a name that is no file there (an alias, a hub id) is kept as it is."""
+    rel = line if Path(line).is_absolute() else str(path.parent / line)
     if any(c in line for c in GLOB_CHARS):
         found = sorted(glob.glob(rel))
         if not found:
-            raise EmbenchError(f"{base}: the pattern {line!r} in the model list matches nothing; no job was submitted")
+            raise EmbenchError(f"{path}:{number}: the pattern {line!r} matches nothing (relative to the list's folder); "
+                               "no job was submitted")
         return found
     return [rel] if Path(rel).exists() else [line]
 
@@ -92,7 +98,7 @@ def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
     if not isinstance(raw, list) or not raw:
         raise EmbenchError(f"--protocols {path}: expected a non-empty list of protocol settings, e.g. "
                            "'- {aggregation: all}' then '- {aggregation: wmean, correlation: pearson}'")
-    out = []
+    out, resolved = [], []
     for i, entry in enumerate(raw, 1):
         if entry is None:
             entry = {}
@@ -100,9 +106,13 @@ def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
             raise EmbenchError(f"--protocols {path}: entry {i} is a {type(entry).__name__}, not a mapping of protocol options")
         settings = {k.replace("-", "_"): v for k, v in entry.items() if k != "name"}
         try:
-            EvalProtocol.from_options(**settings)
+            resolved.append(EvalProtocol.from_options(**settings).to_dict())
         except EmbenchError as e:
             raise EmbenchError(f"--protocols {path}: entry {i}: {e}") from None
+        same = resolved.index(resolved[-1]) + 1
+        if same < i:  # one protocol twice (defaults spelt out or not): two planned cells of one record
+            raise EmbenchError(f"--protocols {path}: entries {same} and {i} are the same protocol "
+                               f"({', '.join(f'{k}={v}' for k, v in settings.items()) or 'the default'}); give each once")
         out.append({**settings, **({"name": str(entry["name"])} if "name" in entry else {})})
     return out
 

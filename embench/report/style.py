@@ -8,6 +8,7 @@ reading on screen) and PDF (for papers) side by side.
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
@@ -92,6 +93,7 @@ def save(fig, out: Path | str, stem: str) -> list[Path]:
     """Write ``stem.png`` and ``stem.pdf`` into ``out``; returns both paths."""
     import matplotlib.pyplot as plt
 
+    plain_log_ticks(fig)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
@@ -99,3 +101,42 @@ def save(fig, out: Path | str, stem: str) -> list[Path]:
         fig.savefig(p)
     plt.close(fig)
     return paths
+
+
+SUPERSCRIPTS = str.maketrans("-−0123456789", "⁻⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def plain_text(label: str) -> str:
+    """A tick label matplotlib writes in mathtext (``$\\mathdefault{10^{-1}}$``, ``$\\mathdefault{2\\times10^{-1}}$``) as
+    plain text (10⁻¹, 2×10⁻¹): with ``text.parse_math`` off (``RC``) it would print as its source."""
+    if not (label.startswith("$") and label.endswith("$")):
+        return label
+    text = label.strip("$").replace("\\mathdefault", "").replace("\\times", "×").replace("\\,", "")
+    text = re.sub(r"\^\{([^}]*)\}|\^(-?\d)", lambda m: (m.group(1) or m.group(2)).translate(SUPERSCRIPTS), text)
+    return text.replace("{", "").replace("}", "")
+
+
+def plain_log_ticks(fig) -> None:
+    """Every log axis of ``fig`` labelled in plain text (:func:`plain_text`), the formatter's choice of ticks kept."""
+    from matplotlib.ticker import Formatter, LogFormatter
+
+    class Plain(Formatter):
+        def __init__(self, inner: Formatter):
+            self.inner = inner
+
+        def set_axis(self, axis) -> None:
+            super().set_axis(axis)
+            self.inner.set_axis(axis)
+
+        def set_locs(self, locs) -> None:
+            self.inner.set_locs(locs)
+
+        def __call__(self, x, pos=None) -> str:
+            return plain_text(self.inner(x, pos))
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(axis.get_major_formatter(), LogFormatter):
+                axis.set_major_formatter(Plain(axis.get_major_formatter()))
+            if isinstance(axis.get_minor_formatter(), LogFormatter):
+                axis.set_minor_formatter(Plain(axis.get_minor_formatter()))

@@ -30,6 +30,14 @@ def _names(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # a PNG's first 8 bytes: a file named .png that is not one embedded as a broken image
+
+
+def _is_png(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(8) == PNG_SIGNATURE
+
+
 def report(
     results: Annotated[list[Path] | None, typer.Option("--results-dir", "--results", help="Results folder (made by `embench run --results-dir`); repeat for several.")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models (as stored); rows in this order of colours; repeatable.")] = None,
@@ -71,8 +79,8 @@ def report(
     if image and fmt_ != "html":  # else left out without a word
         raise typer.BadParameter(f"--image puts a PNG into the HTML report; give --format html (not {fmt_})", param_hint="--image")
     for path in image or []:  # before any table is read or figure drawn
-        if not path.is_file() or path.suffix.lower() != ".png":
-            why = not_there(path) if not path.is_file() else "is not a PNG file (.png)"
+        if not path.is_file() or path.suffix.lower() != ".png" or not _is_png(path):
+            why = not_there(path) if not path.is_file() else "is not a PNG file (.png, and a PNG's first bytes)"
             raise typer.BadParameter(f"{path} {why}", param_hint="--image")
     tables, problems = [], []
     if results:
