@@ -116,6 +116,19 @@ def test_a_tab_inside_both_sentences_is_an_error_not_two_other_sentences(data_ro
         TASKS.get(task).prepare(DataRoot(tmp_path), embench.EvalProtocol())
 
 
+def test_a_damaged_unscored_line_is_an_error_too(data_root, tmp_path):
+    """An unscored pair's line (empty gold) with a stray tab was skipped unread: the file is damaged all the same."""
+    dest = _copy(data_root, tmp_path, "STS/STS16-en-test")
+    path = dest / "STS.input.answer-answer.txt"
+    lines = path.read_text().splitlines()
+    gold = (dest / "STS.gs.answer-answer.txt").read_text().splitlines()
+    i = next(k for k, g in enumerate(gold) if not g.strip())
+    lines[i] += "\textra"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(MalformedDataError, match=rf"STS\.input\.answer-answer\.txt:{i + 1}: 3 tab-separated fields"):
+        TASKS.get("STS16").prepare(DataRoot(tmp_path), embench.EvalProtocol())
+
+
 def test_the_original_sts16_release_with_four_fields_on_every_line_is_read(data_root):
     prepared = TASKS.get("STS16").prepare(DataRoot(data_root), embench.EvalProtocol(text="raw"))
     assert len(prepared.texts) == 2372

@@ -66,3 +66,28 @@ def test_sigterm_mid_training_keeps_the_last_checkpoint_and_says_to_resume(tmp_p
     assert proc.returncode == 143, err
     assert "interrupted" in err and "--resume" in err and "Traceback" not in err
     assert (out / "checkpoint-last" / "state.pt").is_file() and not (out / ".embench-train.lock").exists()
+
+
+@pytest.mark.parametrize(("argv", "patched", "said"), [
+    (["compare", "-m", "a", "-m", "b"], "compare", "interrupted: what was finished is kept"),  # catches nothing itself
+    (["run", "-m", "a", "-t", "STS12"], "evaluate", "interrupted: finished tasks are stored"),  # says its own line
+])
+def test_an_interrupt_says_how_to_go_on_once_whichever_command_it_stops(monkeypatch, capsys, argv, patched, said):
+    """typer 0.29 returns an interrupt no command caught as exit 130 without a word (audit, compare, analyze...)."""
+    import importlib
+
+    import embench.api
+    import embench.cli.output as output
+
+    cli = importlib.import_module("embench.cli.app")
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embench.api, patched, stop)
+    monkeypatch.setattr(sys, "argv", ["embench", *argv])
+    monkeypatch.setattr(output, "_interrupt_said", [])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert done.value.code == 130 and said in err and err.count("interrupted") == 1, err

@@ -57,6 +57,21 @@ def test_collapse_is_five_steps_in_a_row_without_a_gradient():
     assert not any(watch.update(uniform, 1e-5 if i % 4 else 0.5) for i in range(20))  # a gradient now and then resets it
 
 
+
+def test_a_resume_checkpoint_due_while_the_gradient_is_flat_waits_for_a_gradient():
+    """A checkpoint due at step 15 of a collapse that began at step 12 overwrote step 10's good one; the collapse,
+    declared at step 16, then had none from before it to name."""
+    watch, saved = CollapseWatch(), []
+    norms = {step: (1e-5 if 12 <= step <= 16 or 18 <= step <= 19 else 0.5) for step in range(1, 22)}
+    for step, norm in norms.items():
+        watch.update(1.0, norm)
+        if watch.save_now(step % 5 == 0, step == 21):
+            saved.append(step)
+    # 15 is held through the flat steps and written at 17, the first step with a gradient again; 20 falls due in a
+    # second flat run (18-19 flat, 20 not): written at 20; the last step is written whatever its gradient
+    assert saved == [5, 10, 17, 20, 21]
+
+
 # --- end to end on a tiny BERT -----------------------------------------------------------------------
 
 def _config(tiny_bert_dir, data_root, out, **kw):

@@ -15,7 +15,7 @@ from ..core.out_of_memory import is_out_of_memory
 from ..core.signals import terminate_as_interrupt, terminated
 from .commands import COMMANDS
 from .out_of_memory import out_of_memory_message
-from .output import err, show_warning
+from .output import err, interrupt_said, show_warning
 
 app = typer.Typer(
     help="Benchmark and analyse sentence embeddings under every evaluation protocol.",
@@ -78,10 +78,8 @@ def main() -> None:
         # soft_wrap: a long path stays one piece that can be copied, not cut at the terminal's width
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         sys.exit(getattr(e, "exit_status", 2))  # 3: out of memory (train/fit_memory.py), as below
-    except typer.Abort:  # an interrupt no command caught: nothing of its own to keep
-        err.print(f"[yellow]{'stopped by SIGTERM' if terminated() else 'interrupted'}[/]: what was finished is kept (encoded "
-                  "texts in the embedding cache, finished tasks in the results folder); run the same command again to "
-                  "go on from there", highlight=False, soft_wrap=True)
+    except typer.Abort:  # an interrupt no command caught (typer before 0.29): nothing of its own to keep
+        _say_interrupted()
         sys.exit(143 if terminated() else 130)
     except Exception as e:  # out of memory (GPU or host), or a usage error of click (or the click typer carries)
         if is_out_of_memory(e):
@@ -95,4 +93,13 @@ def main() -> None:
         e.show()
         sys.exit(e.exit_code)
     code = code if isinstance(code, int) else 0
+    if code == 130 and not interrupt_said():  # typer 0.29 returns an interrupt no command caught as exit 130, silently
+        _say_interrupted()
     sys.exit(143 if terminated() and code == 130 else code)
+
+
+def _say_interrupted() -> None:
+    """The line after Ctrl-C or SIGTERM of a command that keeps nothing of its own (analyze, audit, compare, mteb...)."""
+    err.print(f"[yellow]{'stopped by SIGTERM' if terminated() else 'interrupted'}[/]: what was finished is kept (encoded "
+              "texts in the embedding cache, finished tasks in the results folder); run the same command again to "
+              "go on from there", highlight=False, soft_wrap=True)

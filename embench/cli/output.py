@@ -24,6 +24,22 @@ def message_console(stderr: bool = True) -> Console:
 
 
 err = message_console()
+_interrupt_said: list[bool] = []  # a command has said how to go on after an interrupt (interrupted())
+
+
+def interrupted(line: str) -> BaseException:
+    """After Ctrl-C or SIGTERM: ``line`` (rich markup: what is kept, how to go on) on stderr, and the exit to raise
+    (130; 143 under SIGTERM, ``app.main``). ``main`` says its own general line only where no command said one: typer
+    turns an interrupt no command caught into the same exit 130, silently."""
+    import typer
+
+    err.print(line, highlight=False, soft_wrap=True)
+    _interrupt_said.append(True)
+    return typer.Exit(130)
+
+
+def interrupt_said() -> bool:
+    return bool(_interrupt_said)
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 

@@ -277,7 +277,7 @@ class Trainer:
                     self.evaluate(done)
                 if cfg.save_every and done % cfg.save_every == 0 and dist.is_main:
                     self.export(series_dir / f"step-{done:06d}", done)
-                if done % save_resume_every == 0 or done == self.total:
+                if collapse.save_now(done % save_resume_every == 0, done == self.total):  # held while gradients are flat
                     self.save_resume(done)
                 speed.after_pause()  # speed is measured on training steps only, not evaluation or saving
         return last_loss

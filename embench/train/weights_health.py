@@ -38,7 +38,17 @@ class CollapseWatch:
     from step 2, where a healthy run has 0.1 to 10)."""
 
     def __init__(self, steps: int = COLLAPSE_STEPS):
-        self.steps, self.run = steps, 0
+        self.steps, self.run, self.pending = steps, 0, False
+
+    def save_now(self, due: bool, last: bool) -> bool:
+        """Whether to write the resume checkpoint after this step: one that falls ``due`` while the gradient is flat (a
+        collapse may be starting) is held until a step has a gradient again, or to the ``last`` step; else a collapse
+        declared at its fifth flat step would find the last good checkpoint overwritten by collapsed weights."""
+        self.pending = self.pending or due or last
+        if self.pending and (self.run == 0 or last):
+            self.pending = False
+            return True
+        return False
 
     def update(self, loss: float, grad_norm: float) -> bool:  # noqa: ARG002 (the loss is named in the message)
         """True once the run has had no gradient for ``steps`` steps in a row."""

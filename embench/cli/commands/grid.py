@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ..option_groups import Given, shared_options
 from ..options import Fmt, FmtOpt, value
-from ..output import emit, err
+from ..output import emit, err, interrupted
 
 grid_app = typer.Typer(invoke_without_command=True)
 ResultsDirArg = Annotated[Path, typer.Argument(help="The results folder of the grid.")]
@@ -88,8 +88,7 @@ def grid(
         # every worker's lines reach stderr as they are written: a piped grid is never silent while it runs
         p = run_grid(spec, results, executor=executor, workers=workers, slurm=slurm, dry_run=dry_run, echo=sys.stderr)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: finished cells are stored; run the same command again to do the rest.")
-        raise typer.Exit(130) from None
+        raise interrupted("[yellow]interrupted[/]: finished cells are stored; run the same command again to do the rest.") from None
     todo = sum(len(j.cells) for j in p.jobs)
     err.print(f"{len(p.cells)} cells, {len(p.cells) - todo} already done or running, {todo} in {len(p.jobs)} job(s)",
               highlight=False)

@@ -20,7 +20,7 @@ from ..options import (
     ResamplesOpt,
     value,
 )
-from ..output import emit, err
+from ..output import emit, err, interrupted
 
 
 def task_time(prov: dict) -> str:
@@ -83,8 +83,7 @@ def run(
                 seed=seed, **opts.api(), ci=ci, resamples=resamples, ci_seed=ci_seed,
             )
         except KeyboardInterrupt:
-            err.print("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.")
-            raise typer.Exit(130) from None
+            raise interrupted("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.") from None
         except UndefinedScoreError as e:  # what was scored is printed before why the rest has no score
             if e.evaluation is not None and e.evaluation.records:
                 emit(Evaluation.merge([*evaluations, e.evaluation], view=view).render(value(fmt)))

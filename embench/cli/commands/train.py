@@ -94,7 +94,7 @@ def train(
 
     from ...train import Trainer, make_config, resolve
     from ...train.config import parse_override
-    from ..output import message_console
+    from ..output import interrupted, message_console
 
     overrides.update(compile=overrides.pop("compile_"), data=train_data or None, data_root=overrides.pop("data"), eval_tasks=overrides.pop("eval_task") or None,
                      eval_analyses=overrides.pop("eval_analysis") or None, lora_targets=overrides.pop("lora_target") or None)
@@ -117,9 +117,8 @@ def train(
         trainer = Trainer(cfg)
         result = trainer.fit()
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/]: run the same command with --resume to continue from "
-                  f"{escape(str(cfg.out))}/checkpoint-last")
-        raise typer.Exit(130) from None
+        raise interrupted(f"[yellow]interrupted[/]: run the same command with --resume to continue from "
+                          f"{escape(str(cfg.out))}/checkpoint-last") from None
     if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
         return
     # a task's score x100, as every table prints it; an analysis' number (alignment 0.0004) as it is, named
@@ -173,7 +172,7 @@ def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "
     from ...core.errors import EmbenchError
     from ...evaluation.seed_groups import parse_seeds
     from ...train.seeds import train_seeds
-    from ..output import message_console
+    from ..output import interrupted, message_console
 
     if executor not in ("local", "slurm"):
         raise EmbenchError(f"--executor {executor!r}: choose local or slurm")
@@ -199,8 +198,8 @@ def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "
     try:
         members = train_seeds(cfg, seeds, on_seed=report)
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/]: finished seeds are kept; run the same command (with --resume) to continue in {cfg.out}")
-        raise typer.Exit(130) from None
+        raise interrupted(f"[yellow]interrupted[/]: finished seeds are kept; run the same command (with --resume) to continue "
+                          f"in {cfg.out}") from None
     message_console(stderr=False).print(f"seed group: {cfg.out} ({len(members)} seeds: {', '.join(map(str, sorted(members)))}); "
                     f"evaluate it with `embench run --model {cfg.out}`", highlight=False)
 

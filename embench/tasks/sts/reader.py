@@ -85,12 +85,12 @@ class STSTask(RowTask):
             raise MalformedDataError(shorter, n + 1, f"{inp.name} has {len(lines)} lines but {gs.name} has {len(golds)}")
         usual = _usual_field_count(lines)
         for i, (line, g) in enumerate(zip(lines, golds, strict=True), start=1):
-            if not g.strip():
-                continue
             fields = line.split("\t")
             if usual is not None and len(fields) != usual:  # STS16's release has 4 fields a line, but every line
                 raise MalformedDataError(inp, i, f"{len(fields)} tab-separated fields where the file's other lines "
                                                  f"have {usual} (a tab inside a sentence?)")
+            if not g.strip():  # an unscored pair (checked above all the same: its line is the file's, damaged or not)
+                continue
             if len(fields) < fmt.min_fields:
                 raise MalformedDataError(inp, i, f"expected two tab-separated sentences, found {len(fields)} field(s)")
             check_field_count(inp, i, len(fields), fmt.field_counts)
