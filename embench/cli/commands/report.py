@@ -71,9 +71,9 @@ def report(
         if out.is_dir():
             raise EmbenchError(f"--out {out} is a folder; give the name of the file to write")
         check_folder_option(out.parent, "--out's folder")
+    for n in figure or ():
+        figs.composer(n)  # an unknown name is an error before anything is read or drawn
     if figure and not analysis:  # else drawn from nothing without a word
-        for n in figure:
-            figs.composer(n)  # a misspelt name is said as such first
         raise typer.BadParameter("--figure draws from analysis outputs; give --analysis DIR (the folder of "
                                  "`embench analyze` or `embench train` outputs)", param_hint="--figure")
     if image and fmt_ != "html":  # else left out without a word
@@ -96,8 +96,6 @@ def report(
         if out is None:
             raise typer.BadParameter("figures need --out (they are written beside it)", param_hint="--out")
         fig_dir = out.parent / f"{out.stem}-figures"
-        for n in figure or ():
-            figs.composer(n)  # an unknown name is an error before anything is drawn
         wanted = figure or [n for n, c in figs.COMPOSERS.items() if len(figs.read_output(analysis, c.file))]
         models = [names.get(m, m) for m in model or ()]
         colours = None
