@@ -184,6 +184,7 @@ def test_one_text_is_a_batch_of_one_and_labels_are_a_sequence(tiny_bert_dir):
     one = enc.encode_batch("a man plays a guitar")
     assert one.shape == (1, enc.encode(["x"]).shape[1])
     assert np.allclose(one, enc.encode_batch(["a man plays a guitar"]), atol=1e-6)
+    assert enc.encode_batch([]).shape == enc.encode([]).shape == (0, one.shape[1])  # was a tokenizer error; (0, 0)
     with pytest.raises(EmbenchError, match=r"kNN needs a sequence of labels, one per row of X; got labels of shape \(\)"):
         knn_accuracy(np.zeros((10, 3)), "abcdefghij")
 

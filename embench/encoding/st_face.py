@@ -94,7 +94,7 @@ class SentenceEncode:
         engine = Engine(self, batch_size=batch_size, cache_dir=cache, progress=progress_default(show_progress))  # type: ignore[arg-type]
         if hasattr(self, "use_engines"):  # an ensemble: each member once through its own engine and cache
             self.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
-        vectors = engine.embed(batch).astype(np.float32, copy=False)
+        vectors = (engine.embed(batch) if batch else self.encode_batch([])).astype(np.float32, copy=False)  # (0, dim)
         if normalize:
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         out = vectors[0] if single else vectors

@@ -1,9 +1,8 @@
 """How texts become vectors: the transformers implementation of the Encoder interface
 (:class:`embench.encoding.encoder_interface.Encoder`).
 
-An encoder knows nothing about tasks. The engine asks it for the token length of texts (to batch
-them by length) and for the vectors of one batch; everything else (dedup, cache, progress) is the
-engine's job.
+An encoder knows nothing about tasks. The engine asks it for the token length of texts (to batch them by length)
+and for the vectors of one batch; everything else (dedup, cache, progress) is the engine's job.
 """
 
 from __future__ import annotations
@@ -55,8 +54,8 @@ class EncoderSettings:
 class HFEncoder(SentenceEncode):
     """A ``transformers`` model + tokenizer + pooler.
 
-    Inference runs under ``torch.inference_mode``. A non-fp32 ``dtype`` holds the weights in that dtype on
-    a GPU (``weights_cast``) and runs as autocast over fp32 weights elsewhere (a CPU; a module under training).
+    Inference runs under ``torch.inference_mode``. A non-fp32 ``dtype`` holds the weights in that dtype on a GPU
+    (``weights_cast``) and runs as autocast over fp32 weights elsewhere (a CPU; a module under training).
     """
 
     def __init__(
@@ -228,9 +227,10 @@ class HFEncoder(SentenceEncode):
             if v.pass_key() != self.pass_key():
                 raise EmbenchError(f"{v.name} (layer {v.layer}, {v.pooling}) is not a view of this encoder: "
                                    "views share one model, maximum length, dtype and prompt")
+        if enc is None and not len(texts):  # no rows of the width one text gets (a Dense head may change it)
+            return [p[:0] for p in self.encode_views([""], views, as_tensors=as_tensors)]
         enc = self.tokenize(texts) if enc is None else enc
-        all_layers = any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views)
-        hidden = self._hidden(enc, all_layers)
+        hidden = self._hidden(enc, any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views))
         pooled = [v._pool(hidden, enc["attention_mask"]) for v in views]
         return pooled if as_tensors else [p.cpu().numpy() for p in pooled]
 
