@@ -53,6 +53,11 @@ def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path
     (tmp_path / "utf16.txt").write_bytes("all-MiniLM-L6-v2\n".encode("utf-16"))  # Notepad's "Unicode"
     with pytest.raises(EmbenchError, match=r"utf16.txt: the model list is not UTF-8 text \(byte 0\)"):
         expand_models([str(tmp_path / "utf16.txt")])
+    (tmp_path / "typo.txt").write_text("all-MiniLM-L6-v2\n./step-3\norg/hub-model\n")  # a hub id is kept, not checked
+    with pytest.raises(EmbenchError, match=r"typo.txt:2: the model folder '.*step-3' does not exist"):  # was: when planning
+        expand_models([str(tmp_path / "typo.txt")])
+    with pytest.raises(EmbenchError, match=r"--models '\./nope': the model folder 'nope' does not exist"):
+        expand_models(["./nope"])
 
 
 def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_choices(tmp_path):

@@ -37,7 +37,7 @@ def expand_models(entries: Sequence[str]) -> list[str]:
             if not names:
                 raise EmbenchError(f"--models {entry!r}: the pattern matches nothing; no job was submitted")
         else:
-            names = [entry]
+            names = [_checked_path(entry, f"--models {entry!r}", entry)]
         out += names
     if not out:
         raise EmbenchError("no models: give --models NAME, a list file (.txt, one model a line) or a glob")
@@ -70,7 +70,15 @@ def _list_entry(path: Path, number: int, line: str) -> list[str]:
             raise EmbenchError(f"{path}:{number}: the pattern {line!r} matches nothing (relative to the list's folder); "
                                "no job was submitted")
         return found
-    return [rel] if Path(rel).exists() else [line]
+    return [rel] if Path(rel).exists() else [_checked_path(line, f"{path}:{number}", rel)]
+
+
+def _checked_path(name: str, where: str, folder: str) -> str:
+    """``name`` kept as an alias or hub id, unless it reads as a path (``.``, ``/`` or ``~`` first: never a hub id),
+    whose folder must exist: said now, naming ``where``, not when planning reaches it after loading other models."""
+    if name.startswith((".", "/", "~")) and not Path(folder).expanduser().exists():
+        raise EmbenchError(f"{where}: the model folder {str(Path(folder).expanduser())!r} does not exist; no job was submitted")
+    return name
 
 
 def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
