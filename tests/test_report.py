@@ -329,3 +329,5 @@ def test_an_image_is_checked_before_anything_is_drawn_and_only_html_takes_it(tmp
     assert latex.exit_code == 2 and "give --format html" in " ".join(latex.output.split())
     page = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--image", str(png)])
     assert page.exit_code == 0 and "data:image/png;base64," in page.stdout
+    head, body = page.stdout.split("<body>")
+    assert "<style" not in body and head.count("<style") == 2  # pandas' table style moves to the head, where HTML allows it

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,10 +39,16 @@ def figure_html(path: Path | str, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
+_STYLE_BLOCK = re.compile(r"<style[^>]*>.*?</style>\n?", re.S)
+
+
 def page(title: str, sections: Sequence[tuple[str, str]], intro: str = "") -> str:
-    """``sections`` are ``(heading, html)``; a heading of ``"table"`` adds the table without a heading."""
+    """``sections`` are ``(heading, html)``; a heading of ``"table"`` adds the table without a heading. A section's own
+    ``<style>`` blocks (pandas' Styler writes one before each table) move to the head, where HTML allows them."""
+    own = [m.strip() for _, body in sections for m in _STYLE_BLOCK.findall(body)]
+    sections = [(heading, _STYLE_BLOCK.sub("", body)) for heading, body in sections]
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<title>{html.escape(title)}</title>",
-             f"<style>{STYLE}</style>\n</head>\n<body>\n<h1>{html.escape(title)}</h1>"]
+             f"<style>{STYLE}</style>", *own, "</head>\n<body>", f"<h1>{html.escape(title)}</h1>"]
     if intro:
         parts.append(f"<p>{html.escape(intro)}</p>")
     for heading, body in sections:
