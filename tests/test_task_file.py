@@ -304,7 +304,7 @@ ERRORS = {  # task file text (with {file}), data file text -> the message, with 
     "no test split": ("name: x\nkind: pairs\nfiles:\n  train: {file}\nscore_range: [0, 5]\n", None,
                       r"task.yaml:3: files: a pairs task scores its test split"),
     "builtin name": ("name: STS-B\nkind: pairs\nfiles: {file}\nscore_range: [0, 5]\n", None,
-                     r"task.yaml: name 'STS-B' is taken by the task 'STSBenchmark'"),
+                     r"task.yaml:1: name: 'STS-B' is taken by the task 'STSBenchmark'"),
     "no score range": ("name: x\nkind: pairs\nfiles: {file}\n", None, r"task.yaml: score_range: missing"),
     "bad score range": ("name: x\nkind: pairs\nfiles: {file}\nscore_range: [5, 0]\n", None,
                         r"task.yaml:4: score_range: expected \[min, max\] with min < max"),
@@ -381,3 +381,25 @@ def test_stored_results_of_a_task_file_are_found_by_its_name_without_the_file():
     assert stored_task_names("sts-b", stored) == {"STSBenchmark"}
     with pytest.raises(UnknownNameError, match="unknown task 'my-stz'"):
         stored_task_names(["my-stz"], stored)
+
+
+def test_a_subset_column_named_as_its_role_is_read_without_being_declared(tmp_path):
+    """``columns`` defaults to a column named like the role: for ``subset`` too (it was ignored, and --aggregation
+    mean or wmean silently gave the "all" score)."""
+    from embench.tasks.task_file import FileTask
+
+    rows = "".join(f"s{i}\tt{i}\t{i % 5}\t{'ab'[i % 2]}\n" for i in range(6))
+    (tmp_path / "pairs.tsv").write_text("sentence1\tsentence2\tscore\tsubset\n" + rows, encoding="utf-8")
+    (tmp_path / "pairs.jsonl").write_text("".join(
+        f'{{"sentence1": "s{i}", "sentence2": "t{i}", "score": {i % 5}, "subset": "{"ab"[i % 2]}"}}\n' for i in range(6)))
+    for data in ("pairs.tsv", "pairs.jsonl"):
+        (tmp_path / "t.yaml").write_text(f"name: x\nkind: pairs\nfiles: {data}\nscore_range: [0, 5]\n")
+        assert FileTask.load(tmp_path / "t.yaml").split("test").subsets == list("ababab"), data
+    (tmp_path / "pairs.tsv").write_text("sentence1\tsentence2\tscore\tgenre\n" + rows, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text("name: x\nkind: pairs\nfiles: pairs.tsv\nscore_range: [0, 5]\n")
+    assert FileTask.load(tmp_path / "t.yaml").split("test").subsets is None  # no such column: one set
+    (tmp_path / "pairs.jsonl").write_text('{"sentence1": "a", "sentence2": "b", "score": 1, "subset": "g"}\n'
+                                          '{"sentence1": "c", "sentence2": "d", "score": 2}\n')
+    (tmp_path / "t.yaml").write_text("name: x\nkind: pairs\nfiles: pairs.jsonl\nscore_range: [0, 5]\n")
+    with pytest.raises(EmbenchError, match=r"pairs.jsonl:2: key 'subset' is in some objects and not in others"):
+        FileTask.load(tmp_path / "t.yaml").split("test")

@@ -35,12 +35,12 @@ def load_task_file(path: str | Path) -> FileTask:
     if known is not None and _unchanged(known):  # the same file, as it was: not read again (the CLI then the API)
         return known
     task = FileTask.load(resolved)
-    key = task.name.lower()
+    key, at = task.name.lower(), f"{task.decl.path}{f':{task.decl.name_line}' if task.decl.name_line else ''}: name"
     if key in TASKS and key not in REGISTERED:
-        raise EmbenchError(f"{task.decl.path}: name {task.name!r} is taken by the task {TASKS.canonical(task.name)!r}; "
+        raise EmbenchError(f"{at}: {task.name!r} is taken by the task {TASKS.canonical(task.name)!r}; "
                            "give the task file another name")
     if key in REGISTERED and REGISTERED[key].name != task.name:
-        raise EmbenchError(f"{task.decl.path}: name {task.name!r} is registered in this process as "
+        raise EmbenchError(f"{at}: {task.name!r} is registered in this process as "
                            f"{REGISTERED[key].name!r}; keep that spelling")
     task.sizes()  # reads every split: a bad row stops the run here, before any model loads
     return task

@@ -53,6 +53,7 @@ class Declaration:
     display: str = ""
     description: str = ""
     citation: str = ""
+    name_line: int | None = None  # the line of the name key, for errors about the name found later (a clash)
 
     @property
     def scheme(self) -> str:
@@ -169,7 +170,8 @@ def _check(raw: dict, where: _Where) -> Declaration:
     elif "labels" in raw:
         raise where.error("labels", "applies to classification kinds; a pairs task has a score_range")
     return Declaration(where.path, name, kind, files, fmt, header, columns, score_range, labels,
-                       _text(raw, "display", where), _text(raw, "description", where), _text(raw, "citation", where))
+                       _text(raw, "display", where), _text(raw, "description", where), _text(raw, "citation", where),
+                       where.lines.get("name"))
 
 
 def _files(raw: dict, kind: str, where: _Where) -> dict[str, Path]:

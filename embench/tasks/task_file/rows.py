@@ -17,7 +17,7 @@ import numpy as np
 
 from ...core.errors import EmbenchError, MalformedDataError
 from ...data.readers import iter_jsonl, parse_score, read_bytes
-from .declaration import ROLES, Declaration
+from .declaration import OPTIONAL_ROLES, ROLES, Declaration
 
 Row = tuple[int, dict[str, object]]  # (line number, role -> value)
 
@@ -45,7 +45,15 @@ def _index(decl: Declaration, path: Path, names: list[str] | None, width: int) -
             raise MalformedDataError(path, 1, f"columns.{role} is {col}, but the line has {width} fields (0-based)")
         else:
             out[role] = col
+    for role in _undeclared_optional(decl):  # as a required role: a column named as the role, when the header has one
+        if names is not None and role in names:
+            out[role] = names.index(role)
     return out
+
+
+def _undeclared_optional(decl: Declaration) -> list[str]:
+    """The optional roles (a pairs file's ``subset``) not under ``columns:``: read from a column named as the role, if any."""
+    return [role for role in OPTIONAL_ROLES.get(decl.kind, ()) if role not in decl.columns]
 
 
 def _table(decl: Declaration, path: Path) -> Iterator[Row]:
@@ -78,11 +86,18 @@ def _table(decl: Declaration, path: Path) -> Iterator[Row]:
 
 
 def _jsonl(decl: Declaration, path: Path) -> Iterator[Row]:
+    optional, first = _undeclared_optional(decl), None  # read when the objects have the key: all of them, or none
     for i, obj in iter_jsonl(path):  # blank lines skipped; a line that is not a JSON object names its line
         missing = [f"{col!r} ({role})" for role, col in decl.columns.items() if col not in obj]
         if missing:
             raise MalformedDataError(path, i, f"no key {', '.join(missing)}; the object has: {', '.join(map(str, obj))}")
-        yield i, {role: obj[col] for role, col in decl.columns.items()}
+        present = [role for role in optional if role in obj]
+        first = present if first is None else first
+        if present != first:
+            odd = sorted(set(present) ^ set(first))
+            raise MalformedDataError(path, i, f"key {', '.join(map(repr, odd))} is in some objects and not in others; "
+                                              "give it in every object, or in none")
+        yield i, {**{role: obj[col] for role, col in decl.columns.items()}, **{role: obj[role] for role in present}}
 
 
 def rows(decl: Declaration, split: str) -> Iterator[Row]:
@@ -143,7 +158,7 @@ def read_pairs(decl: Declaration, split: str) -> Pairs:
         if "subset" in r:
             subsets.append(_label(path, i, r["subset"]))
     _nonempty(decl, split, len(gold))
-    return Pairs(left, right, np.asarray(gold, dtype=np.float64), subsets if "subset" in decl.columns else None)
+    return Pairs(left, right, np.asarray(gold, dtype=np.float64), subsets if subsets else None)
 
 
 def read_labelled(decl: Declaration, split: str) -> Labelled:
