@@ -221,9 +221,10 @@ def test_a_row_sets_defaults_that_options_and_a_folders_own_config_override(tmp_
     folder = st_folder(tmp_path, tiny_bert_dir, default=None, prompts={"query": "folder: ", "document": "doc: "})
     (folder / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "cls"}))
     st = embench.load_model(folder, device="cpu")
-    # the folder's pooling and normalisation stand; the row's prompts replace the folder's (as mteb's model_prompts do)
+    # the folder's pooling and normalisation stand; the row's prompts replace the folder's whole (as mteb's
+    # model_prompts do: model.prompts = model_prompts), so the folder's document prompt is not used
     assert (st.settings.pooling, st.settings.normalize, st.settings.prompt) == ("cls_before_pooler", False, "q: {text}")
-    assert st.prompt_set.choose(side="document") == ("document", "doc: ")
+    assert st.prompt_set.choose(side="document") == ("", "") and st.prompt_set.choose(side="query") == ("query", "q: ")
 
 
 def test_list_models_shows_the_catalogue():
@@ -252,6 +253,8 @@ def test_a_revision_is_read_from_the_hub_cache_and_kept_in_the_encoder_and_cache
     assert pinned.revision == COMMIT and pinned.describe()["revision"] == COMMIT
     assert embench.load_model("embench-test/tiny", revision="main", device="cpu").cache_key() == pinned.cache_key()
     assert embench.load_model(tiny_bert_dir, device="cpu").cache_key() != pinned.cache_key()  # same weights, no commit
+    short = embench.load_model("embench-test/tiny", revision=COMMIT[:7], device="cpu")  # as `list models` prints it
+    assert short.revision == COMMIT and short.cache_key() == pinned.cache_key()  # was: "the cache does not hold" it
 
 
 def test_a_revision_that_cannot_be_had_is_an_error_naming_it(hub_cache, tiny_bert_dir):

@@ -14,6 +14,7 @@ from .aliases import ALIASES, HUB_IDS
 from .local_models import find_local_model
 
 COMMIT = re.compile(r"[0-9a-f]{40}")  # a full commit hash, as the hub's cache names snapshots
+SHORT_COMMIT = re.compile(r"[0-9a-f]{7,39}")  # its first characters, as git and `embench list models` print it
 
 
 def resolve_model_path(name: str, revision: str | None = None) -> tuple[Path | None, list[str], str]:
@@ -61,6 +62,8 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
         return None
     from huggingface_hub import constants, snapshot_download
 
+    if constants.HF_HUB_OFFLINE and revision is not None:
+        revision = cached_commit(hub_id, revision, Path(constants.HF_HUB_CACHE))
     try:
         # offline, a commit is the cache's snapshot of it: huggingface_hub 1.x would otherwise ask the hub for the
         # commit's file list and fail though the cache holds it (online it also fetches what a snapshot lacks)
@@ -75,6 +78,16 @@ def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path
             if offline else ""))
         tried.append(f"hub id {hub_id!r}{at}{offline}: {msg}")
         return None
+
+
+def cached_commit(hub_id: str, revision: str, cache: Path) -> str:
+    """The full commit of the cache's one snapshot whose hash starts with ``revision`` (a short hash, as ``git log``
+    and `embench list models` print it), else ``revision`` as given: offline, the hub cannot expand it."""
+    if not SHORT_COMMIT.fullmatch(revision):
+        return revision
+    snapshots = cache / f"models--{hub_id.replace('/', '--')}" / "snapshots"
+    found = [p.name for p in snapshots.glob(f"{revision}*") if COMMIT.fullmatch(p.name)] if snapshots.is_dir() else []
+    return found[0] if len(found) == 1 else revision
 
 
 def snapshot_revision(folder: Path) -> str | None:

@@ -126,11 +126,15 @@ def _pooling_includes_prompt(folder: Path) -> bool:
 
 
 def with_row(found: PromptSet | None, row: Any) -> PromptSet | None:
-    """A catalogue row's prompts over the folder's (mteb's ``model_prompts`` replace a model's own the same way)."""
+    """A catalogue row's prompts in place of the folder's, as mteb's ``model_prompts`` replace a model's own set whole
+    (``_resolve_model_prompts``: a folder prompt the row lacks is not used). The folder's default stays the default
+    where the row has a prompt of its name (sentence-transformers then finds no text for it: no prompt)."""
     if row is None or not (row.prompts or row.instruction):
         return found
     base = found or PromptSet(where=f"the catalogue row of {row.name}")
-    return PromptSet({**base.prompts, **row.prompts}, row.default_prompt or base.default, base.exclude_from_pooling,
+    prompts = dict(row.prompts) if row.prompts else base.prompts  # a row of an instruction template alone keeps them
+    default = row.default_prompt or (base.default if base.default in prompts else None)
+    return PromptSet(prompts, default, base.exclude_from_pooling,
                      row.instruction or base.instruction, where=f"{base.where} and the catalogue row of {row.name}")
 
 
