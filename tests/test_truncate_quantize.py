@@ -75,6 +75,7 @@ def test_int8_is_calibrated_on_every_text_of_the_task_and_the_set_is_recorded():
     prov = scored.provenance(6)
     assert prov["embedding_dim"] == 4 and prov["truncate_dim"] == 4 and prov["quantize"] == "int8"
     assert prov["quantize_calibration"]["texts"] == 20 and len(prov["quantize_calibration"]["digest"]) == 16
+    assert "every split's texts of a transfer task" in prov["quantize_calibration"]["set"]  # not "both sides of each pair" alone
     assert "calibration" not in json.dumps(VectorAxis(4, "binary").embedder(embed, texts).provenance(6))
 
 
@@ -108,8 +109,9 @@ def test_an_unknown_precision_is_an_error_listing_the_choices():
 
 def test_compare_takes_one_configuration():
     one_axis(128, "int8")
-    with pytest.raises(EmbenchError, match="compare takes one configuration of each model"):
-        one_axis([128, 64])
+    with pytest.raises(EmbenchError, match=r"compare takes one configuration of each model: give one --truncate-dim "
+                                           r"and one --quantize \(truncate_dim= and quantize= in Python"):
+        one_axis([128, 64])  # the Python API's names too: embench.compare(..., quantize=[...]) named the CLI's alone
 
 
 def test_cli_names_are_the_precisions():

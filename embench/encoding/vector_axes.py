@@ -103,8 +103,9 @@ class AxisEmbed:
         if self.axis.quantize in CALIBRATED:
             unique = sorted(set(self.texts))
             out["quantize_calibration"] = {
-                "set": "the task's own texts (every text it scores, both sides of each pair), as sentence-transformers' "
-                       "EmbeddingSimilarityEvaluator calibrates on sentences1 + sentences2",
+                "set": "the task's own texts, every one it encodes: both sides of each pair of an STS task (as "
+                       "sentence-transformers' EmbeddingSimilarityEvaluator calibrates on sentences1 + sentences2), every "
+                       "split's texts of a transfer task",
                 "texts": len(unique), "digest": stable_hash(unique, 16), "ranges": "per-dimension min and max"}
         return out
 
@@ -165,4 +166,5 @@ def one_axis(truncate_dim: Any = None, quantize: Any = None, what: str = "compar
     or precisions are an error, before any encoding."""
     if len(vector_axes(truncate_dim, quantize)) > 1:
         raise EmbenchError(f"{what} takes one configuration of each model: give one --truncate-dim and one --quantize "
-                           "(run it once per dimension or precision; the vectors come from the cache)")
+                           "(truncate_dim= and quantize= in Python; run it once per dimension or precision, the vectors "
+                           "come from the cache)")
