@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,26 @@ def test_a_broken_plugin_names_itself_and_the_built_in_names_still_work(tmp_path
     assert "[plug-in: embench-broken 0.1" in methods.description("broken")  # listing needs no import
 
 
+@pytest.mark.filterwarnings("ignore:training method plug-in 'crop'")
+def test_going_over_every_entry_leaves_a_broken_plugin_out_with_one_warning(tmp_path, monkeypatch):
+    """``data check``, a report without --suite, ``analyze list`` and train's unknown-option hint go over every entry:
+    a broken plug-in they did not name stopped them (README: it stops only the command that uses it)."""
+    write_distribution(tmp_path, "embench-broken", BROKEN_ENTRY_POINTS, {"embench_anneal.method": METHOD})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    methods = _methods()
+    with pytest.warns(UserWarning) as seen:
+        loaded = dict(methods.items())
+    assert list(loaded) == ["crop"] and loaded["crop"].__name__ == "Crop"
+    assert [str(w.message).split(" (")[0] for w in seen if "left out" in str(w.message)] == [
+        "training method plug-in 'broken' cannot be loaded", "training method plug-in 'not-a-method' is refused: it is "
+        "the class embench_anneal.method.NotAMethod, not a subclass of embench.train.Method"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(dict(methods.items())) == ["crop"]  # warned once
+    with pytest.raises(PluginError, match="plug-in 'broken' cannot be loaded"):
+        methods.get("broken")  # naming it still stops
+
+
 def test_unreadable_package_metadata_leaves_the_built_in_names(monkeypatch):
     import embench.core.registry as registry_module
 
@@ -324,3 +345,5 @@ def test_a_broken_plugin_is_one_error_line_and_the_lists_still_work(tmp_path, da
     assert "warning: training method plug-in 'crop' of embench-broken 0.1 is ignored" in listed.stderr
     crop = _run(["-m", "embench.cli", "train", "--method", "crop", "--model", "m", "--show"], env, tmp_path)
     assert crop.returncode == 0, crop.stderr
+    typo = _run(["-m", "embench.cli", "train", "--method", "crop", "--model", "m", "--set", "bogus=1", "--show"], env, tmp_path)
+    assert "'bogus' is neither a training option nor an option of method crop" in typo.stderr  # not the broken plug-in

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from .errors import UnknownNameError
-from .plugins import Expects, Plugin, discover
+from .plugins import Expects, Plugin, PluginError, discover
 
 T = TypeVar("T")
 
@@ -65,6 +65,7 @@ class Registry(Generic[T]):
         self._lower: dict[str, str] = {}
         self._descriptions: dict[str, str] = {}
         self._aliases: dict[str, list[str]] = {}  # name -> its other spellings, as registered
+        self._broken: set[str] = set()  # plug-ins that failed to load, warned about once
         # name -> canonical name or None; may register the name on demand (e.g. any MTEB task)
         self._resolvers: list[Callable[[str], str | None]] = []
 
@@ -175,6 +176,13 @@ class Registry(Generic[T]):
         return list(self._items)
 
     def items(self) -> Iterator[tuple[str, T]]:
-        """(name, object) pairs; lazy entries are imported."""
+        """(name, object) pairs; lazy entries are imported. A plug-in that cannot be loaded (or is not what this
+        registry holds) is left out with a warning: a command going over every entry (``data check``, the suites of
+        a report, ``analyze list``) is not stopped by a broken plug-in it does not use; naming it still stops."""
         for name in self.names():
-            yield name, self.get(name)
+            try:
+                yield name, self.get(name)
+            except PluginError as e:
+                if name not in self._broken:
+                    self._broken.add(name)
+                    warnings.warn(f"{e}; it is left out", stacklevel=2)

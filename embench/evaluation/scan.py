@@ -50,7 +50,7 @@ def _same_model(stored: str, asked: str) -> bool:
 def _task_order(suite: str | None, tasks: Sequence[str] | None) -> list[str]:
     if suite or tasks:
         return [*(SUITES.get(suite).tasks if suite else ()), *(tasks or ())]
-    return list(dict.fromkeys(t for name in SUITES.names() for t in SUITES.get(name).tasks))
+    return list(dict.fromkeys(t for _, suite in SUITES.items() for t in suite.tasks))
 
 
 def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = (), suite: str | None = None,

@@ -101,7 +101,7 @@ def _unknown(raw: dict[str, Any], own_fields: set[str], method: str, where: str)
     known = sorted(own_fields) + [f for f in FIELDS if f != "method_options"]
     hint = nearest(bad, known)
     did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
-    others = [m for m in METHODS.names() if bad in {f.name for f in dataclasses.fields(METHODS.get(m).Options)}]
+    others = [m for m, cls in METHODS.items() if bad in {f.name for f in dataclasses.fields(cls.Options)}]
     theirs = f" It is an option of method {', '.join(others)}." if others else ""  # --sigma given to unsup-simcse
     raise EmbenchError(f"{where}: {bad!r} is neither a training option nor an option of method {method}.{did}{theirs} "
                        f"The options: embench train --help, and embench list methods")

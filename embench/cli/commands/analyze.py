@@ -130,8 +130,8 @@ def _list_analyses() -> None:
     from ..output import message_console
 
     out = message_console(stderr=False)
-    for n in ANALYSES.names():
-        opts = ", ".join(f"{k}={v!r}" for k, v in ANALYSES.get(n).options.items())
+    for n, analysis in ANALYSES.items():  # a broken plug-in is left out with a warning
+        opts = ", ".join(f"{k}={v!r}" for k, v in analysis.options.items())
         out.print(f"[bold]{escape(n)}[/]  {escape(ANALYSES.description(n))}", highlight=False)
         out.print(f"    options: {escape(opts)}", highlight=False, style="dim")
 
