@@ -153,3 +153,15 @@ def test_set_only_names_exactly_the_options_train_has_no_flag_for():
                "data": "train_data", "data_root": "data", "compile": "compile_", "progress": "quiet"}
     no_flag = {f.name for f in dataclasses.fields(TrainConfig) if renamed.get(f.name, f.name) not in params}
     assert no_flag == SET_ONLY
+
+
+def test_a_split_suffix_on_an_eval_task_other_than_stsb_is_refused():
+    """``SICKRelatedness-dev`` scored SICK-R's test set, logged and kept as "-dev" (stsb_split reaches STS-B alone)."""
+    from embench.train.callbacks import task_specs
+
+    assert [s.options for s in task_specs(["STSBenchmark-dev", "STS-B-train", "sts-all"])] == [
+        {"stsb_split": "dev"}, {"stsb_split": "train"}, {}]
+    with pytest.raises(EmbenchError, match=r"--eval-task 'SICKRelatedness-dev': only STS-B has dev and train splits"):
+        task_specs(["SICKRelatedness-dev"])
+    with pytest.raises(EmbenchError, match=r"--eval-task 'sts-all-dev': a split suffix applies to STS-B alone"):
+        task_specs(["sts-all-dev"])

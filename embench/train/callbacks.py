@@ -49,7 +49,12 @@ def task_specs(names: list[str]) -> list[EvalSpec]:
             if name.endswith(suffix):
                 base, split = name[: -len(suffix)], value
         if base not in _suites():
-            resolve_tasks(None, [base])  # did-you-mean now, not at the first evaluation
+            resolved = resolve_tasks(None, [base])[0]  # did-you-mean now, not at the first evaluation
+            if split and resolved != ["STSBenchmark"]:  # stsb_split: any other task scored its test set, logged as -dev
+                raise EmbenchError(f"--eval-task {name!r}: only STS-B has dev and train splits to score "
+                                   f"(STSBenchmark-dev, STSBenchmark-train); give {base!r} for its test set")
+        elif split:
+            raise EmbenchError(f"--eval-task {name!r}: a split suffix applies to STS-B alone, not to a suite")
         specs.append(EvalSpec(name, base, {"stsb_split": split} if split else {}))
     return specs
 
