@@ -147,6 +147,10 @@ def test_a_finished_seed_keeps_its_model_not_its_resume_state(tiny_bert_dir, dat
     (out / "seed-1" / "best" / "mark").write_text("kept")
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0 and (out / "seed-1" / "best" / "mark").is_file() and "memory: peak" not in again.output
+    # a seed added under other options would mix two recipes in one mean (and seeds.json said all had the new ones)
+    other = CliRunner().invoke(app, [*[a if a != "1-2" else "1-3" for a in args], "--lr", "0.01", "--save-steps", "1"])  # how it runs may differ
+    assert other.exit_code != 0 and not (out / "seed-3").exists()
+    assert "holds a seed group trained with other options; this run has lr=0.01 (the group's seeds: " in " ".join((str(other.exception) + other.output).split())
     fresh = CliRunner().invoke(app, [*args, "--overwrite"])
     assert fresh.exit_code == 0, fresh.output
     assert not (out / "seed-1" / "best" / "mark").exists() and fresh.output.count("memory: peak") == 2

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import EmbenchError
 from ..evaluation.seed_groups import SEED_GROUP_FILE, read_seed_group, write_seed_group
 from . import checkpoints
 from .config import TrainConfig
@@ -53,11 +55,34 @@ def add_to_group(out: Path, seed: int, kept: Path, shared: dict[str, Any]) -> No
         write_seed_group(out, {**finished_seeds(out), seed: kept}, shared)
 
 
+# how a run goes or reports, not what it trains: a seed may be added under other values of these
+RUN_ONLY = frozenset({"seed", "out", "resume", "overwrite", "progress", "log_steps", "tensorboard", "device", "compile",
+                      "data_root", "save_steps", "save_every", "eval_batch_size", "auto_fit", "bucket_tokens",
+                      "bucket_min_tokens", "group_by_length", "unpadded", "grad_accumulation", "gradient_checkpointing"})
+
+
+def check_same_options(out: Path, cfg: TrainConfig) -> None:
+    """A seed added to a group is trained as its seeds were: other options (``--lr``, ``--max-steps``, ...) would mix
+    two recipes in one mean, and ``seeds.json`` would say every seed had the new ones. Refused, naming them."""
+    try:
+        before = json.loads((out / SEED_GROUP_FILE).read_text(encoding="utf-8")).get("config") or {}
+    except (OSError, ValueError):
+        return  # no group yet (an unreadable one is named where it is read)
+    now = json.loads(json.dumps(cfg.to_dict(), default=str))  # as the group stored it
+    changed = [f"{k}={now[k]!r} (the group's seeds: {before[k]!r})" for k in sorted(before.keys() & now.keys())
+               if k not in RUN_ONLY and before[k] != now[k]]
+    if changed:
+        raise EmbenchError(f"--out {out} holds a seed group trained with other options; this run has {'; '.join(changed)}. "
+                           "Add seeds with the group's options, train every seed again with --overwrite, or train into "
+                           "another --out")
+
+
 def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
     """Train ``cfg`` under ``seed`` into ``OUT/seed-<s>`` and add it to the group; (None, its folder) when that
     seed is already in the group. ``cfg.resume`` continues the seed's run where it stopped, if it started."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    check_same_options(out, cfg)
     done = finished_seeds(out)
     if seed in done:
         log.info("seed %d is already trained (%s); kept", seed, done[seed])
@@ -126,6 +151,7 @@ def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
     if cfg.overwrite:  # every seed again, none kept
         clear_or_refuse(out, cfg)
     out.mkdir(parents=True, exist_ok=True)
+    check_same_options(out, cfg)
     done = finished_seeds(out)
     todo = [s for s in seeds if s not in done]
     if not todo:
