@@ -98,3 +98,12 @@ def test_a_labelled_set_s_name_is_checked_before_any_model_loads():
         check_options("layers", {"dataset": "banking77"}, {"dataset": "agnew"})
     check_set_names({"datasets": ["20ng", "ag_news"]})  # aliases are names too
     check_set_names({"dataset": ""})  # layers without a labelled set: no kNN column
+
+
+def test_an_option_no_rule_names_takes_the_type_of_its_default():
+    """A plug-in analysis' ``n: int = 50`` took ``--set n=abc`` and failed inside it (a slice TypeError)."""
+    check_values("my-loss", {"n": 50, "scale": 0.5, "label": "x"}, {"n": 20, "scale": 1, "label": "y"})
+    with pytest.raises(EmbenchError, match=r"analysis 'my-loss': n='abc' is not allowed; n must be an integer"):
+        check_values("my-loss", {"n": 50}, {"n": "abc"})
+    with pytest.raises(EmbenchError, match=r"scale='big' is not allowed; scale must be a number"):
+        check_values("my-loss", {"scale": 0.5}, {"scale": "big"})

@@ -165,3 +165,18 @@ def test_a_split_suffix_on_an_eval_task_other_than_stsb_is_refused():
         task_specs(["SICKRelatedness-dev"])
     with pytest.raises(EmbenchError, match=r"--eval-task 'sts-all-dev': a split suffix applies to STS-B alone"):
         task_specs(["sts-all-dev"])
+
+
+def test_a_plugin_options_dataclass_without_string_annotations_is_type_checked_too():
+    """The README's plug-in method has no ``from __future__ import annotations``: its ``float`` fields are types, not
+    strings, and ``--set start_temperature=abc`` went unchecked into the loss (a TypeError traceback)."""
+    import dataclasses
+
+    from embench.train.resolution import _check_types
+
+    options = dataclasses.make_dataclass("Options", [("start_temperature", float, 0.2), ("steps", int, 3)])
+    _check_types(options, {"start_temperature": 1, "steps": 4}, "--set ")
+    with pytest.raises(EmbenchError, match=r"--set start_temperature must be a number, got 'abc'"):
+        _check_types(options, {"start_temperature": "abc"}, "--set ")
+    with pytest.raises(EmbenchError, match=r"--set steps must be an integer, got 2.5"):
+        _check_types(options, {"steps": 2.5}, "--set ")

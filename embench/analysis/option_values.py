@@ -67,11 +67,20 @@ RULES: dict[str, tuple[str, Any]] = {
 }
 
 
+def _typed_like(default: Any) -> tuple[str, Any] | None:
+    """The rule for an option no rule names: a number where its default is one (``n=abc`` reached the analysis)."""
+    if isinstance(default, bool) or not isinstance(default, (int, float)):
+        return None
+    if isinstance(default, int):
+        return "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)
+    return "a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def check_values(name: str, defaults: dict[str, Any], options: dict[str, Any], where: str = "") -> None:
     """Refuse an option value of the wrong type or out of range, naming the option and what it takes
     (``where``: how the user gave it, e.g. ``--eval-analysis 'knn:k=0'``)."""
     for key, value in options.items():
-        rule = RULES.get(key)
+        rule = RULES.get(key) or _typed_like(defaults.get(key))  # a plug-in's option: the type of its default
         if rule is None or (value is None and defaults.get(key) is None):
             continue
         words, ok = rule

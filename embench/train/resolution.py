@@ -92,7 +92,9 @@ def _check_types(options: type, values: dict[str, Any], flag: str) -> None:
     """Each option the dataclass ``options`` declares a number holds one (a config file or ``--set`` can give
     ``"eight"`` or ``2.5``): named as the command line spells it, before a comparison or the trainer meets a string."""
     for f in dataclasses.fields(options):
-        kind, value = str(f.type).split(" |")[0], values.get(f.name)
+        # "int" or "float" whether annotations are strings (``from __future__ import annotations``) or the types (a plug-in)
+        kind = f.type.__name__ if isinstance(f.type, type) else str(f.type).split(" |")[0]
+        value = values.get(f.name)
         if kind not in ("int", "float") or value is None:
             continue
         ok = isinstance(value, int) if kind == "int" else isinstance(value, (int, float))

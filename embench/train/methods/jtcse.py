@@ -106,10 +106,10 @@ class JTCSE(Method):
                 remove_layernorms(lay, o.remove_layernorm)
         uses_pooler = o.modulus_on == "pooler" and o.ictm_weight > 0
         if uses_pooler:
-            for name, b in ((cfg.model, one), (o.tower2 or cfg.model, two)):
+            for flag, name, b in (("--model", cfg.model, one), ("--tower2" if o.tower2 else "--model", o.tower2 or cfg.model, two)):
                 if getattr(b.encoder, "pooler", None) is None or not pooler_saved(name):
                     raise EmbenchError(
-                        f"--model {name}: {type(b.encoder).__name__} has no pooler head, and the modulus loss "
+                        f"{flag} {name}: {type(b.encoder).__name__} has no pooler head, and the modulus loss "
                         "(L_ICTM, Eq. 13) reads pooler outputs; use its [CLS] variant (--set modulus_on=cls, Fig. 8) "
                         "or turn the loss off (--set ictm_weight=0)")
         return TwinTowers(one.encoder, two.encoder, one.tokenizer, max_length=cfg.max_length,
