@@ -108,6 +108,22 @@ def _takes_prompt(embed: Embed) -> bool:
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain path part (not '.', '..' or hidden)
 
 
+# the folders embench train writes, named alike in every run: seed-2/best of one run is not best of another
+_RUN_PARTS = re.compile(r"best|checkpoint-last|checkpoints|step-\d+|seed-\d+|tower-\d+")
+
+
+def folder_name(path: str) -> str:
+    """A local model folder's name for mteb: its last part, led by its parents up to the first that is not one of
+    ``embench train``'s own folders (``runs/simcse/seed-2/best``: ``simcse-seed-2-best``, not ``best``)."""
+    parts = [p for p in path.split("/") if p not in ("", ".", "..", "~")]
+    kept: list[str] = []
+    while parts:
+        kept.insert(0, parts.pop())
+        if not _RUN_PARTS.fullmatch(kept[0]):
+            break
+    return "-".join(kept)
+
+
 def mteb_model_name(record_model: str, encoder: dict | None = None) -> str:
     """The name mteb files a model under: the hub id for a known alias or an ``org/name`` id, else
     ``embench/<name>`` (a local folder: its last part, wherever it was). A record's vector axis (``(dim 128, int8)``
@@ -120,7 +136,7 @@ def mteb_model_name(record_model: str, encoder: dict | None = None) -> str:
         return HUB_IDS[name]
     plain = name.rstrip("/\\").replace("\\", "/")
     if plain.startswith(("/", "~", "./", "../")) or plain.count("/") > 1 or Path(name).expanduser().exists():
-        return f"embench/{slug(plain.rsplit('/', 1)[-1])}"  # a local folder: its name, not the path it had here
+        return f"embench/{slug(folder_name(plain))}"  # a local folder: its name, not the path it had here
     if plain.count("/") == 1 and all(_SAFE.fullmatch(part) for part in plain.split("/")):
         return plain  # an org/name hub id: mteb's own folder name for it
     return f"embench/{slug(name)}"
