@@ -229,3 +229,13 @@ def test_seed_lists_are_parsed_or_named_in_the_error():
     for bad in ("5-1", "a", "1-", ""):
         with pytest.raises(EmbenchError, match="--seeds"):
             parse_seeds(bad)
+
+
+def test_the_interval_note_says_a_seed_group_row_has_none():
+    """``run --ci 95`` on a seed group said "95% intervals: ..." over a row of mean ± std with no interval."""
+    from embench.evaluation.evaluation_view import Evaluation
+    from embench.evaluation.significance import IntervalSettings
+
+    ev = Evaluation(records=[], interval_settings=IntervalSettings.parse(95), seed_groups={"simcse": ["a"]})
+    assert "a seed group's row (simcse) is the mean ± std over its seeds, without an interval" in ev.interval_note()
+    assert "seed group" not in Evaluation(records=[], interval_settings=ev.interval_settings).interval_note()

@@ -131,6 +131,9 @@ class Evaluation:
         note = self.interval_settings.describe()
         if missing:
             note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
+        if self.seed_groups:  # a group's row is its seeds' mean ± std; each seed's record keeps its own interval
+            note += (f"; a seed group's row ({', '.join(self.seed_groups)}) is the mean ± std over its seeds, without an "
+                     "interval: `embench compare` draws one over seeds and items")
         return note
 
 
