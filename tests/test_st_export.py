@@ -221,6 +221,11 @@ def test_a_pooling_sentence_transformers_lacks_stays_a_hugging_face_folder_that_
     assert meta["sentence_transformers"] is False and "first_last_avg" in meta["sentence_transformers_missing"]
     assert "sentence-transformers cannot give this model's vectors" in (folder / "README.md").read_text()
     assert embench.load_model(folder).pooling == "first_last_avg"  # the trained pooling, from embench_training.json
+    assert "or transformers' `AutoModel` with the pooling above" in (folder / "README.md").read_text()
+    bidirectional = save_model_folder(model, tok, tmp_path / "bi", pooling="last_token", max_length=64,
+                                      meta={"method": "bellm", "step": 1, "bidirectional_last": 1})
+    card = (bidirectional / "README.md").read_text()  # AutoModel runs the last layer causally: not these vectors
+    assert "use embench: transformers' `AutoModel` runs every layer causally" in card and "pooling above" not in card
 
 
 def _old_layout(tiny_bert_dir, root):

@@ -37,8 +37,10 @@ SHOWN = ("batch_size", "grad_accumulation", "lr", "optimizer", "lr_schedule", "w
 
 
 def write_model_card(folder: Path, *, final: Path, meta: dict[str, Any], pooling: str, max_length: int,
-                     st_modules: list[str] | None, why_not_st: str | None, prompt_prefix: str | None) -> Path:
-    """Write ``folder/README.md``; ``final`` is where the folder will live (its usage lines name it)."""
+                     st_modules: list[str] | None, why_not_st: str | None, prompt_prefix: str | None,
+                     adapter_of: str | None = None) -> Path:
+    """Write ``folder/README.md``; ``final`` is where the folder will live (its usage lines name it). ``adapter_of``: the
+    folder is a LoRA adapter on that base (BeLLM's kept checkpoint), whose card replaces peft's blank template."""
     from huggingface_hub import ModelCardData
 
     from ..evaluation.provenance import software
@@ -58,7 +60,8 @@ def write_model_card(folder: Path, *, final: Path, meta: dict[str, Any], pooling
              + (f" --recipe {meta['recipe']}" if meta.get("recipe") else "") + f"` from `{meta.get('base_model')}`"
              + (" (its configuration, randomly initialised)" if meta.get("from_scratch") else "") + ".", ""]
     lines += _recipe(meta, method) + _training(meta, pooling, max_length) + _evaluation(meta, final)
-    lines += _usage(final, meta, st_modules, why_not_st, prompt_prefix) + _citation(meta, method)
+    lines += (_adapter_usage(final, adapter_of) if adapter_of else _usage(final, meta, st_modules, why_not_st, prompt_prefix))
+    lines += _citation(meta, method)
     text = "---\n" + data.to_yaml() + "\n---\n\n" + "\n".join(lines).rstrip() + "\n"
     path = Path(folder) / "README.md"
     path.write_text(text, encoding="utf-8")
@@ -165,13 +168,25 @@ def _usage(final: Path, meta: dict[str, Any], st_modules: list[str] | None, why_
             out.append("vectors = model.encode(texts)" + ("  # the training prompt is its default prompt" if prefix else ""))
     out += ["", "import embench", "", f'vectors = embench.load_model("{final}").encode(texts)', "```", ""]
     if not st_modules:
+        # AutoModel runs every layer causally: bidirectional last layers are embench's to apply (max diff 0.2 otherwise)
+        plain = ("use embench: transformers' `AutoModel` runs every layer causally, so its vectors are not these either"
+                 if meta.get("bidirectional_last") else "use embench, or transformers' `AutoModel` with the pooling above")
         out += [f"sentence-transformers cannot give this model's vectors: {why_not_st}. `SentenceTransformer(path)` "
-                "would load the folder with mean pooling; use embench, or transformers' `AutoModel` with the pooling "
-                "above.", ""]
+                f"would load the folder with mean pooling; {plain}.", ""]
     out += ["The folder is a Hugging Face model folder (`AutoModel.from_pretrained` reads its root)"
             + (", a sentence-transformers folder (`modules.json`, `config_sentence_transformers.json`)" if st_modules else "")
             + " and an embench checkpoint (`embench_training.json`: everything the run was given).", ""]
     return out
+
+
+def _adapter_usage(final: Path, base: str) -> list[str]:
+    return ["## Use", "", "```python", "import embench", "",
+            f'vectors = embench.load_model("{final}").encode(texts)  # the base, the adapter, prompt and attention', "```", "",
+            f"The folder is a LoRA adapter (peft's `adapter_config.json` and `adapter_model.safetensors`) on `{base}`; "
+            "`embench_adapter.json` names that base, the prompt, the pooling and the bidirectional last layers, so "
+            f"`embench run --model {final}` (or `--model BASE --adapter {final}`) loads them all. peft's "
+            "`PeftModel.from_pretrained(AutoModel.from_pretrained(BASE), path)` loads the weights, but transformers runs "
+            "every layer causally, and sentence-transformers cannot load the folder.", ""]
 
 
 def _citation(meta: dict[str, Any], method: str) -> list[str]:

@@ -39,6 +39,7 @@ from ...models.lora_adapter import write_adapter_meta
 from .. import distributed, losses
 from ..adapters import is_peft
 from ..distributed import DistInfo
+from ..model_card import write_model_card
 from .base import Batch, Logs, Outputs
 from .contrastive import ContrastiveMethod, ContrastiveOptions
 
@@ -157,9 +158,11 @@ class BeLLM(ContrastiveMethod):
         shutil.rmtree(tmp, ignore_errors=True)
         m.encoder.save_pretrained(tmp)  # peft: adapter_config.json + adapter_model.safetensors only
         base = load_model(self.config.model)  # config and fingerprint only: the weights are not read
-        write_adapter_meta(tmp, **{**meta, "base_model": self.config.model, "base_fingerprint": base.fingerprint,
-                                   **self.bidirectional_meta(), "prompt": m.prompt,
-                                   "pooling": m.pooling, "max_length": m.max_length})
+        saved = {**meta, "base_model": self.config.model, "base_fingerprint": base.fingerprint,
+                 **self.bidirectional_meta(), "prompt": m.prompt, "pooling": m.pooling, "max_length": m.max_length}
+        write_adapter_meta(tmp, **saved)
+        write_model_card(tmp, final=folder, meta=saved, pooling=m.pooling, max_length=m.max_length, st_modules=None,
+                         why_not_st=None, prompt_prefix=None, adapter_of=self.config.model)  # not peft's blank template
         return replace_folder(tmp, folder)
 
     def bidirectional_meta(self) -> dict[str, Any]:
