@@ -212,7 +212,7 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
     assert meta["bidirectional_last"] == 2 and meta["base_model"] == str(tiny_llama_dir)
     assert meta["bidirectional_mode"] == "sum"  # the method's default: Eq. 5
     card = (best / "README.md").read_text()  # was peft's template: "[More Information Needed]" 39 times
-    assert "More Information Needed" not in card and f"is a LoRA adapter (peft's `adapter_config.json`" in card
+    assert "More Information Needed" not in card and "is a LoRA adapter (peft's `adapter_config.json`" in card
     assert f"on `{tiny_llama_dir}`" in card and "runs every layer causally" in card
     texts = ["A man plays a guitar.", "Two dogs run through the snow."]
     by_folder = embench.load_model(best)  # the folder names its base, prompt and bidirectional setting
@@ -220,6 +220,8 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
     assert by_folder.settings.extra["bidirectional_last"] == 2 and by_folder.settings.prompt == meta["prompt"]
     assert by_folder.settings.extra["bidirectional_mode"] == by_base.settings.extra["bidirectional_mode"] == "sum"
     np.testing.assert_allclose(by_folder.encode_batch(texts), by_base.encode_batch(texts), atol=1e-6)
+    with pytest.raises(EmbenchError, match="is itself an adapter folder"):  # run -m BASE -m best --adapter best
+        embench.load_model(best, adapter=best)  # was: transformers' "Unrecognized model ... model_type"
     # an adapter saved before the modes (no mode in its file) was trained as one stack: it loads as mask
     (best / "embench_adapter.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "bidirectional_mode"}))
     assert embench.load_model(best).settings.extra["bidirectional_mode"] == "mask"

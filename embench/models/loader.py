@@ -140,6 +140,9 @@ def load_model(
     info: AdapterInfo | None = None
     if adapter is not None or (isinstance(name_or_path, (str, os.PathLike)) and read_adapter(name_or_path, quiet=True)):
         # "--model BASE --adapter DIR", or "--model DIR" naming an adapter folder: its base, its settings
+        if adapter is not None and isinstance(name_or_path, (str, os.PathLike)) and read_adapter(name_or_path, quiet=True):
+            raise EmbenchError(f"model {str(name_or_path)!r} is itself an adapter folder (it names its base), and --adapter "
+                               "puts another on every --model: give that folder as --model without --adapter")
         info = read_adapter(adapter if adapter is not None else name_or_path)
         if adapter is None:
             name_or_path, name = info.base_model, name or str(name_or_path)
