@@ -234,3 +234,17 @@ def test_ci_says_which_knobs_move_scores_beyond_the_baselines_interval(tiny_audi
         t_moved = result.rows.loc["baseline", row["largest_task"]] + row["delta_task"]
         assert row["task_beyond_noise"] == ("no" if t_lo <= t_moved <= t_hi else "yes")
     assert "yes" in set(result.knob_effects["task_beyond_noise"])  # cls vs mean pooling of a random model is no noise
+
+
+@pytest.mark.slow
+def test_a_reported_task_outside_the_audited_ones_is_encoded_in_the_logged_shared_pass(tiny_bert_dir, data_root, tmp_path):
+    """``-t STSBenchmark --reported "STS13=1 STS-B=2"`` matched STS13 through a second pass that the table of forward
+    passes ("every forward pass it ran and why") left out."""
+    result = audit(str(tiny_bert_dir), knobs=["correlation"], tasks=["STSBenchmark"], reported={"STS13": 1.0, "STS-B": 2.0},
+                   data=data_root, results_dir=tmp_path / "r", cache_dir=tmp_path / "cache", device="cpu", progress=False)
+    from embench.audit.passes import suite_texts
+    from embench.data.root import DataRoot
+
+    both = suite_texts(["STSBenchmark", "STS13"], [{}], DataRoot.resolve(data_root))
+    assert [r["texts"] for r in result.passes.rows] == [len(both)]  # one pass, STS13's texts in it (was: 2,551 of STS-B)
+    assert "res:STS13" in result.matches.columns
