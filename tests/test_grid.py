@@ -196,3 +196,24 @@ def test_slurm_dry_run_writes_the_sbatch_file_of_one_array_and_submits_nothing(t
     assert [len(j["cells"]) for j in jobs] == [4, 4]  # one job per model: 2 tasks x 2 protocols
     assert {j["model"] for j in jobs} == {str(tiny_bert_dir), str(other)}
     assert not list((tmp_path / "r").glob("*/*.json"))  # nothing ran
+
+
+def test_a_worker_whose_grid_is_gone_writes_on_into_its_log(tmp_path):
+    """A grid killed outright left its workers printing into a pipe nobody read: the first write failed, and the job
+    died before storing the cells it had almost finished."""
+    from embench.grid.worker_process import _LogWhenOrphaned
+
+    class Gone:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    log = tmp_path / "job.log"
+    log.write_text("relayed by the grid\n")
+    stream = _LogWhenOrphaned(Gone(), str(log))
+    stream.write("cell 1 stored\n")
+    stream.flush()
+    stream.write("cell 2 stored\n")
+    assert log.read_text() == "relayed by the grid\ncell 1 stored\ncell 2 stored\n"

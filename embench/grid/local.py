@@ -1,4 +1,4 @@
-"""The local executor: each job a ``python -m embench.grid.worker`` process on this machine, at most
+"""The local executor: each job a ``python -m embench.grid.worker_process`` process on this machine, at most
 ``workers`` at once, each with its own log file.
 
 A process per job (not threads, not a fork of this one) keeps a crash, an out-of-memory kill or a
@@ -9,6 +9,7 @@ job's id: a grid piped into ``tee`` or a log file shows its progress while it ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
+from ..core.signals import terminated
 from .state import GridState
 
 _ECHO_LOCK = threading.Lock()  # lines of several workers interleave whole, never mid-line
@@ -41,17 +43,18 @@ def run_local(job_files: Sequence[Path], results: Path, workers: int = 1,
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
 
     finished: list[str] = []
+    live: set[subprocess.Popen] = set()
+    stopping = threading.Event()
 
     def one(job_file: Path) -> tuple[str, int]:
         job_id = job_file.stem
+        if stopping.is_set():  # the grid was stopped before this job began: its cells stay missing
+            return job_id, 130
         log = state.log_path(job_id)
         log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "embench.grid.worker", str(job_file), "--log", str(log)]
+        cmd = [sys.executable, "-m", "embench.grid.worker_process", str(job_file), "--log", str(log)]
         with open(log, "ab") as fh:
-            if echo is None:
-                rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
-            else:
-                rc = _run_relayed(cmd, env, fh, echo, job_id)
+            rc = _run_relayed(cmd, env, fh, echo, job_id, live)
         if rc < 0 or rc in (130, 143):  # killed, or stopped by SIGINT/SIGTERM: its unfinished cells say so
             _mark_killed(job_file, -rc if rc < 0 else rc - 128, log)
         if echo is not None:
@@ -64,22 +67,39 @@ def run_local(job_files: Sequence[Path], results: Path, workers: int = 1,
             on_done(job_id, rc, log)
         return job_id, rc
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
         return dict(pool.map(one, job_files))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.app): passed on once to each worker, which stores what it finished
+        stopping.set()
+        for proc in list(live):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM if terminated() else signal.SIGINT)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # the workers' stops are waited for: their cells are then marked
 
 
-def _run_relayed(cmd: list[str], env: dict[str, str], log: IO[bytes], echo: IO[str], job_id: str) -> int:
-    """Run ``cmd``; each line of its output goes to ``log`` and to ``echo`` as it arrives; returns its exit status."""
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env) as proc:
+def _run_relayed(cmd: list[str], env: dict[str, str], log: IO[bytes], echo: IO[str] | None, job_id: str,
+                 live: set[subprocess.Popen]) -> int:
+    """Run ``cmd``; each line of its output goes to ``log`` and to ``echo`` as it arrives; returns its exit status.
+    The worker has a session of its own: a stop sent to the grid's process group (Ctrl-C, ``timeout``) reaches the
+    grid alone, which passes it on exactly once (two would break a worker's clean stop), and a grid killed outright
+    leaves its workers to finish and store their cells."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True) as proc:
+        live.add(proc)
         assert proc.stdout is not None
         for raw in iter(proc.stdout.readline, b""):
             log.write(raw)
             log.flush()
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            with _ECHO_LOCK:
-                echo.write(f"[{job_id}] {line}\n")
-                echo.flush()
-        return proc.wait()
+            if echo is not None:
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                with _ECHO_LOCK:
+                    echo.write(f"[{job_id}] {line}\n")
+                    echo.flush()
+        rc = proc.wait()
+        live.discard(proc)
+        return rc
 
 
 def _mark_killed(job_file: Path, sig: int, log: Path) -> None:
