@@ -158,6 +158,8 @@ def test_status_command_lists_the_cells_not_done_with_each_log(tmp_path):
     assert f"log {tmp_path / 'j.log'}" in res.output and "boom" in res.output
     assert "done: 0 running: 0 failed: 1 missing: 1 (of 2 cells)" in res.output
     assert os.path.isdir(tmp_path / ".grid" / "cells")
+    rows = json.loads(CliRunner().invoke(app, ["grid", "status", str(tmp_path), "-f", "json"]).stdout)  # JSON alone
+    assert rows[0]["log"] == str(tmp_path / "j.log") and rows[0]["state"] == "failed"  # each failure's log in its row
     # once every cell is stored, csv and json say so with an empty list (they printed nothing; a table shows the counts)
     done, encoder = tmp_path / "done", {"fingerprint": "abc"}
     cells = [Cell("m", t, proto, record_key(t, encoder, proto), "default") for t in ("STS12", "STS13")]
@@ -166,7 +168,7 @@ def test_status_command_lists_the_cells_not_done_with_each_log(tmp_path):
     for c in cells:
         ResultStore(done).save(_record(c, encoder))
     res = CliRunner().invoke(app, ["grid", "status", str(done), "-f", "csv"])
-    assert res.exit_code == 0 and res.stdout.splitlines()[0] == "model,task,protocol,state,why", res.stdout
+    assert res.exit_code == 0 and res.stdout.splitlines()[0] == "model,task,protocol,state,log,why", res.stdout
     res = CliRunner().invoke(app, ["grid", "status", str(done), "-f", "json"])
     assert res.exit_code == 0 and json.loads(res.stdout) == [], res.stdout
 
@@ -217,3 +219,25 @@ def test_a_worker_whose_grid_is_gone_writes_on_into_its_log(tmp_path):
     stream.flush()
     stream.write("cell 2 stored\n")
     assert log.read_text() == "relayed by the grid\ncell 1 stored\ncell 2 stored\n"
+
+
+def test_one_folder_spelt_two_ways_is_one_model_and_protocol_names_are_unique(tmp_path):
+    (tmp_path / "a").mkdir()
+    spelt = [str(tmp_path / "a"), str(tmp_path / "a") + "/", str(tmp_path / "." / "a"), "all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]
+    assert expand_models(spelt) == [str(tmp_path / "a"), "all-MiniLM-L6-v2"]  # was three jobs computing one record
+    f = tmp_path / "p.yaml"
+    f.write_text("- {name: a}\n- {name: a, aggregation: wmean}\n")
+    with pytest.raises(EmbenchError, match=r"entries 1 and 2 share the name 'a'"):
+        read_protocols(f)
+
+
+def test_grid_status_says_a_file_is_a_file_and_json_is_json_alone(tmp_path):
+    from embench.grid.status import grid_status
+
+    (tmp_path / "protocols.yaml").write_text("- {}\n")
+    with pytest.raises(EmbenchError, match="protocols.yaml: is a file; give the grid's results folder"):
+        grid_status(tmp_path / "protocols.yaml")
+    res = CliRunner().invoke(app, ["grid", "--models", "all-MiniLM-L6-v2", "-t", "STS12", "--batch-size", "0",
+                                   "--results", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "--batch-size must be at least 1, got 0" in str(res.exception or res.output)
+    assert not (tmp_path / "r").exists()  # before any job (every cell failed inside its worker)

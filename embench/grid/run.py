@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import IO, Any
 
 from ..core.errors import EmbenchError
 from ..evaluation.results import ResultStore
 from .plan import Plan, plan, write_jobs
-from .spec import GridSpec
+from .spec import GridSpec, expand_models
 from .state import GridState
 from .status import cell_states
 
@@ -30,6 +31,8 @@ def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", wo
     if workers < 1:
         raise EmbenchError(f"--workers must be at least 1, got {workers}")
     results = Path(results)
+    # globs and list files as the CLI takes them (the module's example gives GridSpec(models=["ckpt/step-*"]))
+    spec = dataclasses.replace(spec, models=expand_models(spec.models))
     p = plan(spec, results, progress=echo is not None)
     job_files = write_jobs(p, spec, results)
     if dry_run or not job_files:

@@ -41,7 +41,16 @@ def expand_models(entries: Sequence[str]) -> list[str]:
         out += names
     if not out:
         raise EmbenchError("no models: give --models NAME, a list file (.txt, one model a line) or a glob")
-    return list(dict.fromkeys(out))
+    # one model once, however it is spelt (runs/a, ./runs/a/, /abs/runs/a): each spelling was a job of the same cells
+    first: dict[str, str] = {}
+    for name in out:
+        first.setdefault(_same_folder(name), name)
+    return list(first.values())
+
+
+def _same_folder(name: str) -> str:
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.exists() else name
 
 
 def _read_model_list(path: Path) -> list[str]:
@@ -121,6 +130,9 @@ def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
         if same < i:  # one protocol twice (defaults spelt out or not): two planned cells of one record
             raise EmbenchError(f"--protocols {path}: entries {same} and {i} are the same protocol "
                                f"({', '.join(f'{k}={v}' for k, v in settings.items()) or 'the default'}); give each once")
+        if "name" in entry and (twin := next((j for j, o in enumerate(out, 1) if o.get("name") == str(entry["name"])), 0)):
+            raise EmbenchError(f"--protocols {path}: entries {twin} and {i} share the name {str(entry['name'])!r}; the "
+                               "status table tells protocols apart by it: give each its own")
         out.append({**settings, **({"name": str(entry["name"])} if "name" in entry else {})})
     return out
 

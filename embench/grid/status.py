@@ -83,7 +83,8 @@ def grid_status(results: Path | str) -> tuple[list[Cell], dict[str, dict[str, An
     log) or missing."""
     results = Path(results)
     if not results.is_dir():
-        raise EmbenchError(f"{results}: no such results folder")
+        raise EmbenchError(f"{results}: is a file; give the grid's results folder" if results.exists()
+                           else f"{results}: no such results folder")
     cells = grid_cells(results)
     if not cells:
         raise EmbenchError(f"{results}: no grid was run here (no {GridState(results).root}/plans); "

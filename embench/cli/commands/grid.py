@@ -24,7 +24,9 @@ def _print_status(cells, states, fmt: str) -> int:
 
     counts = summary(states)
     frame = status_frame(cells, states)
-    if len(frame) or fmt in ("csv", "json"):  # a script reading a finished grid gets an empty list, not nothing
+    if fmt in ("csv", "json"):  # a script reading a finished grid gets an empty list, not nothing; each failure's log
+        emit(render(frame, fmt))  # in its row, and nothing else on stdout (a line after it broke the JSON)
+    elif len(frame):
         # the log paths after the table, whole: a table cut to the terminal's width would cut them
         emit(render(frame.drop(columns=["log"]), fmt))
         for log, rows in frame[frame["log"] != ""].groupby("log", sort=False):
@@ -68,6 +70,8 @@ def grid(
         raise EmbenchError("embench grid needs --models and --results (see embench grid --help); "
                            "`embench grid status DIR` shows a grid's cells")
     check_folder_option(results, "--results")
+    if opts["batch_size"] is not None and opts["batch_size"] < 1:  # said now, not by every job's worker in a traceback
+        raise EmbenchError(f"--batch-size must be at least 1, got {opts['batch_size']}")
     extra = parse_options(slurm_option)
     spec = GridSpec(
         models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),
