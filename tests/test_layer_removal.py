@@ -51,6 +51,23 @@ def test_a_bert_has_no_final_norm_so_its_layer_states_are_the_truncated_model(ti
     assert torch.is_grad_enabled()
 
 
+def test_cls_goes_through_the_pooler_head_at_every_layer_as_the_truncated_bert_gives_it(tiny_bert_dir, one_thread):
+    """layer-removal (and layers) with BERT's cls took the pooler head at N = L only and the raw first token below it:
+    one curve of two representations, neither point the truncated model it claimed to be."""
+    from transformers import AutoModel, AutoTokenizer
+
+    enc, tok = embench.load_model(tiny_bert_dir, pooling="cls"), AutoTokenizer.from_pretrained(tiny_bert_dir)
+    for kept in (1, 2):
+        short = AutoModel.from_pretrained(tiny_bert_dir, num_hidden_layers=kept).eval()
+        with torch.no_grad():
+            want = short(**tok(TEXTS, padding=True, return_tensors="pt")).pooler_output.numpy()
+        np.testing.assert_allclose(enc.view(kept, final_norm=True).encode_batch(TEXTS), want, atol=1e-5)
+        np.testing.assert_allclose(enc.view(kept).encode_batch(TEXTS), want, atol=1e-5)
+    raw = enc.view(1, "cls_before_pooler")
+    assert enc.view(1).cache_key() != raw.cache_key() and enc.view(1).describe()["pooler_head_layer"] == 1
+    assert "pooler_head_layer" not in enc.view(2).describe()  # the last layer's key and records as they were
+
+
 @pytest.mark.slow
 def test_the_cli_draws_the_curve_and_keeps_the_settings(tiny_llama_dir, env):
     r = CliRunner().invoke(app, ["analyze", "layer-removal", "-m", str(tiny_llama_dir), "--prompt", "bellm",

@@ -12,7 +12,8 @@ from typing import Any
 ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")
 # settings only some encoders have: part of the identity when set, so older records keep their keys
 OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "prompts", "revision",
-                   "truncate_dim", "quantize")  # the last two: the vectors scored (encoding/vector_axes.py)
+                   "truncate_dim", "quantize",  # these two: the vectors scored (encoding/vector_axes.py)
+                   "pooler_head_layer")  # cls below the last layer through the head (models/pooling.py), once it was not
 
 # how a table shows a setting that is not set (layer None is the last layer, no prompt is "none")
 UNSET = {"layer": "last", "max_length": "default", "prompt": "none", "prompt_name": "none", "prompts": "none",

@@ -95,6 +95,8 @@ class HFEncoder(SentenceEncode):
                 f"to {self.num_layers}"
             )
         self.layer = layer
+        if self.pooling == "cls" and layer < self.num_layers:  # keyed apart from the raw states cls once gave there
+            settings.extra = {**settings.extra, "pooler_head_layer": layer}
         self._dense_load: Callable[[], list[torch.nn.Module]] | None = None
         self._dense: list[torch.nn.Module] | None = None
         self.dense_modules: list[str] = []
@@ -116,7 +118,7 @@ class HFEncoder(SentenceEncode):
         model with the layers above removed, BeLLM Figure 4); ``normalize``: L2-normalised or not (None: as this)."""
         pooling = pooling or self.settings.pooling
         POOLERS.canonical(pooling)  # did-you-mean on a typo
-        extra = {k: v for k, v in self.settings.extra.items() if k != "final_norm"}
+        extra = {k: v for k, v in self.settings.extra.items() if k not in ("final_norm", "pooler_head_layer")}
         normalize = self.settings.normalize if normalize is None else normalize
         settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra, normalize=normalize)
         owner = self._owner
@@ -272,7 +274,7 @@ class HFEncoder(SentenceEncode):
         return stable_hash({"fingerprint": self.fingerprint, **self.settings.to_dict(), "layer": layer, "pooling": self.pooling}, 24)
 
     def describe(self) -> dict[str, Any]:
-        d = {
+        return {
             "name": self.name,
             "source": self.source,
             "revision": self.revision,
@@ -281,10 +283,8 @@ class HFEncoder(SentenceEncode):
             "num_layers": self.num_layers,
             "architecture": (getattr(self.config, "architectures", None) or [type(self.config).__name__])[0],
             **self.settings.to_dict(),
+            "pooling": self.pooling, "layer": self.layer,
         }
-        d["pooling"] = self.pooling
-        d["layer"] = self.layer
-        return d
 
     @property
     def weights_cast(self) -> bool:

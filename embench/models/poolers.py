@@ -14,7 +14,7 @@ POOLERS: Registry = Registry("pooler", plugins="embench.poolers",
 NEEDS_ALL_LAYERS = {"first_last_avg", "embed_last_avg"}
 
 for _name, _function, _aliases, _what in (
-    ("cls", "pool_cls", (), "last layer's first token through the model's pooler head (dense + tanh) where it has one"),
+    ("cls", "pool_cls", (), "the layer's first token through the model's pooler head (dense + tanh) where it has one"),
     ("cls_before_pooler", "pool_cls_before_pooler", (), "the chosen layer's first token, no head"),
     ("mean", "pool_mean", ("avg",), "mean of the chosen layer over real tokens"),
     ("max", "pool_max", (), "element-wise max over real tokens"),

@@ -2,8 +2,8 @@
 
 Names follow SimCSE's evaluation code where it has them (``docs/PROTOCOLS.md``):
 
-* ``cls``: the last layer's first token through the model's pooler head (dense + tanh) where the
-  model has one; without a head it is the same as ``cls_before_pooler``.
+* ``cls``: the chosen layer's first token through the model's pooler head (dense + tanh) where the
+  model has one, as the model cut at that layer gives it; without a head it is ``cls_before_pooler``.
 * ``cls_before_pooler``: the first token of the chosen layer, no head.
 * ``mean``: attention-mask weighted mean of the chosen layer.
 * ``max``: element-wise max over real tokens (sentence-transformers' ``max``).
@@ -49,7 +49,9 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def pool_cls(x: PoolInput) -> torch.Tensor:
     states = x.hidden_states[x.layer]
-    if x.pooler_head is not None and x.layer == len(x.hidden_states) - 1:
+    # at every layer, as a model with the layers above removed has it: a curve over layers (layer-removal, layers)
+    # took the head at the last point only, one representation beside another
+    if x.pooler_head is not None:
         return x.pooler_head(states)  # BERT-style heads take the sequence and read its first token
     return states[:, 0]
 
