@@ -41,6 +41,7 @@ from .models.model_names import check_local_path
 from .report.progress import announce
 from .tasks import TASKS
 from .tasks.names import resolve_tasks, stored_task_names, task_kinds, with_task_files
+from .tasks.recorded_protocol import task_protocol
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
@@ -134,7 +135,7 @@ def evaluate(
     prepare = functools.cache(lambda name: TASKS.get(name).prepare(root, protocol))  # once, however many axes
     for name, axis in ((n, a) for n in task_names for a in axes):  # a record per (task, dimension, precision)
         task = TASKS.get(name)
-        key = record_key(name, axis.describe(enc_desc), protocol.to_dict())
+        key = record_key(name, axis.describe(enc_desc), task_protocol(task, protocol).to_dict())
         stored = store.find(axis.row_name(encoder.name), name, key) if save and not overwrite and reusable else None
         if stored is not None and (changed := data_problem(stored, root.path, file_sha256) or (
                 task.stored_problem(stored, root) if hasattr(task, "stored_problem") else None)) is not None:
@@ -276,7 +277,7 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
         counts = {c: share[c] + engine.stats[c] - before[c] for c in ("encoded", "from_cache")}
         yield Record(
             task=name, display=task.display, kind=task.kind, model=axis.row_name(engine.encoder.name), main_score=float(outcome.main),
-            scores=outcome.scores, protocol=protocol.to_dict(), encoder=axis.describe(enc_desc),
+            scores=outcome.scores, protocol=task_protocol(task, protocol).to_dict(), encoder=axis.describe(enc_desc),
             provenance=record_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts)
             | embed.provenance(engine.dim), key=key,
         ), outcome.items

@@ -252,3 +252,18 @@ def test_a_vector_axis_and_a_local_path_do_not_enter_the_model_name():
                    encoder={**enc, **a}) for s, a in (("", {}), (" (dim 128, int8)", axis), (" (dim 64)", {"truncate_dim": 64}))]
     assert {mteb_model_name(r.model, r.encoder) for r in rows} == {"embench/m"}
     assert len({mteb_revision(r) for r in rows}) == 3
+
+
+def test_an_mteb_record_names_only_the_protocol_mteb_reads():
+    """``-t MTEB:STSBenchmark --correlation pearson --text raw`` stored mteb's Spearman score under a record saying
+    pearson and raw, keyed apart from the default run's: one result twice, exported twice."""
+    from embench.evaluation.protocols import EvalProtocol
+    from embench.tasks import TASKS
+    from embench.tasks.recorded_protocol import task_protocol
+
+    task = TASKS.get("MTEB:STSBenchmark")
+    with pytest.warns(UserWarning, match=r"--correlation pearson, --text raw: MTEB tasks are scored by mteb"):
+        asked = task_protocol(task, EvalProtocol(correlation="pearson", text="raw"))
+    assert asked == EvalProtocol()  # the default run's record, reused
+    assert task_protocol(task, EvalProtocol(similarity="dot", seed=7)) == EvalProtocol(similarity="dot", seed=7)
+    assert task_protocol(TASKS.get("STS12"), EvalProtocol(text="raw")) == EvalProtocol(text="raw")  # SentEval's: as asked

@@ -82,6 +82,15 @@ class MTEBTask:
         task = mteb.get_task(self.mteb_name)
         return task if seed == task.seed else type(task)(seed=seed)
 
+    def recorded_protocol(self, protocol: EvalProtocol) -> EvalProtocol:
+        """The protocol this task's record names: the similarity and seed mteb is given, every other axis at its default
+        (mteb reads none of them: ``--correlation pearson`` keyed a second record of one result, and said it was used)."""
+        kept = EvalProtocol(similarity=protocol.similarity, seed=protocol.seed)
+        if ignored := [f"--{k.replace('_', '-')} {v}" for k, v in protocol.to_dict().items() if v != getattr(kept, k)]:
+            warnings.warn(f"{', '.join(ignored)}: MTEB tasks are scored by mteb, which takes only the similarity and the "
+                          "seed; their records keep the defaults", stacklevel=2)
+        return kept
+
     def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared:
         seed = mteb_seed(protocol)
         task = self.mteb_task(seed)
