@@ -267,3 +267,14 @@ def test_an_mteb_record_names_only_the_protocol_mteb_reads():
     assert asked == EvalProtocol()  # the default run's record, reused
     assert task_protocol(task, EvalProtocol(similarity="dot", seed=7)) == EvalProtocol(similarity="dot", seed=7)
     assert task_protocol(TASKS.get("STS12"), EvalProtocol(text="raw")) == EvalProtocol(text="raw")  # SentEval's: as asked
+
+
+def test_a_file_as_the_mteb_output_folder_is_said_before_any_task_runs(tmp_path):
+    """mteb's ResultCache raised FileExistsError (a traceback) once every task had been scored."""
+    (tmp_path / "afile").write_text("hi\n")
+    for args in (["mteb", "export", "--mteb-output", str(tmp_path / "afile"), "--results-dir", str(tmp_path)],
+                 ["mteb", "run", "-m", "all-MiniLM-L6-v2", "-t", "STS16", "--mteb-output", str(tmp_path / "afile"),
+                  "--results-dir", str(tmp_path / "r")]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code != 0 and "afile is a file; give a folder" in str(res.exception) + res.output, res.output
+    assert not (tmp_path / "r").exists()  # nothing was scored

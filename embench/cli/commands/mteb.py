@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ...core.paths import check_folder_option
 from ..option_groups import ENCODING, MODEL, STORAGE, VECTORS, Given, protocol_options, shared_options
 from ..options import SEED_MAX, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, cli_results, value
 from ..output import emit
@@ -73,6 +74,8 @@ def run(
     from ...tasks.names import check_names
 
     check_names(suite=suite, pooling=opts["pooling"])  # before the model stack loads (mteb's task names need mteb itself)
+    if mteb_output is not None:  # a file there: said now, not in mteb's traceback once every task is scored
+        check_folder_option(mteb_output, "--mteb-output")
     from ...api import evaluate
     from ...tasks.mteb.adapter import export_records
 
@@ -108,6 +111,7 @@ def export(
     model: ModelFilterOpt = None,
 ) -> None:
     """Write stored MTEB records in mteb's result format (readable by mteb.ResultCache)."""
+    check_folder_option(output, "--out")
     from ...api import results
     from ...tasks.mteb.adapter import export_records
 
