@@ -370,3 +370,19 @@ def test_unknown_analysis_and_option_are_named(tmp_path, tiny_bert_dir):
         run("spectrun", [tiny_bert_dir], tmp_path)
     with pytest.raises(EmbenchError, match="no option"):
         run("spectrum", [tiny_bert_dir], tmp_path, metric="cosine")
+
+
+@pytest.mark.slow
+def test_layers_says_a_knn_subset_too_small_to_stratify_before_encoding_and_takes_stratify(tiny_bert_dir, data_root, tmp_path):
+    """``layers --limit 500`` failed after the pass over every layer, naming ``--set stratify=false``, which layers refused."""
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    args = ["analyze", "layers", "-m", str(tiny_bert_dir), "--layers", "2", "--limit", "500", "--out", str(tmp_path / "l"),
+            "--data", str(data_root), "--cache-dir", str(tmp_path / "cache"), "-q"]
+    small = CliRunner().invoke(app, args)
+    assert small.exit_code != 0 and "cannot make a stratified split" in str(small.exception) + small.output
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npy"))  # nothing encoded
+    unstratified = CliRunner().invoke(app, [*args, "--set", "stratify=false"])
+    assert unstratified.exit_code == 0, unstratified.output + repr(unstratified.exception)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import pytest
 
 from embench.analysis.option_values import RULES, check_values
@@ -107,3 +108,14 @@ def test_an_option_no_rule_names_takes_the_type_of_its_default():
         check_values("my-loss", {"n": 50}, {"n": "abc"})
     with pytest.raises(EmbenchError, match=r"scale='big' is not allowed; scale must be a number"):
         check_values("my-loss", {"scale": 0.5}, {"scale": "big"})
+
+
+def test_heads_is_mean_concat_or_a_head_number_before_the_model_runs():
+    """``analyze attention --heads foo`` ended in int()'s ValueError traceback, inside the forward pass."""
+    from embench.analysis.attention import head_reduce
+
+    check_values("attention", {"heads": "mean"}, {"heads": "3"})
+    with pytest.raises(EmbenchError, match=r"heads='foo' is not allowed; heads must be mean, concat or a head's number"):
+        check_values("attention", {"heads": "mean"}, {"heads": "foo"})
+    with pytest.raises(EmbenchError, match=r"--heads 'concat': the attention maps take mean or one head's number"):
+        head_reduce(np.zeros((2, 3, 3)), "concat")

@@ -175,7 +175,7 @@ def test_advice_in_errors_names_options_that_exist():
         CropCorpus.build(["Too short. To crop."])
     with pytest.raises(EmbenchError, match=r"--set crop_sentences must be at least 1"):
         CropCorpus.build(["x"], t=0)
-    with pytest.raises(EmbenchError, match=r"`embench analyze knn --set stratify=false`; while training, `--eval-analysis knn:\.\.\.,stratify=false`; "
+    with pytest.raises(EmbenchError, match=r"`embench analyze knn --set stratify=false` \(layers too\); while training, `--eval-analysis knn:\.\.\.,stratify=false`; "
                                            r"knn_accuracy\(\.\.\., stratify=False\)"):
         split_indices(np.array([0, 0, 0, 1]), 0.25, 42)
 

@@ -79,6 +79,8 @@ def head_reduce(att: np.ndarray, heads) -> np.ndarray:
     """(H, T, T) -> (T, T): mean over heads, or one head by number."""
     if heads == "mean":
         return att.mean(0)
+    if not str(heads).isdigit():  # concat is cls-energy's; a typo was a ValueError traceback
+        raise EmbenchError(f"--heads {heads!r}: the attention maps take mean or one head's number")
     h = int(heads)
     if not 0 <= h < att.shape[0]:
         raise EmbenchError(f"--heads {heads} is out of range: the model has heads 0 to {att.shape[0] - 1}")

@@ -60,8 +60,8 @@ def split_indices(y: np.ndarray, test_size: float, seed: int, stratify: bool = T
         raise EmbenchError(
             f"cannot make a {'stratified ' if stratify else ''}split with test_size={test_size} of {len(y)} labelled "
             f"examples: {e} (use more labelled examples, e.g. a larger limit; or an unstratified split: "
-            "`embench analyze knn --set stratify=false`; while training, `--eval-analysis knn:...,stratify=false`; "
-            "knn_accuracy(..., stratify=False))"
+            "`embench analyze knn --set stratify=false` (layers too); while training, `--eval-analysis "
+            "knn:...,stratify=false`; knn_accuracy(..., stratify=False))"
         ) from None
     return np.sort(tr), np.sort(te)
 

@@ -32,7 +32,7 @@ from ..report.per_layer import Measure, per_layer_figure
 from .base import AnalysisResult, analysis
 from .cosine_density import cosines
 from .inputs import is_normalised, stsb, unique, write_csv
-from .knn import knn_accuracy, load_labelled
+from .knn import knn_accuracy, load_labelled, split_indices
 
 
 def layer_list(text: str) -> list[int]:
@@ -67,7 +67,7 @@ def parse_layers(layers, num_layers: int) -> list[int]:
 @analysis("layers")
 def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit: int | None = 5000, k: int = 10,
            metric: str = "euclidean", transform: str = "raw", seed: int = 42, split: str = "test", text: str = "senteval",
-           suite: str | None = None) -> AnalysisResult:
+           suite: str | None = None, stratify: bool = True) -> AnalysisResult:
     """STS-B Spearman, kNN accuracy and (optionally) a suite average for each hidden layer of each model."""
     if isinstance(suite, (list, tuple)):  # "--suite A,B" arrives as a list of task names
         suite = ",".join(suite) + ("," if len(suite) == 1 else "")
@@ -79,6 +79,8 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
     pairs = stsb(ctx.root, split, text)
     sentences = unique(pairs.left + pairs.right)
     labelled = load_labelled(dataset, ctx.root, limit=limit, seed=seed) if dataset else None
+    if labelled is not None:  # a subset too small to split is said now, not after the pass over every layer
+        split_indices(np.asarray(labelled.labels), 0.1, seed, stratify)
     extra = suite_texts(suite, ctx) if suite else []
     rows = []
     for ref in refs:
@@ -94,7 +96,7 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
             row["stsb_spearman"] = stsb_spearman(emb, pairs)
             if labelled is not None:
                 r = knn_accuracy(np.stack([emb[t] for t in labelled.texts]), labelled.labels, k=k, metric=metric,
-                                 transform=transform, seed=seed)
+                                 transform=transform, seed=seed, stratify=stratify)
                 row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"]})
             rows.append(with_suite_average(row, enc, suite, ctx, out))
     frame = pd.DataFrame(rows)

@@ -64,6 +64,8 @@ RULES: dict[str, tuple[str, Any]] = {
     "edges": ("increasing numbers, at least two", _increasing),
     "metric": _one_of(METRICS),
     "transform": _one_of(TRANSFORMS),
+    # attention: mean or a head's number; cls-energy: concat or mean (each analysis checks its own choice)
+    "heads": ("mean, concat or a head's number", lambda v: v in ("mean", "concat") or str(v).isdigit()),
 }
 
 
