@@ -106,7 +106,7 @@ def test_an_mteb_export_stays_in_its_folder_whatever_a_record_says(tmp_path):
     # embench train's folders are named alike in every run: every seed's best/ was filed as embench/best, one kept
     assert [mteb_model_name(f"runs/simcse/seed-{s}/best") for s in (1, 2)] == ["embench/simcse-seed-1-best",
                                                                                "embench/simcse-seed-2-best"]
-    assert mteb_model_name("/work/runs/crop/checkpoints/step-000200") == "embench/crop-checkpoints-step-000200"
+    assert mteb_model_name("./runs/crop/checkpoints/step-000200") == "embench/crop-checkpoints-step-000200"
 
 
 def test_a_model_folder_that_asks_for_its_own_code_is_refused_and_nothing_runs(tmp_path):

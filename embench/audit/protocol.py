@@ -168,9 +168,9 @@ def audit(
     say(f"audit of {base.name}: {len(vs)} variants over {len(task_names)} task(s)")
     protocols = [v.protocol() for v in vs if not v.model_options() and "batch_size" not in v.knobs]
     baseline_texts = suite_texts(task_names, [{}], root)
-    # a --reported task outside --task is matched too: its texts join the shared pass (and its log), not a pass unlogged
-    matched = task_names + [t for t in reported or {} if t not in task_names]
-    all_texts = list(dict.fromkeys(baseline_texts + suite_texts(matched, [{}, *(p for p in protocols if p)], root)))
+    others, varied = [t for t in reported or {} if t not in task_names], [p for p in protocols if p]  # others: matched
+    all_texts = list(dict.fromkeys(baseline_texts + suite_texts(task_names, varied, root)  # too, in this logged pass
+                                   + suite_texts(others, [{}, *varied], root)))
     poolings = [p for v in vs if (p := v.model_options().get("pooling")) and len(v.knobs) == 1]
     say(f"shared pass: the baseline{' and pooling ' + ', '.join(poolings) if poolings else ''} over {len(all_texts):,} texts")
     base_engine = shared_pass(base, poolings, all_texts, cache, batch_size, progress, log, devices)

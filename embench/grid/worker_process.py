@@ -32,7 +32,7 @@ class _LogWhenOrphaned:
                 self.primary.flush()
                 return written
             except (BrokenPipeError, OSError, ValueError):  # the grid is gone: its pipe has no reader
-                self.fallback = open(self.log_path or "/dev/null", "a", encoding="utf-8")  # noqa: SIM115 (lives with the process)
+                self._orphaned()
         written = self.fallback.write(text)
         self.fallback.flush()
         return written
@@ -42,7 +42,10 @@ class _LogWhenOrphaned:
             try:
                 self.primary.flush()
             except (BrokenPipeError, OSError, ValueError):
-                self.fallback = open(self.log_path or "/dev/null", "a", encoding="utf-8")  # noqa: SIM115
+                self._orphaned()
+
+    def _orphaned(self) -> None:
+        self.fallback = open(self.log_path or "/dev/null", "a", encoding="utf-8")  # noqa: SIM115 (lives with the process)
 
     def isatty(self) -> bool:
         return False
