@@ -54,6 +54,7 @@ def test_weighted_ensemble_is_the_weighted_sum_of_members_with_their_own_pooling
     np.testing.assert_allclose(spec.encode_batch(TEXTS), 0.3 * load_model(tiny_bert_dir, device="cpu").encode_batch(TEXTS)
                                + 0.7 * b, atol=1e-5)
     assert spec.cache_key() != load_model(f"ensemble:0.5*{tiny_bert_dir}+0.5*{other_dir}", device="cpu").cache_key()
+    assert spec.encode([]).shape == spec.encode_batch([]).shape == (0, b.shape[1])  # encode([]) was (0, 0)
 
 
 @pytest.mark.slow

@@ -116,7 +116,9 @@ class EnsembleEncoder(SentenceEncode):
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         texts = [texts] if isinstance(texts, str) else texts  # one text is a batch of one, not of its letters
-        vecs = [np.asarray(f(texts), dtype=np.float32) for f in self.embed_member]
+        # no texts: each member's own (0, dim) rows, since an engine has no width to give an empty batch
+        embed = self.embed_member if len(texts) else [m.encode_batch for m in self.members]
+        vecs = [np.asarray(f(texts), dtype=np.float32) for f in embed]
         dims = {v.shape[1] for v in vecs}
         if len(dims) > 1:
             raise EmbenchError(f"{self.name}: the members' vectors have different sizes "
