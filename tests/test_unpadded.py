@@ -34,7 +34,7 @@ import embench.encoding.engine as engine_mod
 import embench.models.varlen_attention as varlen
 from embench.core.errors import EmbenchError
 from embench.encoding.engine import Engine, embed_views
-from embench.models.unpadded_batch import pack, patched_attention, pools_padding, why_not_unpadded
+from embench.models.unpadded_batch import pack, patched_attention, why_not_unpadded
 from embench.models.varlen_attention import use_varlen, why_not_flash
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -201,14 +201,22 @@ def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir,
         embench.load_model(tiny_bert_dir, device="cpu", unpadded=True, cuda_graphs=True)
 
 
-def test_cls_pooling_under_left_padding_stays_padded_and_keeps_its_vectors(tiny_llama_dir):
-    """Its first column is a padding token in all but the longest text: padded, that token's state; packed, nothing
-    would sit there (zeros), so the model says so and stays padded."""
-    with pytest.warns(UserWarning, match="cls_before_pooler pooling reads the first column, a padding token under "
-                                         "this model's left padding; batches stay padded"):
-        enc = embench.load_model(tiny_llama_dir, device="cpu", pooling="cls_before_pooler", unpadded=True)
-    assert enc.tokenizer.padding_side == "left" and enc.unpadded is False
-    assert pools_padding("cls", "right") is None and pools_padding("last_token", "left") is None
+@pytest.mark.parametrize("pooling", ["cls", "cls_before_pooler"])
+def test_cls_under_left_padding_reads_each_text_s_first_real_token_padded_or_packed(tiny_llama_dir, attention_calls,
+                                                                                    pooling):
+    """Column 0 of a left-padded batch is padding in all but the longest text: cls read it, so a text's vector (and
+    STS-B's score) changed with the batch size. Each text's first real token is its vector alone, padded or packed."""
+    enc = embench.load_model(tiny_llama_dir, device="cpu", pooling=pooling)
+    assert enc.tokenizer.padding_side == "left"
+    together = enc.encode_batch(TEXTS)
+    alone = np.concatenate([enc.encode_batch([t]) for t in TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-5, rtol=0)
+    padded, packed = _pair(tiny_llama_dir, pooling=pooling)
+    assert attention_calls and np.abs(packed).min() > 0  # packed ran, and no row is the zeros of a padding slot
+    np.testing.assert_allclose(packed, padded, atol=1e-5, rtol=0)
+    # vectors of the old reading stay apart in the cache and the results
+    assert enc.settings.extra["first_real_token"] is True and "first_real_token" not in embench.load_model(
+        tiny_llama_dir, device="cpu", pooling="mean").settings.extra
 
 
 @pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
@@ -344,9 +352,6 @@ def test_the_trainer_option_says_why_it_stays_padded_here(tiny_llama_dir, data_r
     billm = _bellm_module(tiny_llama_dir, data_root, tmp_path, bidirectional_mode="billm")
     with pytest.warns(UserWarning, match="--bidirectional-mode billm attends padding"):
         assert billm.run_unpadded("cuda", torch.bfloat16) is False
-    model.pooling = "cls_before_pooler"  # the first column of a left-padded batch: padding
-    with pytest.warns(UserWarning, match="--set unpadded=1 has no effect here: cls_before_pooler pooling reads the first"):
-        assert model.run_unpadded("cuda", torch.bfloat16) is False
 
 
 @pytest.mark.slow  # a two-step LoRA Llama run: about 2 s

@@ -13,7 +13,8 @@ ENCODER_FIELDS = ("fingerprint", "pooling", "layer", "max_length", "dtype", "nor
 # settings only some encoders have: part of the identity when set, so older records keep their keys
 OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "prompts", "revision",
                    "truncate_dim", "quantize",  # these two: the vectors scored (encoding/vector_axes.py)
-                   "pooler_head_layer")  # cls below the last layer through the head (models/pooling.py), once it was not
+                   "pooler_head_layer",  # cls below the last layer through the head (models/pooling.py), once it was not
+                   "first_real_token")  # cls under left padding: each text's first real token, once column 0
 
 # how a table shows a setting that is not set (layer None is the last layer, no prompt is "none")
 UNSET = {"layer": "last", "max_length": "default", "prompt": "none", "prompt_name": "none", "prompts": "none",

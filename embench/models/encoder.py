@@ -23,6 +23,7 @@ from .attention_masks import model_inputs
 from .families import apply_prompt, num_layers
 from .fast_tokens import pad_rows, token_ids
 from .kv_cache import no_kv_cache
+from .poolers import VIEW_KEYS, view_keys
 from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput, checked_pooled
 from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
@@ -95,8 +96,7 @@ class HFEncoder(SentenceEncode):
                 f"to {self.num_layers}"
             )
         self.layer = layer
-        if self.pooling == "cls" and layer < self.num_layers:  # keyed apart from the raw states cls once gave there
-            settings.extra = {**settings.extra, "pooler_head_layer": layer}
+        settings.extra = {**settings.extra, **view_keys(self.pooling, layer, self.num_layers, settings.extra)}
         self._dense_load: Callable[[], list[torch.nn.Module]] | None = None
         self._dense: list[torch.nn.Module] | None = None
         self.dense_modules: list[str] = []
@@ -118,7 +118,7 @@ class HFEncoder(SentenceEncode):
         model with the layers above removed, BeLLM Figure 4); ``normalize``: L2-normalised or not (None: as this)."""
         pooling = pooling or self.settings.pooling
         POOLERS.canonical(pooling)  # did-you-mean on a typo
-        extra = {k: v for k, v in self.settings.extra.items() if k not in ("final_norm", "pooler_head_layer")}
+        extra = {k: v for k, v in self.settings.extra.items() if k not in ("final_norm", *VIEW_KEYS)}
         normalize = self.settings.normalize if normalize is None else normalize
         settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra, normalize=normalize)
         owner = self._owner

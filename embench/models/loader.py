@@ -41,7 +41,7 @@ from .precision import warn_if_emulated
 from .prompts import attach_prompts, read_prompt_set, with_row
 from .st_folder import load_dense, read_json, sentence_transformers_config
 from .tokenizer_files import tokenizer_folder
-from .unpadded_batch import patched_attention, pools_padding, unpadded_where_possible
+from .unpadded_batch import patched_attention, unpadded_where_possible
 
 
 def default_pooling(cfg: Any) -> str:
@@ -208,7 +208,7 @@ def load_model(
         raise EmbenchError("--cuda-graphs and --unpadded cannot be combined: graphs replay fixed padded shapes; choose one")
     encoder.graphs = shape_graphs(device, settings.max_length) if cuda_graphs else None  # off CUDA: a warning
     encoder.unpadded = unpadded and unpadded_where_possible(src.config, device, DTYPES[settings.dtype], patched_attention(
-        settings.extra) or pools_padding(settings.pooling, tok.padding_side))
+        settings.extra))
     encoder.load_spec = spec
     encoder.prompt_set = prompts
     if st_cfg.get("dense"):

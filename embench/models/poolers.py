@@ -12,10 +12,25 @@ POOLERS: Registry = Registry("pooler", plugins="embench.poolers",
                             expects=function_with((), "a function of a PoolInput giving one vector per text (embench.models.pooling)"))
 # Poolers that read more than the chosen layer's states need every hidden state from the model.
 NEEDS_ALL_LAYERS = {"first_last_avg", "embed_last_avg"}
+# Keys a view's pooling adds to its settings' extra (so to its cache key and record), where vectors once differed
+VIEW_KEYS = ("pooler_head_layer", "first_real_token")
+
+
+def view_keys(pooling: str, layer: int, num_layers: int, extra: dict) -> dict:
+    """The extra keys of ``pooling`` at ``layer``: ``cls`` below the last layer goes through the pooler head
+    (``pooler_head_layer``; it once took the raw states there), and ``cls``/``cls_before_pooler`` under left padding
+    read each text's first real token (``first_real_token``; they once read column 0, padding in most texts).
+    Keyed apart, no cached vector or stored record of the old reading is reused."""
+    keys: dict = {}
+    if pooling == "cls" and layer < num_layers:
+        keys["pooler_head_layer"] = layer
+    if pooling in ("cls", "cls_before_pooler") and extra.get("padding_side") == "left":
+        keys["first_real_token"] = True
+    return keys
 
 for _name, _function, _aliases, _what in (
-    ("cls", "pool_cls", (), "the layer's first token through the model's pooler head (dense + tanh) where it has one"),
-    ("cls_before_pooler", "pool_cls_before_pooler", (), "the chosen layer's first token, no head"),
+    ("cls", "pool_cls", (), "the layer's first real token through the model's pooler head (dense + tanh) where it has one"),
+    ("cls_before_pooler", "pool_cls_before_pooler", (), "the chosen layer's first real token, no head"),
     ("mean", "pool_mean", ("avg",), "mean of the chosen layer over real tokens"),
     ("max", "pool_max", (), "element-wise max over real tokens"),
     ("first_last_avg", "pool_first_last_avg", ("avg_first_last",), "SimCSE's: token mean of (layer 1 + last layer) / 2"),

@@ -47,17 +47,26 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
 
-def pool_cls(x: PoolInput) -> torch.Tensor:
+def first_real_token(x: PoolInput) -> torch.Tensor:
+    """Each row's first real token at the chosen layer (B x H): column 0 under right padding, and under a decoder's
+    left padding the first column its mask keeps (column 0 there is padding in every text but the longest, so the
+    vector would change with the batch). ``argmax`` gives the first maximal index, on the device."""
     states = x.hidden_states[x.layer]
+    first = x.attention_mask.long().argmax(1)
+    return states[torch.arange(states.shape[0], device=states.device), first]
+
+
+def pool_cls(x: PoolInput) -> torch.Tensor:
     # at every layer, as a model with the layers above removed has it: a curve over layers (layer-removal, layers)
     # took the head at the last point only, one representation beside another
+    first = first_real_token(x)
     if x.pooler_head is not None:
-        return x.pooler_head(states)  # BERT-style heads take the sequence and read its first token
-    return states[:, 0]
+        return x.pooler_head(first.unsqueeze(1))  # BERT-style heads take a sequence and read its first token
+    return first
 
 
 def pool_cls_before_pooler(x: PoolInput) -> torch.Tensor:
-    return x.hidden_states[x.layer][:, 0]
+    return first_real_token(x)
 
 
 def pool_mean(x: PoolInput) -> torch.Tensor:

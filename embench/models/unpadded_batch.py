@@ -12,7 +12,7 @@ Only where the result is the padded forward's up to rounding: SDPA models of fam
 transformers' attention functions with the keywords passed down to them, whose positions are absolute from each
 text's first token (BERT, RoBERTa) or rotary (Llama, Qwen2, Qwen3, Mistral: relative, so a left-padded text's
 offset changes nothing), with no sliding-window layers, no patch of embench's own but BeLLM's ``sum`` and ``mask``
-modes, no pooler that reads a left-padded batch's first column (``cls``), and in training no attention dropout.
+modes, and in training no attention dropout (``cls`` reads each text's first real token, which a packed row keeps).
 ``tests/test_unpadded.py`` checks each family against transformers' padded forward, and a training step's loss and
 gradients against the padded step's.
 """
@@ -30,7 +30,6 @@ from .varlen_attention import NAME, row_marker, use_varlen, why_not_flash
 FAMILIES_UNPADDED = ("bert", "roberta", "xlm-roberta", "camembert", "llama", "qwen2", "qwen3", "mistral")
 FROM_PADDING_INDEX = ("roberta", "xlm-roberta", "camembert")  # positions start after the padding index
 PADDING_ATTENDED = ("sum-code", "billm")  # BeLLM modes whose bidirectional layers attend padding (bidirectional.py)
-FIRST_COLUMN = ("cls", "cls_before_pooler")  # poolers that read column 0: a padding token under left padding
 
 
 def why_not_unpadded(config: Any, device: str, dtype: torch.dtype, patched: str | None = None,
@@ -61,15 +60,6 @@ def patched_attention(extra: dict[str, Any]) -> str | None:
         return f"the {extra['family']} family patches the model"
     if extra.get("bidirectional_last") and extra.get("bidirectional_mode") in PADDING_ATTENDED:
         return f"--bidirectional-mode {extra['bidirectional_mode']} attends padding, and a packed row has none"
-    return None
-
-
-def pools_padding(pooling: str, padding_side: str) -> str | None:
-    """Why a pooler would read padding (or None): ``cls`` on a left-padded model reads the first column, a padding
-    token in every text but the longest. Padded, that is the padding token's state; packed, it would be a zero vector
-    (no token sits there), so such a batch stays padded and keeps its vectors."""
-    if padding_side == "left" and pooling in FIRST_COLUMN:
-        return f"{pooling} pooling reads the first column, a padding token under this model's left padding"
     return None
 
 

@@ -30,7 +30,7 @@ from ..models.fast_tokens import pad_rows, to_device
 from ..models.kv_cache import no_kv_cache
 from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
 from ..models.prompt_fit import prompted_token_ids
-from ..models.unpadded_batch import forward_packed, patched_attention, pools_padding, unpadded_where_possible
+from ..models.unpadded_batch import forward_packed, patched_attention, unpadded_where_possible
 from ..report.progress import announce
 from .length_groups import length_buckets
 from .mixed_precision import eval_dtype
@@ -88,7 +88,6 @@ class SentenceModel(nn.Module):
         saying why, and passes stay padded. From its first packed pass on, the encoder attends through
         ``varlen_attention.NAME`` (``unpadded_batch.forward_packed``)."""
         patched = "the MLM term's masked copy runs padded" if self.mlm_head is not None else None
-        patched = patched or pools_padding(self.pooling, self.tokenizer.padding_side)
         if is_decoder(self.encoder.config):
             setting = bidirectional_setting(self.encoder)
             patched = patched or patched_attention({"bidirectional_last": setting.last, "bidirectional_mode": setting.mode})
