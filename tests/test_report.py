@@ -330,4 +330,17 @@ def test_an_image_is_checked_before_anything_is_drawn_and_only_html_takes_it(tmp
     page = CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--image", str(png)])
     assert page.exit_code == 0 and "data:image/png;base64," in page.stdout
     head, body = page.stdout.split("<body>")
-    assert "<style" not in body and head.count("<style") == 2  # pandas' table style moves to the head, where HTML allows it
+    assert "<style" not in body and head.count("<style") == 1  # pandas' table style moves to the head (HTML allows it
+    # there only); this one-row table has no marks, so pandas' block is empty and left out
+
+
+def test_a_page_keeps_each_table_style_once_and_no_empty_one():
+    """pandas' Styler writes a ``<style>`` block before each table, empty where nothing is marked: a page of eight
+    tables opened with eight blocks, most of them empty."""
+    from embench.report.html_page import page
+
+    marked = '<style type="text/css">\n#T_a td { font-weight: bold; }\n</style>\n<table id="T_a"></table>'
+    empty = '<style type="text/css">\n</style>\n<table id="T_b"></table>'
+    head, body = page("t", [("one", marked), ("two", empty), ("three", marked)]).split("<body>")
+    assert head.count("<style") == 2 and head.count("font-weight: bold") == 1  # the page's own, then the table's
+    assert "<style" not in body and body.count("<table") == 3

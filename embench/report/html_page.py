@@ -40,12 +40,14 @@ def figure_html(path: Path | str, caption: str) -> str:
 
 
 _STYLE_BLOCK = re.compile(r"<style[^>]*>.*?</style>\n?", re.S)
+_STYLE_TAGS = re.compile(r"</?style[^>]*>")
 
 
 def page(title: str, sections: Sequence[tuple[str, str]], intro: str = "") -> str:
     """``sections`` are ``(heading, html)``; a heading of ``"table"`` adds the table without a heading. A section's own
     ``<style>`` blocks (pandas' Styler writes one before each table) move to the head, where HTML allows them."""
     own = [m.strip() for _, body in sections for m in _STYLE_BLOCK.findall(body)]
+    own = list(dict.fromkeys(m for m in own if _STYLE_TAGS.sub("", m).strip()))  # each rule set once; none empty
     sections = [(heading, _STYLE_BLOCK.sub("", body)) for heading, body in sections]
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<title>{html.escape(title)}</title>",
              f"<style>{STYLE}</style>", *own, "</head>\n<body>", f"<h1>{html.escape(title)}</h1>"]
