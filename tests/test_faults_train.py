@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 
 import pytest
 import torch
@@ -137,6 +138,39 @@ def test_every_numeric_training_option_is_checked_before_anything_loads(option, 
 
     with pytest.raises(EmbenchError, match=message):
         resolve(make_config(method="crop", **{option: value}))
+
+
+@pytest.mark.parametrize("method", ["crop", "sup-simcse", pytest.param("jtcse", marks=pytest.mark.slow)])  # jtcse: 1 s of imports
+@pytest.mark.parametrize("tau", [1e-40, 0.0, 1e40])
+def test_a_temperature_no_paper_would_use_is_refused_before_anything_loads(method, tau):
+    """1e-40 made the first loss NaN and 1e40 a flat loss with no gradient: both stopped mid-run blaming --lr."""
+    from embench.train import resolve
+
+    with pytest.raises(EmbenchError, match=rf"--temperature must be at least 0.0001 and at most 10, got {re.escape(str(tau))} "
+                                           r"\(InfoNCE divides the cosines by it; papers use 0.001 to 1, SimCSE 0.05\)"):
+        resolve(make_config(method=method, temperature=tau))
+    for kept in (0.001, 0.05, 1.0):  # SimCSE's Table D.1 from end to end
+        assert resolve(make_config(method=method, temperature=kept)).method_options.temperature == kept
+
+
+@pytest.mark.parametrize(("name", "text"), [("bad.yaml", "lr: 0.001\nmax_steps: x\n"), ("bad.toml", 'lr = 0.001\nmax_steps = "x"\n')],
+                         ids=["yaml", "toml"])
+def test_a_bad_value_in_a_config_file_is_named_by_the_file_and_its_key(tmp_path, name, text):
+    """It was said as "--max-steps must be an integer, got 'x'": a flag the user never gave."""
+    from embench.train import resolve
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(EmbenchError, match=rf"^--config {re.escape(str(path))}: max_steps must be an integer, got 'x'$"):
+        make_config(path, method="unsup-simcse", out=str(tmp_path / "t"))
+    for line, said in (("lr: -1", "lr must be more than 0.0, got -1"),
+                       ("method_options: {temperature: hot}", "temperature must be a number, got 'hot'")):
+        path = tmp_path / "other.yaml"
+        path.write_text(line + "\n")
+        with pytest.raises(EmbenchError, match=rf"^--config {re.escape(str(path))}: {said}$"):
+            make_config(path, method="unsup-simcse")
+    with pytest.raises(EmbenchError, match=r"^--max-steps must be an integer, got 'x'$"):  # given as a flag: the flag
+        resolve(make_config(method="unsup-simcse", max_steps="x"))
 
 
 def test_set_only_names_exactly_the_options_train_has_no_flag_for():

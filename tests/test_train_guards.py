@@ -58,6 +58,21 @@ def test_collapse_is_five_steps_in_a_row_without_a_gradient():
 
 
 
+def test_a_collapse_says_every_text_gets_one_vector_only_where_the_loss_is_ln_of_the_candidates():
+    """--lr 30 at batch 16 stopped with a flat 3.1685, not ln(16) = 2.7726, and the message said every text got the
+    same vector all the same."""
+    watch = CollapseWatch()
+    assert not any(watch.update(3.1685, 0.0) for _ in range(4)) and watch.update(3.1685, 0.0)
+    head = "the run collapsed: the loss has stayed {} with a zero gradient norm for 5 steps up to step 9 ("
+    assert watch.describe(math.log(16), 9, 16) == head.format("2.7726") + (
+        "ln(16), a uniform softmax over 16 in-batch candidates: every text gets the same vector; a learning rate far "
+        "too high does this)")
+    assert "(ln(32), a uniform softmax over 32 in-batch candidates" in watch.describe(math.log(32) + 0.005, 9, 16)  # hard negatives
+    assert watch.describe(3.1685, 9, 16) == head.format("3.1685") + (
+        "not the ln(16) = 2.7726 of every text on the same vector: the gradient vanished and nothing is learnt; a "
+        "learning rate far too high does this)")
+
+
 def test_a_resume_checkpoint_due_while_the_gradient_is_flat_waits_for_a_gradient():
     """A checkpoint due at step 15 of a collapse that began at step 12 overwrote step 10's good one; the collapse,
     declared at step 16, then had none from before it to name."""
@@ -187,6 +202,21 @@ def test_an_out_that_cannot_be_written_is_one_error_before_anything_loads(tmp_pa
     blocker.write_text("x")
     with pytest.raises(EmbenchError, match=rf"--out {blocker / 'out'}: cannot write there"):
         OutputLock(blocker / "out").acquire()
+
+
+def test_an_out_that_is_a_file_is_said_to_be_a_file(tmp_path, data_root):
+    """It was "--out X: cannot write there (File exists)"; a results folder that is a file is said as such too."""
+    from embench.train import make_config, train
+    from embench.train.seeds import train_seeds
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    said = rf"^--out {blocker} is a file, not a folder; choose another --out$"
+    cfg = make_config(method="unsup-simcse", model="no-such-model-is-loaded", data_root=str(data_root), out=str(blocker))
+    for start in (lambda: OutputLock(blocker).acquire(), lambda: train(cfg), lambda: train_seeds(cfg, [1])):
+        with pytest.raises(EmbenchError, match=said):
+            start()
+    assert blocker.read_text() == "x"
 
 
 def test_a_full_disk_while_writing_a_checkpoint_is_one_error_and_keeps_no_temporary_file(tmp_path, monkeypatch):

@@ -82,16 +82,20 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, step: int, extra: dict[str, Any]) -> Path:
-    """Everything needed to continue training from ``step``, written atomically."""
+def save_resume(folder: Path, *, model: torch.nn.Module, optimizer, scheduler, step: int, extra: dict[str, Any],
+                rng_ranks: list[dict[str, Any]] | None = None) -> Path:
+    """Everything needed to continue training from ``step``, written atomically. ``rng_ranks``: every process's
+    random state in rank order (``rank_rng.py``); this process's alone when not given."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    main, *others = rng_ranks or [rng_state()]
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
         "step": step,
-        "rng": rng_state(),
+        "rng": main,
+        "rng_other_ranks": others,  # ranks 1, 2, ... (none for one process)
         **extra,
     }
     # under a name of its own (even if a second run slipped past the lock); a full disk leaves no half-written

@@ -15,6 +15,7 @@ from ..core.registry import nearest
 from .config import FIELDS, TrainConfig, read_config_file
 from .methods import METHODS
 from .recipes import RECIPES
+from .resolution import check_file_values
 
 
 def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig:
@@ -39,6 +40,8 @@ def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig
     options: dict[str, Any] = {}
     for where, layer in layers:
         general, own = _split(layer, method, key, where)
+        if file is not None and where == f"--config {file}":  # a bad value named by the file's key, not a flag
+            check_file_values(general, own, method.Options, where)
         values.update(general)
         options.update(own)
     values["method"] = key

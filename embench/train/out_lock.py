@@ -23,6 +23,11 @@ from ..core.processes import process_alive
 LOCK_NAME = ".embench-train.lock"
 
 
+def check_out_folder(out: Path | str) -> None:
+    """An ``--out`` that is a file is said as such (making the folder would fail with "File exists")."""
+    if Path(out).exists() and not Path(out).is_dir():
+        raise EmbenchError(f"--out {out} is a file, not a folder; choose another --out")
+
 
 class OutputLock:
     """``with OutputLock(out):`` holds ``out`` for this process; released on exit, whatever ends the run."""
@@ -38,6 +43,7 @@ class OutputLock:
             return {}
 
     def acquire(self) -> OutputLock:
+        check_out_folder(self.path.parent)
         try:
             return self._acquire()
         except OSError as e:  # an unwritable --out: said before anything loads

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from . import checkpoints
+from .out_lock import check_out_folder
 
 # what a run writes into its --out (trainer.py, callbacks.py, seeds.py); nothing else there is touched
 RUN_FILES = ("train_config.json", "metrics.jsonl", "seeds.json")
@@ -46,6 +47,7 @@ def clear_or_refuse(out: Path, cfg: Any, clear: bool = True) -> bool:
     """Before a run that does not resume (``cfg.resume``): an earlier run's outputs in ``out`` are an error, or with
     ``cfg.overwrite`` removed (only those: any other file in ``out`` stays) where ``clear`` (the main process).
     True once done."""
+    check_out_folder(out)  # in every process (the main one also says it when taking the lock)
     found = [] if cfg.resume else run_outputs(out)
     if not found:
         return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +41,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
             raise EmbenchError(f"--{name} must be at least {low}, got {value}")
     if cfg.bucket_min_tokens is None:  # a bucket counted as at least a quarter of the budget, as the engine's batches
         cfg = replace(cfg, bucket_min_tokens=cfg.bucket_tokens // FLOOR_SHARE)
-    _check_numbers(cfg)
+    _check_numbers(vars(cfg))
     if cfg.precision not in PRECISIONS:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.warmup_of not in ("run", "epoch"):
@@ -74,18 +75,27 @@ NUMBERS = {
 }
 
 
-def _check_numbers(cfg: TrainConfig) -> None:
-    """Every numeric option finite and in its range, named as the command line spells it."""
+def _check_numbers(values: dict[str, Any], flag_of: Callable[[str], str] = option_flag) -> None:
+    """Every numeric option of ``values`` finite and in its range, named as the command line spells it (``flag_of``)."""
     for name, (low, high, low_ok) in NUMBERS.items():
-        value = getattr(cfg, name)
+        value = values.get(name)
         if value is None:
             continue
-        flag = option_flag(name)
+        flag = flag_of(name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise EmbenchError(f"{flag} must be a finite number, got {value!r}")
         if (value < low if low_ok else value <= low) or (high is not None and value > high):
             bound = f"at least {low}" if low_ok else f"more than {low}"
             raise EmbenchError(f"{flag} must be {bound}" + (f" and at most {high}" if high is not None else "") + f", got {value}")
+
+
+def check_file_values(general: dict[str, Any], own: dict[str, Any], options: type, where: str) -> None:
+    """The values one config file gives (``general`` options and the method's ``own``, of dataclass ``options``),
+    checked as :func:`resolve` checks them but named by the file and key (``--config a.yaml: max_steps ...``), not by
+    a flag the user never gave."""
+    _check_types(TrainConfig, general, f"{where}: ")
+    _check_types(options, own, f"{where}: ")
+    _check_numbers(general, lambda name: f"{where}: {name}")
 
 
 def _check_types(options: type, values: dict[str, Any], flag: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from . import checkpoints
+from .rank_rng import restore_rng_states
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def resume_state(trainer: Any) -> None:
     if "grad_scaler" in state and trainer.scaler.is_enabled():  # fp16's loss scale goes on from where it was
         trainer.scaler.load_state_dict(state["grad_scaler"])
     take_new_optimiser_options(trainer.optimizer, trainer.scheduler, trainer.cfg, state.get("config", {}))
-    checkpoints.set_rng_state(state["rng"])
+    restore_rng_states(state, trainer.dist, trainer.cfg.seed, state["step"])  # each process its own
     trainer.start, trainer.best_score = state["step"], state.get("best_score")
     # without evaluation the kept checkpoint is the last step: a finished run resumed keeps saying so
     trainer.best_step = state.get("best_step", 0) if trainer.cfg.eval_steps else trainer.start

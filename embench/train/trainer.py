@@ -16,12 +16,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from ..core.atomic import write_json
@@ -43,6 +41,7 @@ from .mixed_precision import eval_dtype, grad_scaler, precision_context, resolve
 from .module import unpadded_passes
 from .out_lock import OutputLock
 from .previous_run import clear_or_refuse
+from .rank_rng import gather_rng_states, seed_all
 from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
@@ -110,7 +109,7 @@ class Trainer:
                                        batch_size=cfg.eval_batch_size, max_length=cfg.eval_max_length,
                                        dtype=eval_dtype(self.precision))
             self.selection = choose(cfg.select_on, self.evaluator.metrics, self.evaluator.directions)
-        _seed(cfg.seed + dist.rank)
+        seed_all(cfg.seed + dist.rank)
         self.out_checked = self.out_checked or clear_or_refuse(self.out, cfg, clear=dist.is_main)  # another run's there?
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
@@ -198,11 +197,12 @@ class Trainer:
             diverged(self.out, self.best_score, f"the weights at step {step} are not worth keeping ({problem}): nothing was written")
 
     def save_resume(self, step: int) -> None:
+        rng_ranks = gather_rng_states(self.dist)  # every process's: each restores its own on --resume
         if self.dist.is_main:
             self._check_weights(step)
             with writing(self.out / checkpoints.RESUME_DIR):
                 checkpoints.save_resume(self.out / checkpoints.RESUME_DIR, model=self.model, optimizer=self.optimizer,
-                                        scheduler=self.scheduler, step=step, extra={
+                                        scheduler=self.scheduler, step=step, rng_ranks=rng_ranks, extra={
                                             "best_score": self.best_score, "best_step": self.best_step,
                                             "initial_score": self.initial, "config": self.cfg.to_dict(),
                                             **({"grad_scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
@@ -265,9 +265,7 @@ class Trainer:
                 loss, gnorm, logs = self.step(step)
                 last_loss, done = loss, step + 1
                 if collapse.update(loss, gnorm):
-                    diverged(self.out, self.best_score, f"the run collapsed: the loss has stayed {loss:.4f} with a zero gradient norm for "
-                                   f"{collapse.run} steps up to step {done} (every text gets the same vector; a "
-                                   "learning rate far too high does this)", since=done - collapse.run)
+                    diverged(self.out, self.best_score, collapse.describe(loss, done, cfg.batch_size), since=done - collapse.run)
                 speed.stepped()
                 progress.advance(loss=f"{loss:.4f}")
                 if done % cfg.log_steps == 0 or done == self.total:
@@ -291,10 +289,3 @@ def train(cfg: TrainConfig) -> TrainResult:
     >>> r.best_dir                                                                                   # doctest: +SKIP
     """
     return Trainer(cfg).fit()
-
-
-def _seed(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-

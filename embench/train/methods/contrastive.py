@@ -15,6 +15,7 @@ from torch import nn
 
 from .. import distributed, losses
 from ..distributed import DistInfo
+from ..temperature import check_temperature
 from .base import Batch, Logs, Method, Outputs
 
 
@@ -27,8 +28,7 @@ class ContrastiveOptions:
     def __post_init__(self) -> None:
         from ...core.errors import EmbenchError
 
-        if self.temperature <= 0:
-            raise EmbenchError(f"--temperature must be positive, got {self.temperature}")
+        check_temperature(self.temperature)
         if self.mlm_weight < 0 or not 0 < self.mlm_probability < 1:
             raise EmbenchError("--mlm-weight must be >= 0 and --mlm-probability in (0, 1)")
 

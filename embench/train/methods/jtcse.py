@@ -47,6 +47,7 @@ from ..backbone import load_backbone
 from ..cross_attention import cross_layer_indices
 from ..distributed import DistInfo
 from ..module import unwrap
+from ..temperature import check_temperature
 from ..twin import TwinTowers
 from .base import Batch, Logs, Method, Outputs
 
@@ -74,8 +75,7 @@ class JTCSEOptions:
                 raise EmbenchError(f"--{name.replace('_', '-')} must be paper or code, got {getattr(self, name)!r}")
         if self.modulus_on not in ("pooler", "cls"):
             raise EmbenchError(f"--modulus-on must be pooler or cls, got {self.modulus_on!r}")
-        if self.temperature <= 0:
-            raise EmbenchError(f"--temperature must be positive, got {self.temperature}")
+        check_temperature(self.temperature)
         for name in ("nce_weight", "icnce_weight", "ictm_weight", "cross_layers", "remove_layernorm"):
             if (getattr(self, name) or 0) < 0:
                 raise EmbenchError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
