@@ -206,3 +206,26 @@ def test_a_gather_writes_each_requested_row_at_every_position_of_its_key():
     np.testing.assert_array_equal(out, [[1, 2], [3, 4], [1, 2], [5, 6]])
     nothing_landed = RowGather(["c", "c"]).finish({"c": np.array([5.0, 6.0], dtype=np.float32)})
     np.testing.assert_array_equal(nothing_landed, [[5, 6], [5, 6]])
+
+
+@pytest.mark.slow
+def test_encoded_batches_reach_the_cache_once_flush_seconds_have_passed_whatever_their_count(tiny_bert_dir, tmp_path,
+                                                                                           monkeypatch):
+    """Shards were written every FLUSH_EVERY (4,096) texts only: a kill -9, which no handler sees, a minute into a CPU
+    pass left none. Once FLUSH_SECONDS have passed since the last write, what is encoded is written whatever its count;
+    before that, the count rule keeps shards large."""
+    import embench.encoding.engine as engine_mod
+
+    enc = embench.load_model(tiny_bert_dir, device="cpu")
+    real = engine_mod.forward_halving
+
+    def shards_before_each_batch(cache_dir):
+        seen = []
+        monkeypatch.setattr(engine_mod, "forward_halving",
+                            lambda *a: seen.append(len(list(cache_dir.rglob("*.npz")))) or real(*a))
+        Engine(enc, batch_size=2, cache_dir=cache_dir).embed(TEXTS)
+        return seen, len(list(cache_dir.rglob("*.npz")))
+
+    assert shards_before_each_batch(tmp_path / "count") == ([0, 0, 0, 0], 1)  # one shard, at the end
+    monkeypatch.setattr(engine_mod, "FLUSH_SECONDS", 0.0)  # every batch is past it
+    assert shards_before_each_batch(tmp_path / "time") == ([0, 1, 2, 3], 4)  # each batch finds the ones before it

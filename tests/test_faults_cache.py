@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import gc
 import hashlib
 import multiprocessing as mp
 import os
@@ -80,14 +82,36 @@ def test_a_damaged_shard_is_reported_set_aside_and_its_keys_re_encoded(tmp_path,
         victim.write_bytes(b"")
     else:
         victim.write_bytes(os.urandom(len(raw)))
-    with pytest.warns(UserWarning, match="damaged"):
+    with pytest.warns(UserWarning, match=f"damaged shard .*; set aside as {victim.name}.damaged;") as caught:
         got = EmbeddingCache(tmp_path, "ns").get_many(first + second)
+        gc.collect()
+    # np.load left the file of a zip it could not read open: "unclosed file <_io.BufferedReader ...>" for each
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
     assert all(np.array_equal(v, _vector(k)) for k, v in got.items())  # never a wrong vector
     assert len(got) == 10  # the other shard is still served; the damaged one's keys are missing (re-encoded)
     assert not victim.exists()  # set aside, so the next run does not warn again
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(EmbeddingCache(tmp_path, "ns").get_many(first + second)) == 10
+
+
+def test_a_damaged_shard_in_a_read_only_cache_is_skipped_and_the_warning_says_it_stays(tmp_path, monkeypatch):
+    """The warning said "set aside as *.damaged" where the rename had failed: the shard stayed, and every run warned."""
+    _, (first, second) = _filled(tmp_path)
+    victim = _shards(tmp_path)[0]
+    victim.write_bytes(victim.read_bytes()[:1000])
+
+    def read_only(src, dst):  # root renames in a read-only folder (CI runs as root): the refusal is injected
+        raise PermissionError(errno.EACCES, "Permission denied", str(src))
+
+    monkeypatch.setattr(os, "replace", read_only)
+    with pytest.warns(UserWarning) as caught:
+        got = EmbeddingCache(tmp_path, "ns").get_many(first + second)
+        gc.collect()
+    assert [str(w.message) for w in caught] == [
+        f"embedding cache: damaged shard {victim} (BadZipFile: File is not a zip file); it could not be set aside (the "
+        "cache is read-only: Permission denied), so it is skipped this run; its texts are encoded again"]
+    assert victim.exists() and len(got) == 10 and all(np.array_equal(v, _vector(k)) for k, v in got.items())
 
 
 def test_a_cache_folder_that_cannot_be_written_degrades_to_no_cache_with_a_warning(tmp_path):

@@ -117,9 +117,13 @@ def test_a_model_folder_that_asks_for_its_own_code_is_refused_and_nothing_runs(t
     (folder / "config.json").write_text(json.dumps({"model_type": "evilmodel", "architectures": ["EvilModel"],
                                                     "auto_map": {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel"}}))
     (folder / "evil.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('code ran')\n")
-    with pytest.raises(EmbenchError, match="custom code"):
+    with pytest.raises(EmbenchError) as refused:
         load_model(folder)
     assert not (tmp_path / "ran").exists()
+    # one line of embench's, not transformers' four asking for trust_remote_code=True (no option gives it) and
+    # linking the folder as https://hf.co//tmp/...
+    assert str(refused.value) == (f"{folder}: the model asks to run its own code (auto_map in config.json); embench does "
+                                  "not run a model's own code (trust_remote_code stays off)")
 
 
 def test_a_gguf_file_declaring_absurd_counts_is_one_clean_error(tmp_path):

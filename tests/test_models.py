@@ -232,3 +232,74 @@ def test_bf16_autocast_stays_close_to_fp32(tiny_bert_dir):
     assert bf16.dtype == np.float32
     cos = (fp32 * bf16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(bf16, axis=1)
     assert cos.min() > 0.99 and np.abs(fp32 - bf16).max() > 0
+
+
+@pytest.mark.slow
+def test_an_in_memory_module_s_fingerprint_follows_its_weights_changed_in_place(tiny_bert_dir, tmp_path, monkeypatch):
+    """load_model(module) fingerprinted the weights once, at load: after an in-place change its old vectors came back
+    from the cache and its old records from the results, as a SentenceTransformer object's (fingerprinted again on
+    every evaluate) did not. The weights are hashed again only after a write, not on every read of the fingerprint."""
+    from transformers import AutoModel, AutoTokenizer
+
+    import embench.models.live_fingerprint as live
+
+    model, tok = AutoModel.from_pretrained(tiny_bert_dir), AutoTokenizer.from_pretrained(tiny_bert_dir)
+    enc = embench.load_model(model, tokenizer=tok, pooling="mean")
+    view = enc.view(layer=1)
+    before, key, fingerprint = enc.encode(TEXTS, cache_dir=tmp_path), enc.cache_key(), enc.fingerprint
+    hashed = []
+    real = live.module_fingerprint
+    monkeypatch.setattr(live, "module_fingerprint", lambda *a: hashed.append(1) or real(*a))
+    assert (enc.fingerprint, view.fingerprint, enc.cache_key()) == (fingerprint, fingerprint, key) and not hashed
+    with torch.no_grad():
+        for p in model.encoder.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    assert enc.fingerprint != fingerprint and enc.cache_key() != key and len(hashed) == 1
+    assert view.fingerprint == enc.fingerprint == enc.describe()["fingerprint"] and view.pass_key() == enc.pass_key()
+    after = enc.encode(TEXTS, cache_dir=tmp_path)
+    fresh = embench.load_model(model, tokenizer=tok, pooling="mean").encode(TEXTS, use_cache=False)
+    assert not np.allclose(after, before) and np.allclose(after, fresh, atol=1e-6)
+    assert len(hashed) == 2  # the fresh load's own; reading it again hashed nothing more
+    # a fingerprint the caller names (the trainer's "training-step-N") stays as given
+    assert embench.load_model(model, tokenizer=tok, fingerprint="mine").fingerprint == "mine"
+
+
+def test_a_max_length_with_no_room_for_a_token_besides_the_special_tokens_is_refused_at_load(tiny_bert_dir):
+    """BERT's tokenizer adds [CLS] and [SEP]: it truncates nothing below 2 (--max-length 1 encoded every text whole,
+    recorded as max_length 1), and at 2 every text is [CLS][SEP]. The least that holds a word is 3."""
+    for bad in (1, 2):
+        with pytest.raises(EmbenchError, match=rf"--max-length {bad} holds no text: .* 2 special token.* at least 3$"):
+            embench.load_model(tiny_bert_dir, max_length=bad)
+    ids = embench.load_model(tiny_bert_dir, max_length=3).pretokenize(TEXTS)["input_ids"]
+    assert {len(row) for row in ids} == {3}
+
+
+@pytest.fixture()
+def pooler_named(monkeypatch):
+    """``pooler_named(name, function)``: as ``POOLERS.add`` registers it, for this test only."""
+    from embench.models.poolers import POOLERS
+
+    def add(name, function):
+        monkeypatch.setitem(POOLERS._items, name, function)
+        monkeypatch.setitem(POOLERS._lower, name.lower(), name)
+
+    return add
+
+
+@pytest.mark.slow
+def test_a_pooler_from_outside_gets_every_layer_unless_it_declares_the_chosen_layer_alone(tiny_bert_dir, pooler_named):
+    """A pooler other than first_last_avg and embed_last_avg got None for every layer but the last (an AttributeError);
+    PoolInput.hidden_states is documented as every layer's. One that says it reads the chosen layer alone and reads
+    another is one error naming it."""
+    from embench.models.poolers import needs_all_layers
+    from embench.models.pooling import chosen_layer_only, masked_mean
+
+    pooler_named("embedding-mean", lambda x: masked_mean(x.hidden_states[0], x.attention_mask))
+    pooler_named("says-chosen-only", chosen_layer_only(lambda x: masked_mean(x.hidden_states[0], x.attention_mask)))
+    got = embench.load_model(tiny_bert_dir, pooling="embedding-mean").encode_batch(TEXTS)
+    np.testing.assert_allclose(got, embench.load_model(tiny_bert_dir, pooling="mean", layer=0).encode_batch(TEXTS), atol=1e-6)
+    with pytest.raises(EmbenchError, match=r"^pooler 'says-chosen-only' read a layer it was not given \(AttributeError.*"
+                                           r"so the model gave layer 2 only"):
+        embench.load_model(tiny_bert_dir, pooling="says-chosen-only").encode_batch(TEXTS)
+    assert [needs_all_layers(p) for p in ("mean", "cls", "last_token", "first_last_avg", "embed_last_avg")] == [
+        False, False, False, True, True]

@@ -10,7 +10,8 @@ holding the text keys, their float32 vectors and a blake2b checksum of both:
   reader sees a whole shard or none, and never one writer's keys beside another's vectors;
 * on read, the row counts of keys and vectors must agree and the checksum must match (zip's CRC
   covers each member too). A shard that fails is named in a warning, renamed ``*.damaged`` (set
-  aside) and its texts are encoded again; a damaged cache is never fatal.
+  aside; in a read-only cache it stays, skipped for the run, and the warning says so) and its texts
+  are encoded again; a damaged cache is never fatal.
 
 A cache that cannot be written (a file in its place, read-only, a full disk) warns once and the run
 goes on without storing vectors. ``benchmarks/cache_store.py`` weighs this against SQLite.
@@ -21,6 +22,7 @@ could come from two writers): their texts are encoded once more.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import time
@@ -66,7 +68,8 @@ class DamagedShard(Exception):
 def read_shard(path: Path, with_vectors: bool = True) -> tuple[list[str], np.ndarray | None]:
     """Keys (and vectors) of one shard, checked; a DamagedShard when it is not whole."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        # the file opened here, not by np.load: a zip it cannot read left its file open (a ResourceWarning per shard)
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             keys = z["keys"]
             if keys.ndim != 1 or keys.dtype.kind != "S":
                 raise DamagedShard("its keys are not a list of hashes")
@@ -157,12 +160,18 @@ class EmbeddingCache:
         return out
 
     def _set_aside(self, path: Path, problem: str) -> None:
-        warnings.warn(f"embedding cache: damaged shard {path} ({problem}); set aside as *.damaged, "
-                      "its texts are encoded again", stacklevel=4)
+        """Rename a damaged shard ``*.damaged``; where that fails, skip it for this run. The warning says which."""
         self._bad.add(path)
-        # a read-only cache, or another reader that moved it first: skipping it is enough
-        with contextlib.suppress(OSError):
+        try:
             os.replace(path, path.with_name(path.name + ".damaged"))
+            done = f"set aside as {path.name}.damaged"
+        except FileNotFoundError:  # another reader moved it first
+            done = "set aside by another process"
+        except OSError as e:  # it stays: every run warns until the cache can be written
+            why = "the cache is read-only" if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else "it cannot be renamed"
+            done = f"it could not be set aside ({why}: {e.strerror or e}), so it is skipped this run"
+        warnings.warn(f"embedding cache: damaged shard {path} ({problem}); {done}; its texts are encoded again",
+                      stacklevel=4)
 
     # -- writing ---------------------------------------------------------------------------------
     def check_writable(self) -> bool:

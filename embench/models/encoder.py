@@ -18,13 +18,14 @@ import torch
 
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
-from ..encoding.st_face import SentenceEncode
+from ..encoding.st_face import SentenceEncode, text_list
 from .attention_masks import model_inputs
 from .families import apply_prompt, num_layers
 from .fast_tokens import pad_rows, token_ids
 from .kv_cache import no_kv_cache
-from .poolers import VIEW_KEYS, view_keys
-from .pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput, checked_pooled
+from .live_fingerprint import Followed
+from .poolers import VIEW_KEYS, needs_all_layers, view_keys
+from .pooling import POOLERS, PoolInput, pooled_by
 from .precision import gpu_attention
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
@@ -58,6 +59,7 @@ class HFEncoder(SentenceEncode):
     Inference runs under ``torch.inference_mode``. A non-fp32 ``dtype`` holds the weights in that dtype on a GPU
     (``weights_cast``) and runs as autocast over fp32 weights elsewhere (a CPU; a module under training).
     """
+    fingerprint = Followed()  # a str, or for an in-memory module its current weights' (models/live_fingerprint.py)
 
     def __init__(
         self,
@@ -65,7 +67,7 @@ class HFEncoder(SentenceEncode):
         settings: EncoderSettings,
         *,
         name: str,
-        fingerprint: str,
+        fingerprint: str | Callable[[], str],
         source: str,
         device: str,
         load: Callable[[], tuple[torch.nn.Module, Any]],
@@ -122,7 +124,7 @@ class HFEncoder(SentenceEncode):
         normalize = self.settings.normalize if normalize is None else normalize
         settings = dataclasses.replace(self.settings, layer=layer, pooling=pooling, extra=extra, normalize=normalize)
         owner = self._owner
-        v = HFEncoder(self.config, settings, name=self.name, fingerprint=self.fingerprint, source=self.source,
+        v = HFEncoder(self.config, settings, name=self.name, fingerprint=self._fingerprint, source=self.source,
                       device=self.device, load=owner._load, tokenizer=owner._tokenizer, revision=self.revision)
         v._owner = owner
         v.batch_tokens = self.batch_tokens
@@ -134,9 +136,10 @@ class HFEncoder(SentenceEncode):
         return v
 
     def pass_key(self) -> tuple:
-        """What one forward pass depends on: encoders with equal keys can share it (views of one model)."""
+        """What one forward pass depends on: encoders with equal keys can share it (views of one model). The fingerprint as
+        given (a module's function of its weights, not its value): asked per batch, it need not walk the weights."""
         s = self.settings
-        return (id(self._owner), self.fingerprint, s.max_length, s.dtype, s.lowercase, s.prompt, self.device)
+        return (id(self._owner), self._fingerprint, s.max_length, s.dtype, s.lowercase, s.prompt, self.device)
 
     def set_dense(self, load: Callable[[], list[torch.nn.Module]], names: list[str]) -> None:
         """sentence-transformers ``Dense`` modules applied after pooling (before normalisation)."""
@@ -214,7 +217,7 @@ class HFEncoder(SentenceEncode):
                               **no_kv_cache(self.config), **kwargs)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:  # (n, dim); one text (a str) is a batch of one, not of letters
-        return self.encode_views([texts] if isinstance(texts, str) else texts, [self])[0]
+        return self.encode_views(text_list(texts, "encode_batch()"), [self])[0]
 
     @torch.inference_mode()
     def encode_views(self, texts: list[str], views: Sequence[HFEncoder],
@@ -232,7 +235,7 @@ class HFEncoder(SentenceEncode):
         if enc is None and not len(texts):  # no rows of the width one text gets (a Dense head may change it)
             return [p[:0] for p in self.encode_views([""], views, as_tensors=as_tensors)]
         enc = self.tokenize(texts) if enc is None else enc
-        hidden = self._hidden(enc, any(v.layer != v.num_layers or v.pooling in NEEDS_ALL_LAYERS for v in views))
+        hidden = self._hidden(enc, any(v.layer != v.num_layers or needs_all_layers(v.pooling) for v in views))
         pooled = [v._pool(hidden, enc["attention_mask"]) for v in views]
         return pooled if as_tensors else [p.cpu().numpy() for p in pooled]
 
@@ -257,7 +260,7 @@ class HFEncoder(SentenceEncode):
         if n := self.settings.extra.get("prompt_tokens_excluded"):  # Pooling(include_prompt=False): models/prompts.py
             mask = exclude_prompt_tokens(mask, n)
         with self._autocast():  # no autocast where the weights themselves are bf16/fp16 (weights_cast)
-            pooled = checked_pooled(self.pooler(PoolInput(hidden, mask, self.layer, self.pooler_head())), self.pooling, len(mask))
+            pooled = pooled_by(self.pooler, PoolInput(hidden, mask, self.layer, self.pooler_head()), self.pooling)
             if self.weights_cast:  # the sentence-transformers Dense modules stay fp32
                 pooled = pooled.float()
             pooled = self._apply_dense(pooled)
@@ -275,11 +278,8 @@ class HFEncoder(SentenceEncode):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "source": self.source,
-            "revision": self.revision,
-            "fingerprint": self.fingerprint,
-            "device": self.device,
+            "name": self.name, "source": self.source, "revision": self.revision,
+            "fingerprint": self.fingerprint, "device": self.device,
             "num_layers": self.num_layers,
             "architecture": (getattr(self.config, "architectures", None) or [type(self.config).__name__])[0],
             **self.settings.to_dict(),

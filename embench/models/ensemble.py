@@ -27,7 +27,7 @@ import numpy as np
 from ..core.atomic import replace_folder, write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
-from ..encoding.st_face import SentenceEncode
+from ..encoding.st_face import SentenceEncode, text_list
 from .layer_stack import transformer_layers
 from .layernorm import remove_layernorms
 
@@ -115,7 +115,7 @@ class EnsembleEncoder(SentenceEncode):
         return np.max(np.stack([m.token_lengths(texts) for m in self.members]), axis=0)
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
-        texts = [texts] if isinstance(texts, str) else texts  # one text is a batch of one, not of its letters
+        texts = text_list(texts, "encode_batch()")  # one text is a batch of one, not of its letters
         # no texts: each member's own (0, dim) rows, since an engine has no width to give an empty batch
         embed = self.embed_member if len(texts) else [m.encode_batch for m in self.members]
         vecs = [np.asarray(f(texts), dtype=np.float32) for f in embed]

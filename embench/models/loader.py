@@ -30,8 +30,9 @@ from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect
-from .fingerprints import fingerprint_files, joined, module_fingerprint, stat_files, weights_fingerprint
+from .fingerprints import fingerprint_files, joined, stat_files, weights_fingerprint
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
+from .live_fingerprint import WeightsFingerprint
 from .load_arguments import check_given
 from .lora_adapter import AdapterInfo, read_adapter
 from .max_length import check_max_length, model_max_length
@@ -39,6 +40,7 @@ from .model_names import from_hub, resolve_model_path, snapshot_revision
 from .pooling import POOLERS
 from .precision import warn_if_emulated
 from .prompts import attach_prompts, read_prompt_set, with_row
+from .read_failures import read_failed
 from .st_folder import load_dense, read_json, sentence_transformers_config
 from .tokenizer_files import tokenizer_folder
 from .unpadded_batch import patched_attention, unpadded_where_possible
@@ -63,6 +65,7 @@ class _Source:
     st_cfg: dict[str, Any] = field(default_factory=dict)
     revision: str | None = None
     trained_folder: Path | None = None  # where embench_training.json may be
+    follow: Callable[[], str] | None = None  # an in-memory module's fingerprint of its weights now (live_fingerprint.py)
 
 
 def load_model(
@@ -102,9 +105,9 @@ def load_model(
     on this device, bf16 for a decoder LLM on a GPU, else fp32); ``device`` defaults to CUDA when present. ``prompt`` is a template with
     ``{text}`` (default: the one a checkpoint was trained with, else the family's). ``family`` forces
     a model family (``embench list families``; default: detected). An in-memory ``torch.nn.Module``
-    may be passed with its ``tokenizer`` (and a ``fingerprint`` naming its state, else one is
-    computed from its parameters). ``bidirectional_last`` K makes the last K decoder layers of a causal
-    LM attend in both directions, read as ``bidirectional_mode`` (BeLLM: sum, sum-code, mask, billm;
+    may be passed with its ``tokenizer`` (and a ``fingerprint`` naming its state, else one is computed from its
+    parameters as they are when vectors are looked up or stored). ``bidirectional_last`` K makes the last K
+    decoder layers of a causal LM attend in both directions, read as ``bidirectional_mode`` (BeLLM: sum, sum-code, mask, billm;
     :mod:`embench.models.bidirectional`); ``adapter`` is a LoRA
     adapter folder (``embench train --method bellm``) put on the model, whose base it must be; a
     model named by an adapter folder loads the base model the folder names. The weights are read on
@@ -161,7 +164,7 @@ def load_model(
         pinned = row.revision if row else None
         src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code, revision=revision, pinned=pinned)
     fam, st_cfg, tok = src.family, {**src.st_cfg, **row_settings(row, bool(src.st_cfg))}, src.tokenizer
-    check_max_length(max_length, src.config)
+    check_max_length(max_length, src.config, tokenizer=tok)  # room for a text besides the special tokens
     if info is not None:
         src = info.attach(src)  # checks the base first: an adapter of another model is refused here
     # unless given, an adapter or a checkpoint embench trained keeps the attention it was trained with
@@ -200,7 +203,7 @@ def load_model(
         # weights held in the dtype, not autocast over fp32 ones: other vectors, so part of the cache key
         settings.extra["precision"] = "weights"
     warn_if_emulated(device, settings.dtype)
-    encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.fingerprint, source=src.source,
+    encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.follow or src.fingerprint, source=src.source,
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
     encoder.batch_tokens = batch_tokens
     encoder.compiled = bool(compile)
@@ -223,9 +226,11 @@ def _module_source(module: torch.nn.Module, tokenizer: Any, name: str | None, fi
         raise EmbenchError("load_model(module) needs tokenizer=...")
     display = name or type(module).__name__
     fam = forced or detect(module.config)
-    # hashing every parameter is costly for a large model under training: a caller may name it instead
+    # hashing every parameter is costly for a large model under training: a caller may name it instead; else the
+    # fingerprint follows the weights, which the caller may still change in place (hashed again only after a write)
+    follow = None if fingerprint else WeightsFingerprint(module, tokenizer)
     return _Source(module.config, tokenizer, lambda: (fam.apply_patch(module, display), tokenizer),
-                   fingerprint or module_fingerprint(module, tokenizer), "in-memory module", display, fam)
+                   fingerprint or follow(), "in-memory module", display, fam, follow=follow)
 
 
 def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: Family | None,
@@ -258,12 +263,7 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     except Exception as e:
         if isinstance(e, EmbenchError):  # no tokenizer: said after the config, so that remote code is refused first
             raise
-        if gguf and "is not supported" in str(e):
-            from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
-
-            raise EmbenchError(f"{folder / gguf}: {e} transformers reads GGUF files of these architectures: "
-                               f"{', '.join(sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {'general', 'tokenizer'}))}") from None
-        raise ModelLoadError(raw_name, [*tried, f"transformers from {hf_folder}: {type(e).__name__}: {e}"]) from e
+        read_failed(raw_name, tried, hf_folder, folder / gguf if gguf else None, e, trust_remote_code)
     fam = forced or detect(config, folder, gguf, st_folder=bool(st_cfg))
     fingerprint = fingerprint_files(stat_files(folder / gguf)) if gguf else weights_fingerprint(hf_folder, tok_folder or tokenizer)
     if st_cfg.get("dense"):  # the Dense modules' weights are part of what gives the vectors

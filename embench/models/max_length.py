@@ -8,12 +8,19 @@ from ..core.arguments import whole_number
 from ..core.errors import EmbenchError
 
 
-def check_max_length(max_length: int | None, config: Any, option: str = "--max-length") -> None:
-    """--max-length (or ``option``) must be positive and within the model's position embeddings (beyond, they do not exist)."""
+def check_max_length(max_length: int | None, config: Any, option: str = "--max-length", tokenizer: Any = None) -> None:
+    """--max-length (or ``option``) must be positive and within the model's position embeddings (beyond, they do not
+    exist); with the ``tokenizer``, room for one real token besides the special tokens it adds to every text."""
     if whole_number(max_length, option, least=None) is None:
         return
     if max_length < 1:
         raise EmbenchError(f"{option} must be at least 1, got {max_length}")
+    # a fast tokenizer does not truncate at all below its special tokens' count (BERT: 1 gave every text whole, under
+    # a record saying 1), and at that count a text is its special tokens alone ([CLS][SEP]: the same vector for all)
+    special = tokenizer.num_special_tokens_to_add() if hasattr(tokenizer, "num_special_tokens_to_add") else 0
+    if max_length <= special:
+        raise EmbenchError(f"{option} {max_length} holds no text: the tokenizer adds {special} special token(s) to every "
+                           f"text, so max_length must be at least {special + 1}")
     positions = getattr(config, "max_position_embeddings", None)
     if isinstance(positions, int) and positions > 0:
         positions -= 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0

@@ -1,7 +1,8 @@
 """The poolers by name (``embench list poolers``, ``--pooling``): lazy entries pointing into
 :mod:`embench.models.pooling`, so naming, listing and did-you-mean import no torch. A new pooler is a
 function in ``pooling.py`` and one row here (or ``POOLERS.add(name, function)`` from anywhere, or an entry point
-of the group ``embench.poolers`` in a package of its own)."""
+of the group ``embench.poolers`` in a package of its own); one that reads the chosen layer alone says so
+(``@chosen_layer_only``), else it gets every layer's states (:func:`needs_all_layers`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,16 @@ from ..core.registry import Registry
 
 POOLERS: Registry = Registry("pooler", plugins="embench.poolers",
                             expects=function_with((), "a function of a PoolInput giving one vector per text (embench.models.pooling)"))
-# Poolers that read more than the chosen layer's states need every hidden state from the model.
-NEEDS_ALL_LAYERS = {"first_last_avg", "embed_last_avg"}
 # Keys a view's pooling adds to its settings' extra (so to its cache key and record), where vectors once differed
 VIEW_KEYS = ("pooler_head_layer", "first_real_token")
+
+
+def needs_all_layers(pooling: str) -> bool:
+    """Whether ``pooling`` needs every hidden state from the model: yes unless its function declares that it reads the
+    chosen layer alone (``all_layers = False``: :func:`embench.models.pooling.chosen_layer_only`), as embench's own do
+    but ``first_last_avg`` and ``embed_last_avg``. A plug-in once got the last layer alone unless it was one of those
+    two by name, and crashed on the None it found at ``hidden_states[0]``."""
+    return bool(getattr(POOLERS.get(pooling), "all_layers", True))
 
 
 def view_keys(pooling: str, layer: int, num_layers: int, extra: dict) -> dict:

@@ -15,6 +15,12 @@ Names follow SimCSE's evaluation code where it has them (``docs/PROTOCOLS.md``):
 * ``weighted_mean``: the position-weighted mean pooling of SGPT (Muennighoff, 2022, "SGPT: GPT Sentence
   Embeddings for Semantic Search"), sentence-transformers' ``weightedmean``: the i-th real token weighs i,
   counted from the first real token (left padding too).
+
+Which states a pooler gets: every layer's (``PoolInput.hidden_states`` as documented), unless it declares that it
+reads the chosen layer alone (:func:`chosen_layer_only`, or ``function.all_layers = False``): at the last layer the
+model is then asked for that layer's states only, the others are ``None``. A pooler registered from outside embench
+(``POOLERS.add``, an ``embench.poolers`` plug-in) that says nothing gets every layer; one that declares the chosen
+layer alone and reads another is an error naming it (:func:`pooled_by`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
-from .poolers import NEEDS_ALL_LAYERS, POOLERS  # noqa: F401  (the registry of the functions below)
+from .poolers import POOLERS, needs_all_layers  # noqa: F401  (the registry of the functions below)
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,13 @@ class PoolInput:
 
 
 Pooler = Callable[[PoolInput], torch.Tensor]
+
+
+def chosen_layer_only(pooler: Pooler) -> Pooler:
+    """Declare that ``pooler`` reads ``hidden_states[layer]`` alone (``all_layers = False``): at the last layer the model
+    keeps no other layer's states for it. Without it a pooler gets every layer's (:func:`poolers.needs_all_layers`)."""
+    pooler.all_layers = False  # type: ignore[attr-defined]
+    return pooler
 
 
 def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -56,6 +69,7 @@ def first_real_token(x: PoolInput) -> torch.Tensor:
     return states[torch.arange(states.shape[0], device=states.device), first]
 
 
+@chosen_layer_only
 def pool_cls(x: PoolInput) -> torch.Tensor:
     # at every layer, as a model with the layers above removed has it: a curve over layers (layer-removal, layers)
     # took the head at the last point only, one representation beside another
@@ -65,14 +79,17 @@ def pool_cls(x: PoolInput) -> torch.Tensor:
     return first
 
 
+@chosen_layer_only
 def pool_cls_before_pooler(x: PoolInput) -> torch.Tensor:
     return first_real_token(x)
 
 
+@chosen_layer_only
 def pool_mean(x: PoolInput) -> torch.Tensor:
     return masked_mean(x.hidden_states[x.layer], x.attention_mask)
 
 
+@chosen_layer_only
 def pool_max(x: PoolInput) -> torch.Tensor:
     states = x.hidden_states[x.layer]
     fill = torch.finfo(states.dtype).min
@@ -89,6 +106,7 @@ def pool_embed_last_avg(x: PoolInput) -> torch.Tensor:
     return masked_mean((hs[0] + hs[-1]) / 2.0, x.attention_mask)
 
 
+@chosen_layer_only
 def pool_last_token(x: PoolInput) -> torch.Tensor:
     states, mask = x.hidden_states[x.layer], x.attention_mask
     # the position of each row's last real token, for left padding, right padding or none alike: found on
@@ -98,6 +116,7 @@ def pool_last_token(x: PoolInput) -> torch.Tensor:
     return states[torch.arange(states.shape[0], device=states.device), last]
 
 
+@chosen_layer_only
 def pool_weighted_mean(x: PoolInput) -> torch.Tensor:
     states, mask = x.hidden_states[x.layer], x.attention_mask
     # weights 1, 2, ... from each row's first real token, so that left padding shifts nothing (as
@@ -107,6 +126,20 @@ def pool_weighted_mean(x: PoolInput) -> torch.Tensor:
     first = mask.long().argmax(1, keepdim=True)
     weights = ((positions - first) * mask.to(dtype)).unsqueeze(-1)
     return ((states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).to(states.dtype)
+
+
+def pooled_by(pooler: Pooler, x: PoolInput, name: str) -> torch.Tensor:
+    """``pooler(x)``, checked (:func:`checked_pooled`). A pooler that declared the chosen layer alone
+    (:func:`chosen_layer_only`) and reads another finds ``None`` there: an error naming it, not an AttributeError."""
+    try:
+        pooled = pooler(x)
+    except (AttributeError, TypeError) as e:
+        if all(h is not None for h in x.hidden_states):
+            raise
+        raise EmbenchError(f"pooler {name!r} read a layer it was not given ({type(e).__name__}: {e}): it declares that "
+                           f"it reads the chosen layer alone (all_layers = False), so the model gave layer {x.layer} "
+                           "only; drop that declaration and it gets every layer") from None
+    return checked_pooled(pooled, name, len(x.attention_mask))
 
 
 def checked_pooled(pooled: Any, name: str, rows: int) -> torch.Tensor:

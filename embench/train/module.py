@@ -28,7 +28,7 @@ from ..models.encoder import DTYPES
 from ..models.families import is_decoder
 from ..models.fast_tokens import pad_rows, to_device
 from ..models.kv_cache import no_kv_cache
-from ..models.pooling import NEEDS_ALL_LAYERS, POOLERS, PoolInput
+from ..models.pooling import POOLERS, PoolInput, needs_all_layers, pooled_by
 from ..models.prompt_fit import prompted_token_ids
 from ..models.unpadded_batch import forward_packed, patched_attention, unpadded_where_possible
 from ..report.progress import announce
@@ -146,7 +146,7 @@ class SentenceModel(nn.Module):
 
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled vectors of tokenized texts (through ``head`` when there is one)."""
-        all_layers = self.pooling in NEEDS_ALL_LAYERS
+        all_layers = needs_all_layers(self.pooling)
         if self.unpadded and "lengths" in enc:  # one row of real tokens, its states back in the padded layout (unpadded_batch.py)
             hidden = forward_packed(self.encoder, enc, self.tokenizer.padding_side == "left", all_layers, self.num_layers,
                                     **no_kv_cache(self.encoder.config))
@@ -158,7 +158,7 @@ class SentenceModel(nn.Module):
             hidden = tuple(out.hidden_states) if all_layers else (None,) * self.num_layers + (out.last_hidden_state,)
         last = len(hidden) - 1
         pooler = self.encoder.pooler if self.use_pooler_head else None
-        z = self._pool(PoolInput(hidden, enc["attention_mask"], last, pooler))
+        z = pooled_by(self._pool, PoolInput(hidden, enc["attention_mask"], last, pooler), self.pooling)
         return self.head(z) if self.head is not None else z
 
     def encode(self, texts: list[str]) -> torch.Tensor:
