@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +28,20 @@ from .evaluation.items import Items
 from .evaluation.protocols import EvalProtocol
 from .evaluation.provenance import record_provenance
 from .evaluation.record_checks import data_problem
+from .evaluation.record_intervals import add_intervals
 from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
 from .evaluation.seed_groups import SeedGroup, read_seed_group
-from .evaluation.significance import IntervalSettings, average_interval, distributions, interval_entry
+from .evaluation.significance import IntervalSettings
 from .evaluation.suites import SUITES
 from .models.as_encoder import as_encoder
 from .models.devices import prefill_views, several_devices
 from .models.loader import load_model
 from .models.model_names import check_local_path
-from .report.progress import announce
+from .report.progress import announce, third_party_bars
 from .tasks import TASKS
-from .tasks.names import resolve_tasks, stored_task_names, task_kinds, with_task_files
-from .tasks.recorded_protocol import task_protocol
+from .tasks.names import resolve_tasks, stored_task_names, task_kinds, with_task_aliases, with_task_files
+from .tasks.recorded_protocol import seeded_protocol, task_protocol
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
@@ -105,7 +105,8 @@ def evaluate(
         suite = "sts-all"
     task_names, view = resolve_tasks(suite, tasks)
     suite_defaults = SUITES.get(suite).protocol if suite else {}
-    protocol = EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in options.items() if v is not None}})
+    given = {**suite_defaults, **{k: v for k, v in options.items() if v is not None}}  # None: not given (an unset option)
+    protocol = EvalProtocol.from_options(**given)
     if ci is None and (resamples is not None or ci_seed is not None):
         raise EmbenchError("--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL (e.g. --ci 95) too")
     settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
@@ -121,22 +122,26 @@ def evaluate(
     engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
     if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
         encoder.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
-    result = Evaluation(records=[], view=view, labels={encoder.name: label} if label else {})
+    result = Evaluation(records=[], view=view, labels={encoder.name: label} if label else {}, axis_rows=len(axes) > 1)
 
     def done(name: str, status: str, record: Record) -> None:
         result.records.append(record)
-        result.status[name] = status
+        result.status[result.key(record)] = status
         if on_task:
             on_task(name, status, record)
 
     # Read every task first (a missing file stops the run before any encoding), then encode the texts
     # of all of them in one pass sorted by length, then score and store each task in turn.
     pending: list[tuple[str, Any, str, Any]] = []
-    prepare = functools.cache(lambda name: TASKS.get(name).prepare(root, protocol))  # once, however many axes
+    run_protocol = functools.cache(lambda name: seeded_protocol(TASKS.get(name), protocol, "seed" in given))  # mteb: 42
+    # once, however many axes; mteb's bars (its statistics of the local data) only with progress
+    prepare = functools.cache(third_party_bars(progress)(lambda name: TASKS.get(name).prepare(root, run_protocol(name))))
     for name, axis in ((n, a) for n in task_names for a in axes):  # a record per (task, dimension, precision)
-        task = TASKS.get(name)
-        key = record_key(name, axis.describe(enc_desc), task_protocol(task, protocol).to_dict())
-        stored = store.find(axis.row_name(encoder.name), name, key) if save and not overwrite and reusable else None
+        task, row = TASKS.get(name), axis.row_name(encoder.name)
+        key = record_key(name, axis.describe(enc_desc), task_protocol(task, run_protocol(name)).to_dict())
+        stored = store.find(row, name, key) if save and not overwrite and reusable else None
+        if stored is not None and stored.model != row:  # the same weights asked under another name: a row of its own
+            stored = dataclasses.replace(stored, model=row)
         if stored is not None and (changed := data_problem(stored, root.path, file_sha256) or (
                 task.stored_problem(stored, root) if hasattr(task, "stored_problem") else None)) is not None:
             warnings.warn(f"the stored record of {name} ({store.path(stored)}) is not reused: {changed}; "
@@ -154,20 +159,20 @@ def evaluate(
     if devices and pending:
         prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
     undefined: list[str] = []  # tasks (and rows) with no score: said once the others are scored and stored
-    for record, items in _scored(pending, engine, protocol, root, undefined):
+    for record, items in _scored(pending, engine, run_protocol, root, undefined):
         if items is not None:
             result.items[(record.model, record.task)] = items
         if save:
             try:
                 store.save(record, items)
             except OSError as e:  # a full disk mid-run: the scores are still returned (and printed), with why
-                result.unsaved[record.task] = f"{e.filename or store.path(record)}: {e.strerror or e}"
-                log.warning("could not save the record of %s: %s", record.task, result.unsaved[record.task])
+                result.unsaved[result.key(record)] = f"{e.filename or store.path(record)}: {e.strerror or e}"
+                log.warning("could not save the record of %s: %s", result.key(record), result.unsaved[result.key(record)])
         done(record.task, "computed", record)
     result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order
     result.encode_stats = dict(engine.stats)
     if settings is not None:
-        _add_intervals(result, settings, store if save else None)
+        add_intervals(result, settings, store if save else None)
     if undefined:
         raise UndefinedScoreError(f"{', '.join(undefined)}: the score is undefined (nan) under {protocol.aggregation}/"
                                   f"{protocol.correlation}: the similarities (or the gold scores) of a part are all equal, so "
@@ -221,39 +226,17 @@ def compare(
     if any(groups):
         sides = [seed_side(g.name if g else ev.records[0].model, ev.records, ev.items, group=g is not None)
                  for g, ev in zip(groups, (ev_a, ev_b), strict=True)]
-        return compare_seed_groups(*sides, settings, test, alpha)
+        return with_task_aliases(compare_seed_groups(*sides, settings, test, alpha))  # verdict("STSB") as -t takes it
     pairs = [(Side(a, ev_a.items.get((a.model, a.task))), Side(b, ev_b.items.get((b.model, b.task))))
              for a, b in zip(ev_a.records, ev_b.records, strict=True)]
-    return compare_sides(pairs, settings, test, alpha)
+    return with_task_aliases(compare_sides(pairs, settings, test, alpha))
 
 
-def _add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultStore | None) -> None:
-    """Every record's interval (kept in the record with its settings), and Avg.'s from the same replicates."""
-    result.interval_settings = settings
-    with_items = [(r, result.items[(r.model, r.task)]) for r in result.records if (r.model, r.task) in result.items]
-    # tasks are independent and numpy releases the GIL in the bootstrap's array passes: one thread per core
-    with ThreadPoolExecutor(max_workers=max(1, min(len(with_items), os.cpu_count() or 1))) as pool:
-        all_dists = list(pool.map(lambda ri: distributions([ri[0]], [ri[1]], settings)[0], with_items))
-    dists = []
-    for (r, items), dist in zip(with_items, all_dists, strict=True):
-        dists.append(dist)
-        entry = interval_entry(r, items, dist, settings)
-        result.intervals[(r.model, r.display)] = (entry["low"], entry["high"])
-        if r.ci != entry:
-            r.ci = entry
-            if store is not None:
-                try:
-                    store.save(r)
-                except OSError as e:  # the interval is still shown; only keeping it in the record failed
-                    result.unsaved[r.task] = f"{e.filename or store.path(r)}: {e.strerror or e}"
-    if result.records and len(dists) == len(result.records):
-        result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
-
-
-def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine, protocol: EvalProtocol,
-            root: DataRoot, undefined: list[str]) -> Iterator[tuple[Record, Items | None]]:
-    """Encode every pending task's texts in one pass, then score each; yield each record (and its items) when done,
-    and add the name of each whose score is undefined to ``undefined`` instead."""
+def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine,
+            run_protocol: Callable[[str], EvalProtocol], root: DataRoot,
+            undefined: list[str]) -> Iterator[tuple[Record, Items | None]]:
+    """Encode every pending task's texts in one pass, then score each (under ``run_protocol(task)``); yield each record
+    (and its items) when done, and add the name of each whose score is undefined to ``undefined`` instead."""
     start = time.perf_counter()
     shares = engine.prefetch([shared_pass_texts(engine.encoder, prepared) for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
@@ -267,7 +250,8 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
             announce(engine.progress, f"{task.display}: training SentEval's classifier on the embeddings "
                                       f"({prepared.meta.get('scheme', 'its')} validation)")
         embed = axis.embedder(engine.embed, prepared.texts)  # the vectors truncated and quantised (encoding/vector_axes.py)
-        outcome = prepared.score(embed)
+        with third_party_bars(engine.progress):  # progress=False silences mteb's own bars too, as -q does
+            outcome = prepared.score(embed)
         if not math.isfinite(outcome.main):  # never a NaN record: evaluate() says why there is none, after the others
             undefined.append(name + axis.row_name(""))
             continue
@@ -275,6 +259,7 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
         scoring = time.perf_counter() - start
         encoding = prefetch_seconds * weight / max(sum(weights), 1)
         counts = {c: share[c] + engine.stats[c] - before[c] for c in ("encoded", "from_cache")}
+        protocol = run_protocol(name)
         yield Record(
             task=name, display=task.display, kind=task.kind, model=axis.row_name(engine.encoder.name), main_score=float(outcome.main),
             scores=outcome.scores, protocol=task_protocol(task, protocol).to_dict(), encoder=axis.describe(enc_desc),

@@ -84,6 +84,20 @@ def test_compare_refuses_a_missing_local_model_before_evaluating_the_other(data_
         embench.compare(NeverEncodes(), "/no/such/model", data=data_root, results_dir=tmp_path)
 
 
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda p: p.write_text("x"), r"model '\./afile': '.*afile' is a file, not a model folder or a \.gguf file"),
+    (lambda p: p.mkdir(), r"model '\./afile': the folder '.*afile' is empty, not a model folder"),
+])
+def test_compare_refuses_a_model_path_of_the_wrong_kind_before_evaluating_the_other(data_root, tmp_path, monkeypatch,
+                                                                                   make, message):
+    """A file, or an empty folder, as model B was refused only after model A had been evaluated and stored."""
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path / "afile")
+    with pytest.raises(EmbenchError, match=message):
+        embench.compare(NeverEncodes(), "./afile", data=data_root, results_dir=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_results_folder_that_is_a_file_is_said_as_such(data_root, tmp_path):
     (tmp_path / "r").write_text("x")
     with pytest.raises(EmbenchError, match=r"results folder .*r is a file, not a folder; choose another --results-dir"):

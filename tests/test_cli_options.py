@@ -141,3 +141,17 @@ def test_the_cli_leaves_the_tokenizer_its_threads():
     mine = subprocess.run([sys.executable, "-c", code], env={**env, "TOKENIZERS_PARALLELISM": "false"},
                           capture_output=True, text=True, check=True).stdout
     assert mine.strip().endswith("setting: false")  # a user's own choice stays
+
+
+@pytest.mark.slow  # over 0.3 s on 2 cores: three commands' options built
+def test_a_shared_option_s_help_says_what_each_command_does_with_it():
+    """compare --help called --truncate-dim and --quantize "repeatable, one row per dimension", and compare refuses a
+    second value; list --help said a --task-file's task "runs ... unless --task names the tasks to run", and list runs
+    nothing and has no --task. The shared text is one definition; what a command does with it is said per command."""
+    from embench.cli.options import TASK_FILE_HELP
+
+    compare, listing, run = _options("compare"), _options("list"), _options("run")
+    assert "compare: one value" in compare["--truncate-dim"].help and "compare: one value" in compare["--quantize"].help
+    assert "--task" not in listing and "runs" not in listing["--task-file"].help
+    assert listing["--task-file"].help.startswith(TASK_FILE_HELP) and "listed" in listing["--task-file"].help
+    assert run["--task-file"].help.startswith(TASK_FILE_HELP) and "unless --task names" in run["--task-file"].help

@@ -63,6 +63,23 @@ def test_a_clear_difference_is_found_and_a_model_against_itself_is_not():
     assert same.verdict("STS16") == "no significant difference"
 
 
+def test_a_verdict_is_asked_by_the_table_name_the_task_s_own_name_or_an_alias():
+    """verdict("STSBenchmark") and verdict("STSB") raised pandas' KeyError: only the table's name, STS-B, was a row."""
+    from embench.tasks.names import with_task_aliases
+
+    rng = np.random.default_rng(1)
+    gold = rng.random(300)
+    a, b = (dataclasses.replace(s, record=dataclasses.replace(s.record, task="STSBenchmark", display="STS-B"))
+            for s in (_side("A", gold + 0.2 * rng.standard_normal(300), gold), _side("B", rng.random(300), gold)))
+    settings = IntervalSettings(resamples=200)
+    with pytest.warns(FewSeedsWarning):  # a group of one seed: its table is all this test reads
+        group = compare_seed_groups(SeedSide("A", {"STS-B": [a]}), SeedSide("B", {"STS-B": [b]}, group=False), settings)
+    for c in (with_task_aliases(compare_sides([(a, b)], settings)), with_task_aliases(group)):
+        assert [c.verdict(t) for t in ("STS-B", "STSBenchmark", "STSB", "stsb", "avg.")] == ["A better"] * 5
+        with pytest.raises(EmbenchError, match=r"task 'STS12' was not compared; the comparison has STS-B, Avg\.$"):
+            c.verdict("STS12")
+
+
 def _on(side: Side, task: str) -> Side:
     """The same outcomes under another task's name (a second task of a suite)."""
     return Side(dataclasses.replace(side.record, task=task, display=task), side.items)

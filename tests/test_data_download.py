@@ -314,3 +314,28 @@ def test_a_full_data_root_is_one_error_per_file_and_keeps_nothing_half_written(t
     out = " ".join(r.output.split())
     assert r.exit_code == 1 and "cannot write" in out and "No space left on device" in out, r.output
     assert list((root / "corpora").iterdir()) == []  # no temporary file left behind
+
+
+def test_a_write_failure_is_not_said_to_be_a_checksum_the_manifest_never_confirmed(tmp_path, server, monkeypatch):
+    """A read-only or full data root ended each unconfirmed entry's error with the --accept-mismatch hint, though
+    nothing mismatched: the hint belongs to checksum mismatches alone."""
+    import errno
+
+    from embench.core import atomic
+
+    served, url, _ = server
+    (served / "a.txt").write_bytes(b"a\n")
+    (served / "b.txt").write_bytes(b"upstream changed\n")
+    entries = [{"path": "corpora/a.txt.gz", "task": "corpora", "url": f"{url}/a.txt", "sha256": _sha(b"a\n"), "compress": True,
+                "verified": "no: not compared yet"},
+               {"path": "corpora/b.txt.gz", "task": "corpora", "url": f"{url}/b.txt", "sha256": _sha(b"b\n"), "compress": True,
+                "verified": "no: not compared yet"}]
+
+    def read_only(path, mode):  # as a read-only data root answers (tests may run as root, where chmod stops nothing)
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(atomic, "open", read_only, raising=False)
+    statuses = dict(download(DataRoot(tmp_path / "data"), manifest=_manifest(tmp_path, entries), keep_going=True))
+    assert "Read-only file system" in statuses["corpora/a.txt.gz"]
+    assert "never confirmed" not in statuses["corpora/a.txt.gz"] and "--accept-mismatch" not in statuses["corpora/a.txt.gz"]
+    assert "does not match" in statuses["corpora/b.txt.gz"] and "--accept-mismatch stores it" in statuses["corpora/b.txt.gz"]

@@ -248,3 +248,60 @@ def test_mteb_run_takes_a_bare_task_name_as_mtebs(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         main()
     assert asked == [(None, ["MTEB:STS16", "mteb:SICK-R"])] and "stop here" in capsys.readouterr().err
+
+
+def _sts13_slice() -> str:
+    if "MTEB:STS13[slice]" not in TASKS:  # a small slice, registered for these tests only
+        TASKS.add("MTEB:STS13[slice]", MTEBTask("STS13", limit=120, name="MTEB:STS13[slice]"))
+    return "MTEB:STS13[slice]"
+
+
+def test_an_mteb_record_names_the_seed_mteb_ran_with_and_a_given_1111_is_run(tiny_bert_dir, data_root, tmp_path):
+    """``--seed 1111`` was run as mteb's 42 while the record said 1111: every seed equal to the protocol's default
+    was taken for "none given". Unset, mteb's 42 runs and is named; given, 1111 included, the seed asked runs."""
+    opts = dict(tasks=[_sts13_slice()], data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache",
+                pooling="mean", device="cpu", progress=False)
+    for seed, ran in ((None, 42), (1111, 1111), (42, 42), (7, 7)):
+        ev = evaluate(str(tiny_bert_dir), seed=seed, **opts)
+        rec = ev.records[0]
+        assert (rec.protocol["seed"], rec.provenance["task_meta"]["seed"], rec.provenance["seed"]) == (ran, ran, ran)
+        assert ev.status == {"MTEB:STS13[slice]": "stored" if seed == 42 else "computed"}  # 42 is the unset run's
+
+
+def test_progress_off_silences_mteb_s_own_bars(tiny_bert_dir, data_root, tmp_path, capfd, monkeypatch):
+    """``evaluate(progress=False)`` printed mteb's "Computing text hashes" bars (its statistics of a whole local copy,
+    computed as the task is prepared); the CLI's -q prints none. A slice skips those statistics, so here its prepare
+    draws such a bar itself."""
+    real = MTEBTask.prepare
+
+    def drawing_a_bar(self, root, protocol):
+        from tqdm.auto import tqdm
+
+        list(tqdm(range(3), desc="Computing text hashes"))
+        return real(self, root, protocol)
+
+    monkeypatch.setattr(MTEBTask, "prepare", drawing_a_bar)
+    opts = dict(tasks=[_sts13_slice()], data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache",
+                pooling="mean", device="cpu", overwrite=True)
+    capfd.readouterr()
+    evaluate(str(tiny_bert_dir), progress=False, **opts)
+    assert "Computing text hashes" not in capfd.readouterr().err
+    evaluate(str(tiny_bert_dir), progress=True, **opts)
+    assert "Computing text hashes" in capfd.readouterr().err
+
+
+def test_an_older_mteb_record_naming_1111_but_run_with_42_is_not_reused_for_1111(tiny_bert_dir, data_root, tmp_path):
+    """Before, a record said seed 1111 where mteb ran 42 (its provenance says so): under the key of a run that asks
+    for 1111, it is computed again, with a warning naming why."""
+    from embench.evaluation.results import ResultStore
+
+    opts = dict(tasks=[_sts13_slice()], data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache",
+                pooling="mean", device="cpu", progress=False, seed=1111)
+    rec = evaluate(str(tiny_bert_dir), **opts).records[0]
+    path = ResultStore(tmp_path / "res").path(rec)
+    old = json.loads(path.read_text())
+    old["provenance"]["task_meta"]["seed"] = 42  # as an older embench wrote it (the key hashes no provenance)
+    path.write_text(json.dumps(old))
+    with pytest.warns(UserWarning, match=r"is not reused: it names seed 1111, but mteb ran with seed 42; it is computed again"):
+        again = evaluate(str(tiny_bert_dir), **opts)
+    assert again.status == {"MTEB:STS13[slice]": "computed"} and again.records[0].provenance["task_meta"]["seed"] == 1111

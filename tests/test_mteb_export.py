@@ -140,7 +140,9 @@ def test_model_meta_names_the_model_revision_embedding_size_and_similarity(store
     loaded = mteb.ResultCache(tmp_path / "mteb").load_results(include_remote=False)
     width = load_model(tiny_bert_dir, pooling="mean", device="cpu").encode(["a sentence"]).shape[1]
     metas = {mr.model_revision: mr.model_meta for mr in loaded.model_results}
-    assert len(metas) == 4  # one folder per encoder configuration and protocol: default, mean, dot, prototyping
+    # one folder per encoder configuration and protocol: default (with the MTEB record, whose 42 is its task's default
+    # as 1111 is the others'), mean, dot and prototyping
+    assert len(metas) == 4
     for revision, meta in metas.items():
         assert meta.name == mteb_model_name(str(tiny_bert_dir)) == "embench/" + tiny_bert_dir.name
         assert meta.revision == revision and meta.embed_dim == width
@@ -278,3 +280,19 @@ def test_a_file_as_the_mteb_output_folder_is_said_before_any_task_runs(tmp_path)
         res = CliRunner().invoke(app, args)
         assert res.exit_code != 0 and "afile is a file; give a folder" in str(res.exception) + res.output, res.output
     assert not (tmp_path / "r").exists()  # nothing was scored
+
+
+def test_a_default_run_s_records_share_one_revision_and_an_explicit_1111_on_mteb_gets_its_own():
+    """An MTEB record names the 42 mteb ran with where no seed was given, the SentEval tasks' default 1111: the revision
+    counts the seed from each task's default, so a default run exports into one folder (as before records named 42)."""
+    from types import SimpleNamespace
+
+    from embench.tasks.mteb.adapter import mteb_revision
+
+    def rev(task, seed):
+        return mteb_revision(SimpleNamespace(task=task, protocol={"similarity": "cosine", "seed": seed},
+                                             encoder={"fingerprint": "f00d"}, provenance={}))
+
+    assert rev("MTEB:STS12", 42) == rev("STS12", 1111)  # both at their task's default
+    assert rev("MTEB:STS12", 1111) not in (rev("MTEB:STS12", 42), rev("STS12", 1111))  # asked for, run as 1111
+    assert rev("MTEB:STS12", 7) == rev("STS12", 7) != rev("STS12", 1111)

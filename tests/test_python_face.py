@@ -63,6 +63,22 @@ def test_encode_normalize_and_options(tiny_bert_dir, tmp_path):
             model.encode(bad)
 
 
+@pytest.mark.slow
+def test_encode_answers_convert_to_numpy_false_as_sentence_transformers_does(tiny_bert_dir):
+    """convert_to_numpy=False was dropped silently (an ndarray came back); sentence-transformers gives a list of
+    tensors, one per text (one text: its tensor), and convert_to_tensor one tensor whatever convert_to_numpy says."""
+    model = embench.load_model(tiny_bert_dir)
+    want = model.encode(TEXTS, use_cache=False)
+    rows = model.encode(TEXTS, convert_to_numpy=False, use_cache=False)
+    assert isinstance(rows, list) and len(rows) == len(TEXTS) and all(isinstance(r, torch.Tensor) for r in rows)
+    assert np.array_equal(torch.stack(rows).numpy(), want)
+    one = model.encode(TEXTS[1], convert_to_numpy=False, use_cache=False)
+    assert isinstance(one, torch.Tensor) and one.shape == want[1].shape
+    both = model.encode(TEXTS, convert_to_numpy=False, convert_to_tensor=True, use_cache=False)
+    assert isinstance(both, torch.Tensor) and np.array_equal(both.numpy(), want)
+    assert model.encode([], convert_to_numpy=False, use_cache=False) == []
+
+
 class Counting:
     """A user's own model: anything with encode(texts) -> array (here the tiny BERT behind it)."""
 
@@ -119,3 +135,14 @@ def test_evaluate_sentence_transformer_object(st_model, data_root, tmp_path, min
                            cache_dir=tmp_path / "cache")
     assert obj.frame.iloc[0, 0] == pytest.approx(by_name.frame.iloc[0, 0], abs=1e-5)
     assert any((tmp_path / "cache").rglob("*"))  # a Module is fingerprinted from its parameters: cached
+
+
+def test_encode_batch_names_an_item_that_is_not_a_string_as_encode_does(tiny_bert_dir):
+    """encode_batch([1, 2]) raised the tokenizers library's TypeError (TextEncodeInput must be Union[...])."""
+    model = embench.load_model(tiny_bert_dir)
+    for enc in (model, embench.load_model(f"ensemble:{tiny_bert_dir}+{tiny_bert_dir}")):
+        for bad, message in (([1, 2], "text 0 is int 1, not a string"), ([TEXTS[0], b"x"], "text 1 is bytes b'x'"),
+                             ({"a": 1}, "takes a text or a list of texts, not dict")):
+            with pytest.raises(EmbenchError, match=rf"^encode_batch\(\):? {message}"):
+                enc.encode_batch(bad)
+    assert model.encode_batch(TEXTS[0]).shape == (1, 32)  # one text is a batch of one

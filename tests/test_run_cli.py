@@ -195,3 +195,31 @@ def test_tables_mark_the_best_model_bold_and_the_second_underlined():
     assert "| c | **72.34** | 79.00 | **75.67** |" in md and "<u>80.00</u>" in md
     assert r"\textbf" not in render(frame, "latex")  # only when asked
     assert "**" not in render(frame.iloc[:1], "markdown", highlight=True)  # one model: nothing to rank
+
+
+@pytest.mark.slow
+def test_every_model_asked_gets_its_own_row_though_their_weights_share_one_record(env, tiny_bert_dir, one_thread,
+                                                                                   monkeypatch):
+    """Two --models whose folders share a last name (tiny-bert, other/tiny-bert) shared a table row, and a label was
+    dropped; `-m ..` after `-m .` (the same weights) reused the record stored for `.` and was shown as `.`. Identical
+    weights share one record; each model asked keeps its own row, under its own name or label."""
+    import shutil
+
+    other = env / "other" / tiny_bert_dir.name
+    shutil.copytree(tiny_bert_dir, other)
+    args = ["run", "-m", str(tiny_bert_dir), "-m", str(other), "-t", "STS13", "-q", "-f", "json"]
+    labelled = _run(*args, "--label", "A", "--label", "B")
+    assert labelled.exit_code == 0, labelled.output
+    rows = json.loads(labelled.stdout)["rows"]
+    assert [r["model"] for r in rows] == ["A", "B"] and rows[0]["STS13"] == rows[1]["STS13"]
+    named = json.loads(_run(*args).stdout)["rows"]
+    assert [r["model"] for r in named] == [str(tiny_bert_dir), str(other)]
+    (env / "x").mkdir()
+    shutil.copytree(tiny_bert_dir, env / "x" / "b")
+    for f in tiny_bert_dir.iterdir():
+        shutil.copy(f, env / "x" / f.name)
+    monkeypatch.chdir(env / "x" / "b")
+    here = embench.evaluate(".", tasks=["STS13"], progress=False)
+    up = embench.evaluate("..", tasks=["STS13"], progress=False)
+    assert up.status == {"STS13": "stored"} and up.records[0].main_score == here.records[0].main_score
+    assert up.records[0].model == ".." and list(up.frame.index) == [".."]

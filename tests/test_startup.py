@@ -132,6 +132,27 @@ def test_loading_a_model_says_what_it_loads_and_quiet_says_nothing(tiny_bert_dir
     assert capsys.readouterr().err == ""
 
 
+def test_progress_off_silences_every_tqdm_bar_and_puts_tqdm_back(capsys):
+    """``progress=False`` in the API silences other libraries' tqdm bars as TQDM_DISABLE does for the CLI's -q (which
+    only a process that has not imported tqdm yet can set); nested and left, tqdm is as it was."""
+    import io
+
+    from tqdm.auto import tqdm
+
+    from embench.report.progress import third_party_bars
+
+    before = tqdm(range(1), file=io.StringIO()).disable
+    with third_party_bars(False):
+        with third_party_bars(False):  # an engine's pass inside an mteb task's scoring
+            list(tqdm(range(3), desc="Computing text hashes"))
+        list(tqdm(range(3), desc="still silenced"))
+        assert tqdm(range(1), disable=False, file=io.StringIO()).disable is False  # asked for: shown, as under the variable
+    assert capsys.readouterr().err == ""
+    assert tqdm(range(1), file=io.StringIO()).disable == before
+    with third_party_bars(True):
+        assert tqdm(range(1), file=io.StringIO()).disable == before
+
+
 @pytest.mark.slow
 def test_quiet_silences_third_party_bars(tiny_bert_dir, data_root, tmp_path):
     """mteb's own tqdm bar ("Computing text hashes") shows without -q and not with it."""

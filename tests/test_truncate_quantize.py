@@ -154,6 +154,28 @@ def test_run_gives_a_row_per_dimension_from_one_encoding_and_a_new_one_reuses_th
 
 
 @pytest.mark.slow
+def test_status_and_unsaved_tell_the_rows_of_one_task_apart(data_root, tiny_bert_dir, one_thread, tmp_path, monkeypatch):
+    """Evaluation.status kept one entry per task: truncate_dim=[16, 8], the first stored and the second computed,
+    read {'STSBenchmark': 'computed'}. A task of one row keeps its name as the key."""
+    from embench.evaluation.results import ResultStore
+
+    opts = dict(tasks=["STS-B"], stsb_split="dev", data=data_root, results_dir=tmp_path / "r", cache_dir=tmp_path / "c",
+                progress=False)
+    assert embench.evaluate(str(tiny_bert_dir), truncate_dim=16, **opts).status == {"STSBenchmark": "computed"}
+    both = embench.evaluate(str(tiny_bert_dir), truncate_dim=[16, 8], **opts)
+    assert both.status == {"STSBenchmark (dim 16)": "stored", "STSBenchmark (dim 8)": "computed"}
+    assert {both.key(r) for r in both.records} == set(both.status)
+
+    def full(self, record, items=None):  # the disk fills up: the computed row is not saved, the stored one needs not be
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResultStore, "save", full)
+    again = embench.evaluate(str(tiny_bert_dir), truncate_dim=[16, 4], **opts)
+    assert again.status == {"STSBenchmark (dim 16)": "stored", "STSBenchmark (dim 4)": "computed"}
+    assert list(again.unsaved) == ["STSBenchmark (dim 4)"] and "No space left on device" in again.unsaved["STSBenchmark (dim 4)"]
+
+
+@pytest.mark.slow
 def test_audit_varies_dimension_and_precision_and_draws_score_against_dimension(env, tiny_bert_dir, one_thread, tmp_path):
     r = runner.invoke(app, ["audit", "-m", str(tiny_bert_dir), "--knobs", "truncate-dim,quantize", "-t", "STS-B",
                             "--truncate-dim", "16", "--truncate-dim", "8", "--quantize", "int8", "--quantize", "uint8",

@@ -146,13 +146,15 @@ def suite_texts(suite: str, ctx) -> list[str]:
     from ..evaluation.suites import SUITES
     from ..tasks import TASKS
     from ..tasks.names import resolve_tasks
+    from ..tasks.recorded_protocol import seeded_protocol
 
     name, tasks, _, _ = _suite_spec(suite)
     names = resolve_tasks(name, tasks)[0]
-    protocol = EvalProtocol.from_options(**(SUITES.get(name).protocol if name else {}))
+    given = SUITES.get(name).protocol if name else {}
+    protocol = EvalProtocol.from_options(**given)
     texts: list[str] = []
-    for t in names:
-        texts += list(TASKS.get(t).prepare(ctx.root, protocol).texts)
+    for t in names:  # under the seed evaluate() runs it with (an MTEB task's own where none is given)
+        texts += list(TASKS.get(t).prepare(ctx.root, seeded_protocol(TASKS.get(t), protocol, "seed" in given)).texts)
     return unique(texts)
 
 

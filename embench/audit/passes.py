@@ -36,6 +36,7 @@ from ..encoding.engine import Engine, fill_views
 from ..evaluation.protocols import EvalProtocol
 from ..models.encoder import HFEncoder
 from ..tasks import TASKS
+from ..tasks.recorded_protocol import seeded_protocol
 
 DEFAULT_SAMPLE = 2000
 
@@ -62,8 +63,9 @@ def suite_texts(tasks: Sequence[str], protocols: Sequence[dict[str, Any]], root:
     texts: dict[str, None] = {}
     for proto in protocols:
         protocol = EvalProtocol.from_options(**proto)
-        for name in tasks:
-            texts.update(dict.fromkeys(TASKS.get(name).prepare(root, protocol).texts))
+        for name in tasks:  # under the seed evaluate() runs it with (an MTEB task's own where none is given)
+            task = TASKS.get(name)
+            texts.update(dict.fromkeys(task.prepare(root, seeded_protocol(task, protocol, proto.get("seed") is not None)).texts))
     return list(texts)
 
 

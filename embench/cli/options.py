@@ -111,17 +111,19 @@ PromptNameOpt = Annotated[str | None, typer.Option(
     "--prompt-name", help="One of the model's own prompts (config_sentence_transformers.json 'prompts', or its catalogue "
                           "row), e.g. query, for every text; default: the model's default prompt, and in retrieval "
                           "tasks its query and document prompts per side. In the record and the cache key.")]
+# what a task file is, said once; each command that takes one adds what it does with it (run: runs it, list: lists it)
+TASK_FILE_HELP = ("A task on your own data: a YAML or TOML file naming its kind (pairs, classification, "
+                  "pair-classification), files per split, format and columns; repeatable.")
 TaskFileOpt = Annotated[list[Path] | None, typer.Option(
-    "--task-file", help="A task on your own data: a YAML or TOML file naming its kind (pairs, classification, "
-                        "pair-classification), files per split, format and columns; repeatable. Its task runs "
-                        "(after the suite's) unless --task names the tasks to run.")]
+    "--task-file", help=TASK_FILE_HELP + " Its task runs (after the suite's) unless --task names the tasks to run.")]
 TruncateDimOpt = Annotated[list[int] | None, typer.Option(
     "--truncate-dim", help="Matryoshka: score the first N dimensions of every vector (sentence-transformers' "
-                           "truncate_dim); repeatable, one row per dimension from one encoding pass (audit: the "
+                           "truncate_dim); repeatable, one row per dimension from one encoding pass (compare: one "
+                           "value, a paired test compares one configuration of each model; audit: the "
                            "dimensions its truncate-dim knob and figure sweep). In the record's key; the cache keeps "
                            "the full vectors.")]
 QuantizeOpt = Annotated[list[Precision] | None, typer.Option(  # type: ignore[valid-type]
     "--quantize", help="Score the vectors quantised as sentence-transformers' quantize_embeddings does (int8/uint8 "
                        "calibrated on the task's own texts, both sides of every pair, as its EmbeddingSimilarityEvaluator; "
-                       "binary/ubinary: sign bits); float32: only re-normalised. Repeatable, one row each (audit: the "
-                       "precisions its quantize knob and figure sweep). In the record's key.")]
+                       "binary/ubinary: sign bits); float32: only re-normalised. Repeatable, one row each (compare: one value; "
+                       "audit: the precisions its quantize knob and figure sweep). In the record's key.")]

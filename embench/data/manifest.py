@@ -181,9 +181,11 @@ def download(
         except EmbenchError as err:
             if not keep_going:
                 raise
-            # the manifest's own note on how it was checked is for its maintainers; a user gets what to do
+            # the manifest's own note on how it was checked is for its maintainers; a user gets what to do, and only
+            # where the checksum did not match (a failed fetch or write is no reason to doubt the manifest)
+            doubted = isinstance(err, ChecksumError) and e.verified.startswith("no")
             unconfirmed = (" (this entry's checksum was never confirmed against the upstream release: if the file is "
-                           "right, --accept-mismatch stores it)") if e.verified.startswith("no") else ""
+                           "right, --accept-mismatch stores it)") if doubted else ""
             done.append((e.path, f"failed: {err}{unconfirmed}"))
     return done
 

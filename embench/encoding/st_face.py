@@ -4,7 +4,8 @@ Researchers call ``SentenceTransformer.encode`` out of habit; the object :func:`
 returns answers the same call, and goes through the engine: texts deduplicated, sorted by token length,
 and looked up in (and added to) the embedding cache, so a second call over the same texts costs nothing.
 The sentence-transformers spellings of the keyword arguments (``show_progress_bar``,
-``normalize_embeddings``, ``convert_to_tensor``) are accepted, so code written for it runs unchanged.
+``normalize_embeddings``, ``convert_to_tensor``, ``convert_to_numpy``) are accepted and answered as it answers
+them, so code written for it runs unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..core.errors import EmbenchError
 from .cache import default_cache_dir
 from .engine import Engine
 
-IGNORED = {"convert_to_numpy", "device", "precision", "output_value"}  # see encode(): what each means here
+IGNORED = {"device", "precision", "output_value"}  # see encode(): what each means here
 
 
 def progress_default(show_progress: bool | None) -> bool:
@@ -28,15 +29,18 @@ def progress_default(show_progress: bool | None) -> bool:
     return sys.stderr.isatty() if show_progress is None else bool(show_progress)
 
 
-def _texts(texts: Any) -> list[str]:
-    """``texts`` as a list of strings: a dict (whose keys would be encoded) or an item that is no string (None, a
-    number, bytes, a list of words) is an error naming its index, not an AttributeError inside the cache."""
+def text_list(texts: Any, call: str = "encode()") -> list[str]:
+    """``texts`` as a list of strings (one ``str`` is a list of one, not of its letters): a dict (whose keys would be
+    encoded) or an item that is no string (None, a number, bytes, a list of words) is an error naming ``call`` and
+    the item's index, not an AttributeError inside the cache or the tokenizers library's TypeError."""
+    if isinstance(texts, str):
+        return [texts]
     if isinstance(texts, dict | bytes) or not hasattr(texts, "__iter__"):
-        raise EmbenchError(f"encode() takes a text or a list of texts, not {type(texts).__name__}")
+        raise EmbenchError(f"{call} takes a text or a list of texts, not {type(texts).__name__}")
     batch = list(texts)
     for i, t in enumerate(batch):
         if not isinstance(t, str):
-            raise EmbenchError(f"encode(): text {i} is {type(t).__name__} {t!r}, not a string")
+            raise EmbenchError(f"{call}: text {i} is {type(t).__name__} {t!r}, not a string")
     return batch
 
 
@@ -53,6 +57,7 @@ class SentenceEncode:
         use_cache: bool = True,
         cache_dir: str | Path | None = None,
         convert_to_tensor: bool = False,
+        convert_to_numpy: bool = True,
         **st_kwargs: Any,
     ) -> Any:
         """Vectors of ``texts`` as a float32 array (n, dim); one text (a ``str``) gives one vector (dim,).
@@ -65,9 +70,10 @@ class SentenceEncode:
         them (a model whose pipeline ends in a normalisation, as all-MiniLM-L6-v2's does, stays normalised,
         as with sentence-transformers). ``show_progress`` defaults to on when stderr is a terminal.
         The cache is ``cache_dir`` (default ``$EMBENCH_CACHE``, then ``~/.cache/embench/embeddings``);
-        ``use_cache=False`` neither reads nor writes it. ``convert_to_tensor`` returns a torch tensor.
-        sentence-transformers' ``show_progress_bar`` and ``normalize_embeddings`` are accepted for ours;
-        its ``convert_to_numpy``, ``device``, ``precision`` and ``output_value`` are not options here (the
+        ``use_cache=False`` neither reads nor writes it. As in sentence-transformers, ``convert_to_tensor``
+        returns one torch tensor, and ``convert_to_numpy=False`` (without it) a list of tensors, one per text
+        (one text: its tensor). sentence-transformers' ``show_progress_bar`` and ``normalize_embeddings`` are
+        accepted for ours; its ``device``, ``precision`` and ``output_value`` are not options here (the
         device and dtype are the model's, set in ``load_model``): ``device``/``precision`` given with a value
         other than the default are an error rather than silently ignored.
         """
@@ -78,7 +84,7 @@ class SentenceEncode:
         for name in list(st_kwargs):
             if name not in IGNORED:
                 raise EmbenchError(f"encode() got an unexpected option {name!r}; it takes batch_size, normalize, "
-                                   "show_progress, use_cache, cache_dir, convert_to_tensor")
+                                   "show_progress, use_cache, cache_dir, convert_to_tensor, convert_to_numpy")
             value = st_kwargs.pop(name)
             if name in ("device", "precision") and value not in (None, "float32"):
                 raise EmbenchError(f"encode({name}={value!r}): the {name} is the model's; give it to "
@@ -87,7 +93,7 @@ class SentenceEncode:
                 raise EmbenchError(f"encode(output_value={value!r}): encode gives sentence vectors only; per-token "
                                    "states are read by the analyses (embench analyze token-dependency, attention)")
         single = isinstance(texts, str)
-        batch = [texts] if single else _texts(texts)
+        batch = text_list(texts)
         if not getattr(self, "reusable", True):  # an object embench cannot fingerprint: nothing cached
             use_cache = False
         cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
@@ -98,8 +104,10 @@ class SentenceEncode:
         if normalize:
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         out = vectors[0] if single else vectors
-        if convert_to_tensor:
+        if convert_to_tensor or not convert_to_numpy:
             import torch
 
-            return torch.from_numpy(np.ascontiguousarray(out))
+            tensor = torch.from_numpy(np.ascontiguousarray(out))
+            # sentence-transformers: convert_to_tensor wins; convert_to_numpy=False alone gives a tensor per text
+            return tensor if convert_to_tensor or single else list(tensor)
         return out

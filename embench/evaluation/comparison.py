@@ -84,9 +84,22 @@ class Comparison:
     settings: IntervalSettings
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the CLI prints on stderr, one line each (few seeds)
+    names: dict[str, str] = field(default_factory=dict)  # a task's other names (its own, its aliases) -> its row
 
     def verdict(self, task: str = "Avg.") -> str:
-        return str(self.frame.loc[task, "verdict"])
+        """The verdict on ``task``: "A better", "B better", "no significant difference" or "n/a" (no p-value).
+
+        ``task`` is a row of :attr:`frame` (the table's name, ``STS-B``), the task's own name (``STSBenchmark``) or an
+        alias as ``-t`` takes them (``STSB``), in any case; ``Avg.`` (the default) is the verdict on the average."""
+        return str(self.frame.loc[self.row(task), "verdict"])
+
+    def row(self, task: str) -> str:
+        """The row of :attr:`frame` that ``task`` names (see :meth:`verdict`); an unknown name lists the rows."""
+        rows = {str(r).lower(): str(r) for r in self.frame.index}
+        found = rows.get(str(task).lower()) or {k.lower(): v for k, v in self.names.items()}.get(str(task).lower())
+        if found is None:
+            raise EmbenchError(f"task {task!r} was not compared; the comparison has {', '.join(map(str, self.frame.index))}")
+        return found
 
 
 def verdict_of(diff: float, p: float, alpha: float) -> str:
@@ -152,7 +165,8 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
     ]
     if test == "steiger" and any(s.record.protocol.get("correlation") != "pearson" for s, _ in pairs):
         notes.append("Steiger's test compares Pearson correlations on all pairs pooled; the scores shown are the protocol's.")
-    return Comparison(pairs[0][0].record.model, pairs[0][1].record.model, frame, test, alpha, settings, notes)
+    return Comparison(pairs[0][0].record.model, pairs[0][1].record.model, frame, test, alpha, settings, notes,
+                      names={a.record.task: a.record.display for a, _ in pairs})
 
 
 SCALED = ("A", "A std", "B", "B std", "diff", "diff low", "diff high")

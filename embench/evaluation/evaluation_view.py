@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..encoding.vector_axes import suffix
 from ..report.tables import breakdown_frame, render, summary_frame
 from ..stats.bootstrap import AGGREGATIONS  # the rows breakdown_frame adds after a task's subsets
 from .items import Items
@@ -17,19 +18,32 @@ from .significance import IntervalSettings
 
 @dataclass
 class Evaluation:
-    """What :func:`evaluate` returns: the records, how each was obtained, and tables of them."""
+    """What :func:`evaluate` returns: the records, how each was obtained, and tables of them.
+
+    ``status`` says how each record was obtained (``"computed"`` or ``"stored"``) and ``unsaved`` why a record could
+    not be saved, both by the record's :meth:`key`: its task's name (``{"STSBenchmark": "stored"}``), and where a run
+    scores several dimension/precision rows per task (``truncate_dim=[384, 64]``, ``quantize=[...]``) the name with
+    the row's suffix, as the table names the row (``{"STSBenchmark (dim 384)": "stored", "STSBenchmark (dim 64)":
+    "computed"}``).
+    """
 
     records: list[Record]
-    status: dict[str, str] = field(default_factory=dict)  # task -> "computed" | "stored"
+    status: dict[str, str] = field(default_factory=dict)  # key(record) -> "computed" | "stored"
     view: str = "summary"
     encode_stats: dict[str, Any] = field(default_factory=dict)
-    unsaved: dict[str, str] = field(default_factory=dict)  # task -> why its record could not be saved
+    unsaved: dict[str, str] = field(default_factory=dict)  # key(record) -> why it could not be saved
+    axis_rows: bool = False  # several dimension/precision rows per task: status and unsaved keyed by row
     items: dict[tuple[str, str], Items] = field(default_factory=dict)  # (model, task) -> per-item outcomes
     intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (model, column) -> (low, high)
     interval_settings: IntervalSettings | None = None
     seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
     per_seed: bool = False  # show each seed's row under its group's mean
     labels: dict[str, str] = field(default_factory=dict)  # model name -> display name of its row (run --label)
+
+    def key(self, record: Record) -> str:
+        """``record``'s key in :attr:`status` and :attr:`unsaved`: its task's name, with its row's suffix
+        (`` (dim 64, int8)``) where the run scores several dimension/precision rows per task."""
+        return record.task + (suffix(record.encoder) if self.axis_rows else "")
 
     @classmethod
     def merge(cls, evaluations: Sequence[Evaluation], view: str = "summary") -> Evaluation:

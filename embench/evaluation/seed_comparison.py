@@ -136,7 +136,8 @@ def compare_seed_groups(a: SeedSide, b: SeedSide, settings: IntervalSettings, te
         "Avg.: the same replicates averaged over tasks.",
         *(f"Warning: {m}." for m in few),
     ]
-    return Comparison(a.name, b.name, frame, METHOD, alpha, settings, notes, warnings=few)
+    return Comparison(a.name, b.name, frame, METHOD, alpha, settings, notes, warnings=few,
+                      names={sides[0].record.task: task for task, sides in a.tasks.items()})
 
 
 def _row(a: np.ndarray, b: np.ndarray, d: np.ndarray, level: float, n: int) -> dict:

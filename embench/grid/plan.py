@@ -22,7 +22,9 @@ from ..evaluation.results import ResultStore, record_key, slug
 from ..evaluation.suites import SUITES
 from ..models.loader import load_model
 from ..report.progress import RateProgress
+from ..tasks import TASKS
 from ..tasks.names import resolve_tasks
+from ..tasks.recorded_protocol import seeded_protocol
 from .spec import GridSpec
 from .state import Cell, GridState
 from .status import cell_states
@@ -71,8 +73,10 @@ def make_cells(spec: GridSpec, progress: bool = False) -> tuple[list[Cell], dict
     ``progress``: a count of the models read (each one's weights are hashed: seconds for a base-size model)."""
     tasks, _ = resolve_tasks(spec.suite, spec.tasks)
     suite_defaults = SUITES.get(spec.suite).protocol if spec.suite else {}
-    protocols = [(protocol_label(p), EvalProtocol.from_options(**{**suite_defaults, **{k: v for k, v in p.items() if k != "name"}}).to_dict())
-                 for p in spec.protocols]
+    given = [(protocol_label(p), {**suite_defaults, **{k: v for k, v in p.items() if k != "name"}}) for p in spec.protocols]
+    # each task's protocol as evaluate() runs it: an MTEB task's own seed (mteb's 42) where the entry gives none
+    protocols = [(label, {t: seeded_protocol(TASKS.get(t), EvalProtocol.from_options(**g), g.get("seed") is not None).to_dict()
+                          for t in tasks}) for label, g in given]
     cells, pinned = [], {}
     with RateProgress(progress, "planning", "the grid", len(spec.models), "models") as bar:
         for model in spec.models:
@@ -82,7 +86,7 @@ def make_cells(spec: GridSpec, progress: bool = False) -> tuple[list[Cell], dict
                              **{k: desc.get(k) for k in PINNED}}
             for label, proto in protocols:
                 for task in tasks:
-                    cells.append(Cell(model, task, proto, record_key(task, desc, proto), label))
+                    cells.append(Cell(model, task, proto[task], record_key(task, desc, proto[task]), label))
             bar.advance()
     return cells, pinned
 

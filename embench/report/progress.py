@@ -5,9 +5,12 @@ a rich bar in a terminal; where stderr is not a terminal (a log file, a batch jo
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import importlib.util
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -100,15 +103,44 @@ class RateProgress:
 
 @contextlib.contextmanager
 def third_party_bars(shown: bool) -> Iterator[None]:
-    """transformers' own bars (weight loading) only when progress is on: ``-q`` and ``progress=False`` are silent."""
-    if shown or "transformers" not in sys.modules:  # only a model that transformers loads can show them
+    """Other libraries' bars only when progress is on: transformers' own (weight loading) and every tqdm bar (mteb's
+    "Computing text hashes", datasets' maps), so that ``-q`` and ``progress=False`` are silent."""
+    if shown:
         yield
         return
-    hf_logging = importlib.import_module("transformers.utils.logging")
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    with contextlib.ExitStack() as stack:
+        if "transformers" in sys.modules:  # only a model that transformers loads can show its bars
+            hf_logging = importlib.import_module("transformers.utils.logging")
+            if hf_logging.is_progress_bar_enabled():
+                hf_logging.disable_progress_bar()
+                stack.callback(hf_logging.enable_progress_bar)
+        stack.enter_context(_tqdm_silenced())
+        yield
+
+
+_TQDM_LOCK = threading.Lock()
+_tqdm_off: list[Any] = [0, None]  # how many callers have tqdm silenced, and the __init__ to put back after the last
+
+
+@contextlib.contextmanager
+def _tqdm_silenced() -> Iterator[None]:
+    """Every tqdm bar made meanwhile starts disabled, as ``TQDM_DISABLE=1`` makes them (how the CLI's ``-q`` silences
+    them: tqdm reads it once, when imported, before a command imports any library; the API runs after). A bar that
+    asks ``disable=False`` itself is still shown, as under the variable. Counted, so nested and concurrent callers
+    (an engine's pass inside an mteb task's scoring) put tqdm back only when the last one leaves."""
+    if importlib.util.find_spec("tqdm") is None:
+        yield
+        return
+    bar = importlib.import_module("tqdm.std").tqdm
+    with _TQDM_LOCK:
+        if _tqdm_off[0] == 0:
+            _tqdm_off[1] = vars(bar)["__init__"]
+            bar.__init__ = functools.partialmethod(_tqdm_off[1], disable=True)
+        _tqdm_off[0] += 1
     try:
         yield
     finally:
-        if was:
-            hf_logging.enable_progress_bar()
+        with _TQDM_LOCK:
+            _tqdm_off[0] -= 1
+            if _tqdm_off[0] == 0:
+                bar.__init__ = _tqdm_off[1]

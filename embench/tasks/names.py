@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..evaluation.suites import SUITES
 from . import TASKS
@@ -61,3 +62,12 @@ def stored_task_names(names: str | Sequence[str] | None, records: Sequence) -> s
     reads the file)."""
     own = {r.task for r in records}
     return {t if t in own else TASKS.canonical(t) for t in ([names] if isinstance(names, str) else names or [])}
+
+
+def with_task_aliases(comparison: Any) -> Any:
+    """``comparison`` (``evaluation.comparison.Comparison``, which knows each row's task and table name) answering to
+    each compared task's aliases too, as ``-t`` takes them: ``verdict("STSB")`` is STS-B's row."""
+    for task, row in list(comparison.names.items()):
+        if task in TASKS:  # a task file's task is registered only while its file is read
+            comparison.names.update(dict.fromkeys(TASKS.aliases(task), row))
+    return comparison

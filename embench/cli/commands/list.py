@@ -8,13 +8,19 @@ package and target, without importing them.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ...core.registry import Registry
-from ..options import TaskFileOpt
+from ..options import TASK_FILE_HELP
 from ..output import emit
+
+# list runs nothing: its --task-file is read and checked, and its tasks listed (the shared text says what the file is)
+ListedTaskFileOpt = Annotated[list[Path] | None, typer.Option(
+    "--task-file", help=TASK_FILE_HELP + " With `embench list tasks`, its tasks are listed after the built-in ones, "
+                                         "with their kind and sizes.")]
 
 CATALOGUE = {
     "tasks": "embench.tasks:TASKS",
@@ -34,7 +40,7 @@ for _name, _path in CATALOGUE.items():
 
 
 def list_(what: Annotated[str, typer.Argument(help=f"What to list: {', '.join(CATALOGUE)}.")] = "suites",
-          task_file: TaskFileOpt = None) -> None:
+          task_file: ListedTaskFileOpt = None) -> None:
     """List what is registered: tasks, suites, poolers, model aliases and families, analyses, labelled datasets, training methods and recipes, commands."""
     registry = LISTS.get(what)
     if task_file:  # a user's own tasks, read and checked, listed after the built-in ones with their kind and sizes

@@ -46,7 +46,7 @@ def run(
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Suite name (embench list suites).")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Task(s) to run, after the suite's when --suite is given too; repeatable.")] = None,
     protocol: dict[str, str] | None = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111).", min=0, max=SEED_MAX)] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for tasks that sample or train (default 1111; MTEB tasks: mteb's 42).", min=0, max=SEED_MAX)] = None,
     opts: Given | None = None,
     overwrite: OverwriteOpt = False,
     ci: CIOpt = None,

@@ -151,11 +151,27 @@ def mteb_revision(record) -> str:
     enc = record.encoder or {}
     ident = {k: enc.get(k) for k in IDENTITY_ENCODER_FIELDS}
     ident.update({k: enc[k] for k in IDENTITY_OPTIONAL_FIELDS if enc.get(k)})  # as record_key: set ones only
-    config = stable_hash({"encoder": ident, "protocol": record.protocol}, 8)
+    config = stable_hash({"encoder": ident, "protocol": revision_protocol(record)}, 8)
     # a record's revision becomes a folder name: anything but plain characters (a '../' in an edited record)
     # is replaced, so an export never writes outside its folder
     base = re.sub(r"[^A-Za-z0-9._-]", "_", str(model_revision(record) or enc.get("fingerprint") or "unknown")).lstrip(".")
     return f"{base or 'unknown'}-{config}"
+
+
+def revision_protocol(record) -> dict[str, Any]:
+    """A record's protocol as its revision hashes it: the seed counted from its task's own default, so that the records
+    of a run left at the defaults share one folder whatever their kind. An MTEB task runs mteb's 42 unless a seed is
+    given, where every other task's default is 1111: its 42 hashes as 1111, and an explicit 1111 on it as 42 (these
+    are the folders such records had when an MTEB record named 1111 for the 42 it ran)."""
+    from ...evaluation.protocols import EvalProtocol
+    from .. import TASKS
+
+    protocol = dict(record.protocol or {})
+    base = EvalProtocol().seed
+    own = getattr(TASKS.get(record.task), "default_seed", base) if record.task in TASKS else base
+    if own != base and protocol.get("seed") in (own, base):
+        protocol["seed"] = base if protocol["seed"] == own else own
+    return protocol
 
 
 def model_revision(record) -> str | None:

@@ -51,6 +51,7 @@ class MTEBTask:
     limit: int | None = None
     kind: str = "mteb"
     name: str = ""
+    default_seed: int = MTEB_SEED  # the seed run when none is given (tasks/recorded_protocol.py: seeded_protocol)
     _differs: bool | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,8 +92,20 @@ class MTEBTask:
                           "seed; their records keep the defaults", stacklevel=2)
         return kept
 
+    def stored_problem(self, record: Any, root: DataRoot) -> str | None:
+        """Why a stored record must not be reused: before embench read an unset seed as mteb's 42 (``seeded_protocol``),
+        every seed equal to the protocol's default, 1111, was run as 42, and the record said 1111 (its provenance says
+        what ran): such a record is not the result of a run asked for seed 1111."""
+        ran = (record.provenance.get("task_meta") or {}).get("seed")
+        named = record.protocol.get("seed")
+        if ran is not None and ran != named:
+            return f"it names seed {named}, but mteb ran with seed {ran}"
+        return None
+
     def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared:
-        seed = mteb_seed(protocol)
+        """mteb's task with its data from ``root``, seeded by ``protocol.seed`` (the seed it runs under: mteb's own,
+        42, unless one was given, as :func:`embench.tasks.recorded_protocol.seeded_protocol` sets it)."""
+        seed = protocol.seed
         task = self.mteb_task(seed)
         files, meta, texts = load_into(task, root, self.limit)
         self._differs = bool(meta["data_differences"])
@@ -111,11 +124,6 @@ class MTEBTask:
             return run_mteb(task, embed, protocol, meta)
 
         return Prepared(texts=texts, files=files, score=score, meta=meta)
-
-
-def mteb_seed(protocol: EvalProtocol) -> int:
-    """mteb's own seed (42) unless the user chose one: the protocol default (1111) is SentEval's."""
-    return MTEB_SEED if protocol.seed == EvalProtocol().seed else protocol.seed
 
 
 def run_mteb(task: Any, embed: Embed, protocol: EvalProtocol, meta: dict[str, Any]) -> TaskScore:
