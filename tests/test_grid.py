@@ -108,7 +108,7 @@ def test_each_cell_is_done_running_failed_or_missing(tmp_path):
     states = cell_states(cells, store, state)
     assert [states[c.id]["state"] for c in cells] == ["done", "running", "failed", "missing", "missing"]
     assert states[cells[2].id]["log"] == "j1.log" and "bad" in states[cells[2].id]["error"]
-    assert summary(states) == {"done": 1, "running": 1, "failed": 1, "missing": 2}
+    assert summary(states) == {"done": 1, "running": 1, "failed": 1, "missing": 2, "unknown": 0}
     frame = status_frame(cells, states)
     assert list(frame["task"]) == ["STS13", "STS14", "STS15", "STS16"]  # done cells are only counted
     # a marker from another machine: its process cannot be seen from here, so it is trusted

@@ -290,7 +290,8 @@ def test_a_default_run_s_records_share_one_revision_and_an_explicit_1111_on_mteb
     from embench.tasks.mteb.adapter import mteb_revision
 
     def rev(task, seed):
-        return mteb_revision(SimpleNamespace(task=task, protocol={"similarity": "cosine", "seed": seed},
+        return mteb_revision(SimpleNamespace(task=task, kind="mteb" if task.startswith("MTEB:") else "sts",
+                                             protocol={"similarity": "cosine", "seed": seed},
                                              encoder={"fingerprint": "f00d"}, provenance={}))
 
     assert rev("MTEB:STS12", 42) == rev("STS12", 1111)  # both at their task's default

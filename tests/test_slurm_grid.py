@@ -6,6 +6,7 @@ time limit."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -15,9 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from embench.cli.app import app
+from embench.evaluation.protocols import EvalProtocol
 from embench.evaluation.results import slug
 from embench.grid import GridSpec, grid_status, run_grid
 from embench.grid.slurm import SlurmSettings
+from embench.grid.slurm_jobs import submitted_dir
+from embench.grid.state import Cell, GridState
 
 TASKS = ["STSBenchmark", "STS16"]
 # the second protocol reads the original texts, so its cells encode again: a job is still busy after its first records
@@ -166,3 +170,38 @@ def test_a_job_at_its_time_limit_is_requeued_by_submitit_and_skips_the_cells_it_
     assert second_run.count("(stored)") == len(TASKS) and second_run.count("(computed)") == len(TASKS)
     assert all(f.stat().st_mtime_ns == t for f, t in first.items())
     _same_records(results, serial, models[:1])
+
+
+@pytest.mark.slow
+def test_with_sacct_failing_the_states_of_pending_and_running_jobs_come_from_squeue(slurm, tmp_path, monkeypatch):
+    """No slurmdbd, or one that is down: sacct fails, and the controller still knows what is queued. A task running
+    and one pending behind it hold their cells (a re-run leaves them); with no controller either, the cells are
+    unknown, naming their jobs, not missing."""
+    array = slurm.run("sbatch", "--parsable", "--array=0-1%1", "--cpus-per-task=1", f"--output={tmp_path}/%A_%a.out",
+                      "--wrap", "sleep 120").strip().split(";")[0]
+    try:
+        cells = [Cell("m", t, EvalProtocol().to_dict(), "k") for t in ("STS12", "STS13")]
+        state = GridState(tmp_path / "r")
+        state.init()
+        state.save_plan("p", {"spec": {}, "cells": [c.to_dict() for c in cells]})
+        submitted_dir(state.results).mkdir(parents=True)
+        for i, cell in enumerate(cells):
+            (submitted_dir(state.results) / f"job-{i}.json").write_text(json.dumps(
+                {"slurm_job": f"{array}_{i}", "cells": [cell.id], "folder": str(tmp_path), "time": 1.0}))
+        sacct = tmp_path / "bin" / "sacct"  # as sacct fails with slurmdbd down
+        sacct.parent.mkdir()
+        sacct.write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n")
+        sacct.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{sacct.parent}:{os.environ['PATH']}")
+        _until("the array's first task to run", lambda: f"{array}_0 RUNNING" in slurm.run(
+            "squeue", "-h", "-r", "-o", "%i %T", "-j", array))
+        _, st = grid_status(state.results)
+        assert [(st[c.id]["state"], st[c.id]["note"]) for c in cells] == [
+            ("running", f"Slurm job {array}_0 RUNNING"), ("running", f"Slurm job {array}_1 PENDING")]
+        (tmp_path / "empty.conf").touch()  # no controller answers either (a missing file, squeue retries for 60 s)
+        monkeypatch.setenv("SLURM_CONF", str(tmp_path / "empty.conf"))
+        _, st = grid_status(state.results)
+        assert [(st[c.id]["state"], st[c.id]["slurm_job"]) for c in cells] == [("unknown", f"{array}_0"), ("unknown", f"{array}_1")]
+    finally:
+        monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+        slurm.run("scancel", array)

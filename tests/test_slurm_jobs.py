@@ -85,7 +85,7 @@ def test_slurm_options_set_the_named_settings_and_pass_any_other_to_sbatch():
     params = s.parameters()
     assert params["timeout_min"] == 30 and params["slurm_partition"] == "gpu" and params["gpus_per_node"] == 2
     assert params["slurm_additional_parameters"] == {"account": "nlp", "qos": "high"}
-    with pytest.raises(EmbenchError, match="--slurm-option timeout_min=soon: timeout_min takes a number"):
+    with pytest.raises(EmbenchError, match="--slurm-option timeout_min=soon: timeout_min takes a whole number"):
         SlurmSettings.from_options(["timeout_min=soon"])
     with pytest.raises(EmbenchError, match="expected key=value"):
         SlurmSettings.from_options(["partition"])
@@ -110,7 +110,7 @@ def test_cells_read_their_slurm_jobs_states(tmp_path, monkeypatch):
             {"slurm_job": job, "cells": [c.id for c in held], "folder": str(tmp_path), "time": 1.0}))
     asked = []
 
-    def sacct(ids, folders):
+    def sacct(ids):
         asked.append(sorted(ids))
         return {"12_0": "PENDING", "12_1": "CANCELLED", "13": "RUNNING"}
 
@@ -123,14 +123,17 @@ def test_cells_read_their_slurm_jobs_states(tmp_path, monkeypatch):
     assert len(asked) == 1 and set(asked[0]) == {"12_0", "12_1", "13"}  # one sacct call for every job
 
 
-def test_without_sacct_the_cells_keep_what_their_markers_say(tmp_path, monkeypatch):
+def test_without_sacct_and_squeue_a_held_cell_is_unknown_naming_its_job(tmp_path, monkeypatch):
+    """A laptop looking at a cluster's results folder cannot rule the job out: not "missing" (a re-run would submit
+    its cells a second time), but unknown, naming the job."""
     proto = EvalProtocol().to_dict()
     cell = Cell("m", "STS12", proto, "k")
     (slurm_jobs.submitted_dir(tmp_path)).mkdir(parents=True)
     (slurm_jobs.submitted_dir(tmp_path) / "g.json").write_text(json.dumps(
         {"slurm_job": "5", "cells": [cell.id], "folder": str(tmp_path), "time": 1.0}))
-    monkeypatch.setenv("PATH", str(tmp_path))  # no sacct here (a laptop looking at a cluster's results folder)
-    assert cell_states([cell], ResultStore(tmp_path), GridState(tmp_path))[cell.id] == {"state": "missing"}
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sacct, no squeue here
+    st = cell_states([cell], ResultStore(tmp_path), GridState(tmp_path))[cell.id]
+    assert st["state"] == "unknown" and st["note"] == "Slurm job 5: state unknown (neither sacct nor squeue answered)"
 
 
 # -- seeds finishing at once -------------------------------------------------------------------------------------

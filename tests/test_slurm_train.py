@@ -74,6 +74,10 @@ def test_seeds_as_slurm_array_tasks_make_the_seed_group_that_run_reads(
     assert res.exit_code == 0, res.output
     assert f"seeds 1, 2, 3 -> {out}/seed-N (logs in {out}/slurm/)" in res.output
     array = re.search(r"submitted Slurm array (\d+)", res.output).group(1)
+    # submitted again while the array runs: no seed twice (a second task would fail on the first one's lock)
+    during = CliRunner().invoke(app, args)
+    assert during.exit_code == 0 and "nothing submitted" in during.output, during.output
+    assert "submitted Slurm array" not in during.output and f"not submitted again: its Slurm job {array}_" in during.output
     assert slurm.wait(array) == {f"{array}_{i}": "COMPLETED" for i in range(3)}
     group = read_seed_group(out)
     assert group.seeds == [1, 2, 3]

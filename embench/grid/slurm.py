@@ -1,7 +1,8 @@
 """The Slurm executor, through submitit: one job array per grid (one array task per job file), a log
 per task, requeued on preemption or timeout (``GridJob`` is checkpointable; a requeued job skips the
 cells its first run stored). Nothing here knows a particular cluster: partition, GPUs, time and
-parallelism are options, anything else goes through ``--slurm-option key=value``.
+parallelism are options, anything else goes through ``--slurm-option key=value`` (both read in
+``slurm_settings.py``).
 
 In a job, SIGTERM (``scancel``, preemption, the time limit) stops the grid worker as Ctrl-C does while
 submitit's own requeue signal keeps working (``job_signals.py``); each submission is noted with its Slurm
@@ -16,13 +17,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ..core.atomic import write_text
 from ..core.errors import EmbenchError
 from .job_signals import stop_on_sigterm
+from .slurm_settings import SlurmSettings
 from .state import GridState
 
 try:
@@ -37,64 +38,6 @@ def _need_submitit() -> Any:
     return submitit
 
 
-# each setting's name in submitit's AutoExecutor and in its SlurmExecutor
-AUTO_NAMES = {"timeout": "timeout_min", "parallelism": "slurm_array_parallelism", "name": "name", "partition": "slurm_partition",
-              "gpus": "gpus_per_node", "cpus": "cpus_per_task", "mem": "mem_gb", "extra": "slurm_additional_parameters"}
-SLURM_NAMES = {"timeout": "time", "parallelism": "array_parallelism", "name": "job_name", "partition": "partition",
-               "gpus": "gpus_per_node", "cpus": "cpus_per_task", "mem": "mem", "extra": "additional_parameters"}
-
-
-@dataclass
-class SlurmSettings:
-    partition: str | None = None
-    gpus_per_job: int = 0
-    cpus_per_job: int | None = None
-    array_parallelism: int = 64
-    timeout_min: int = 240
-    mem_gb: float | None = None
-    extra: dict[str, str] = field(default_factory=dict)  # any other sbatch option, e.g. {"account": "x"}
-    name: str = "embench-grid"
-
-    def parameters(self, executor: str = "auto") -> dict[str, Any]:
-        """submitit's parameters: AutoExecutor's names (its ``slurm_`` ones are dropped by the local executors),
-        or with ``executor="slurm"`` SlurmExecutor's, into which AutoExecutor translates them (the dry run's)."""
-        names = SLURM_NAMES if executor == "slurm" else AUTO_NAMES
-        given = {"timeout": self.timeout_min, "parallelism": self.array_parallelism, "name": self.name,
-                 "partition": self.partition, "gpus": self.gpus_per_job or None, "cpus": self.cpus_per_job,
-                 "mem": (f"{int(self.mem_gb)}GB" if executor == "slurm" else self.mem_gb) if self.mem_gb else None,
-                 "extra": dict(self.extra) or None}
-        return {names[k]: v for k, v in given.items() if v is not None}
-
-    @classmethod
-    def from_options(cls, items: Sequence[str], **given: Any) -> SlurmSettings:
-        """Settings from ``key=value`` strings (``--slurm-option``): this class's fields by name (``timeout_min=30``,
-        ``partition=gpu``, ``gpus_per_job=1``, dashes allowed), any other key an sbatch option (``account=abc``)."""
-        settings = cls(**given)
-        types = {f.name: f.type for f in fields(cls) if f.name not in ("extra", "name")}
-        for key, value in parse_options(items).items():
-            name = key.replace("-", "_")
-            if name not in types:
-                settings.extra[key] = value
-                continue
-            try:
-                cast = int if "int" in str(types[name]) else float if "float" in str(types[name]) else str
-                setattr(settings, name, cast(value))
-            except ValueError:
-                raise EmbenchError(f"--slurm-option {key}={value}: {name} takes a number") from None
-        return settings
-
-
-def parse_options(items: Sequence[str] | None) -> dict[str, str]:
-    """``["account=abc", "qos=high"]`` -> ``{"account": "abc", "qos": "high"}``; a malformed item is named."""
-    out = {}
-    for item in items or []:
-        key, sep, val = item.partition("=")
-        if not sep or not key.strip():
-            raise EmbenchError(f"--slurm-option {item!r}: expected key=value, e.g. account=abc")
-        out[key.strip()] = val.strip()
-    return out
-
-
 def make_executor(folder: Path, settings: SlurmSettings, cluster: str = "slurm") -> Any:
     """submitit's executor with these settings, its files (pickles, logs) under ``folder/<job id>``."""
     executor = _need_submitit().AutoExecutor(folder=Path(folder) / "%j", cluster=cluster)
@@ -102,9 +45,11 @@ def make_executor(folder: Path, settings: SlurmSettings, cluster: str = "slurm")
     return executor
 
 
-def map_array(executor: Any, fn: Any, *arguments: Sequence[Any]) -> list[Any]:
+def map_array(executor: Any, fn: Any, *arguments: Sequence[Any],
+              options: str = "the --slurm-partition and --slurm-option values") -> list[Any]:
     """``executor.map_array``, with sbatch's refusal (no controller reachable, an unknown partition, account or
-    option) as one error quoting sbatch, instead of submitit's traceback."""
+    option) as one error quoting sbatch, instead of submitit's traceback; ``options``: what the command that
+    submits has to set them (train has only ``--slurm-option``)."""
     from submitit.core.utils import FailedJobError
 
     try:
@@ -112,7 +57,7 @@ def map_array(executor: Any, fn: Any, *arguments: Sequence[Any]) -> list[Any]:
     except FailedJobError as e:
         said = "; ".join(line.strip() for line in str(e).splitlines() if line.strip().startswith("sbatch:")) or str(e).strip()
         raise EmbenchError(f"sbatch refused the job array: {said} (nothing was submitted; check that `sinfo` reaches "
-                           "the cluster and the --slurm-partition and --slurm-option values)") from None
+                           f"the cluster and {options})") from None
 
 
 def job_environment() -> Any:

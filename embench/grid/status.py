@@ -4,7 +4,8 @@ done: its record is in the results folder (whatever wrote it: a grid job, ``embe
 embench whose record still checks out). running: a live job holds it (a marker from this machine
 with a live process, or from another machine, whose processes this one cannot see; or a Slurm job that
 is pending or running). failed: its job wrote why, and the log. missing: anything else, a killed job's
-cells included. A cell a Slurm job held also names that job and its state (``slurm_jobs.py``).
+cells included. unknown: a Slurm job holds it whose state neither sacct nor squeue can tell (it may still run
+it, so a re-run leaves it). A cell a Slurm job held also names that job and its state (``slurm_jobs.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..core.processes import process_alive
 from ..evaluation.results import ResultStore
 from .state import Cell, GridState
 
-STATES = ("done", "running", "failed", "missing")
+STATES = ("done", "running", "failed", "missing", "unknown")
 
 
 def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, Any]:
@@ -80,7 +81,7 @@ def summary(states: dict[str, dict[str, Any]]) -> dict[str, int]:
 
 def grid_status(results: Path | str) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
     """Every cell of the grids submitted into ``results`` and its state: done, running, failed (with its
-    log) or missing."""
+    log), missing or unknown (its Slurm job's state cannot be told)."""
     results = Path(results)
     if not results.is_dir():
         raise EmbenchError(f"{results}: is a file; give the grid's results folder" if results.exists()

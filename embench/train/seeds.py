@@ -24,6 +24,7 @@ from ..evaluation.seed_groups import SEED_GROUP_FILE, read_seed_group, write_see
 from . import checkpoints
 from .config import TrainConfig
 from .footprint import drop_resume_state, folder_parts
+from .out_lock import check_out_folder
 from .previous_run import clear_or_refuse
 from .trainer import Trainer, TrainResult
 
@@ -81,6 +82,7 @@ def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
     """Train ``cfg`` under ``seed`` into ``OUT/seed-<s>`` and add it to the group; (None, its folder) when that
     seed is already in the group. ``cfg.resume`` continues the seed's run where it stopped, if it started."""
     out = Path(cfg.out)
+    check_out_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     check_same_options(out, cfg)
     done = finished_seeds(out)
@@ -134,6 +136,9 @@ class SeedJob(submitit.helpers.Checkpointable if submitit is not None else objec
                 print(f"seed {seed}: stopped by SIGTERM; its last checkpoint is kept in {cfg.out}/seed-{seed}: submit "
                       "the same command again (with --resume) to continue", file=sys.stderr, flush=True)
                 raise SystemExit(143) from None
+            except EmbenchError as e:  # said in one line, as the CLI says it; the task still ends FAILED
+                print(f"seed {seed}: {e}", file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
         return str(kept)
 
     def checkpoint(self, cfg: TrainConfig, seed: int) -> Any:
@@ -142,20 +147,33 @@ class SeedJob(submitit.helpers.Checkpointable if submitit is not None else objec
 
 
 def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
-                 cluster: str = "slurm") -> tuple[list[int], list[Any]]:
-    """Submit one Slurm array task per seed not yet in the group (through submitit; logs in ``OUT/slurm``);
-    returns those seeds and their submitit jobs. ``cluster``: submitit's ``local`` runs them without Slurm."""
+                 cluster: str = "slurm") -> tuple[list[int], list[Any], dict[int, tuple[str, str]]]:
+    """Submit one Slurm array task per seed neither in the group nor held by a pending or running Slurm job (through
+    submitit; logs in ``OUT/slurm``); returns those seeds, their submitit jobs, and the seeds left out for their job
+    (seed -> (Slurm id, its state)). ``cluster``: submitit's ``local`` runs them without Slurm."""
     from ..grid.slurm import SlurmSettings, make_executor, map_array
+    from .seed_jobs import held_seeds, record
 
     out = Path(cfg.out)
+    check_out_folder(out)
     if cfg.overwrite:  # every seed again, none kept
+        live = held_seeds(out) if cluster == "slurm" else {}
+        if live:  # clearing would take their folders from under them
+            said = ", ".join(f"seed {s}: Slurm job {job} {state}" for s, (job, state) in live.items())
+            raise EmbenchError(f"--overwrite would clear {out} while Slurm jobs may still train into it ({said}); "
+                               "scancel them first, or wait until they end")
         clear_or_refuse(out, cfg)
     out.mkdir(parents=True, exist_ok=True)
     check_same_options(out, cfg)
     done = finished_seeds(out)
     todo = [s for s in seeds if s not in done]
+    held = held_seeds(out, todo) if todo and cluster == "slurm" else {}
+    todo = [s for s in todo if s not in held]
     if not todo:
-        return [], []
+        return [], [], held
     settings = dataclasses.replace(settings or SlurmSettings(), name="embench-train")
-    jobs = map_array(make_executor(out / "slurm", settings, cluster), SeedJob(), [cfg] * len(todo), todo)
-    return todo, jobs
+    jobs = map_array(make_executor(out / "slurm", settings, cluster), SeedJob(), [cfg] * len(todo), todo,
+                     options="the --slurm-option values")
+    if cluster == "slurm":
+        record(out, todo, jobs)
+    return todo, jobs, held

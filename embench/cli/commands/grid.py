@@ -31,8 +31,32 @@ def _print_status(cells, states, fmt: str) -> int:
         emit(render(frame.drop(columns=["log"]), fmt))
         for log, rows in frame[frame["log"] != ""].groupby("log", sort=False):
             emit(f"{', '.join(sorted(set(rows['state'])))}: {len(rows)} cell(s), log {log}")
-    err.print(" ".join(f"{k}: {v}" for k, v in counts.items()) + f" (of {len(cells)} cells)", highlight=False)
+    # "unknown" only when some are: the line reads as before wherever Slurm answers
+    err.print(" ".join(f"{k}: {v}" for k, v in counts.items() if k != "unknown" or v) + f" (of {len(cells)} cells)",
+              highlight=False)
     return len(cells) - counts["done"]
+
+
+# grid's Slurm settings with options of their own: the parameter, the option, the setting it gives
+SLURM_FLAGS = (("slurm_partition", "--slurm-partition", "partition"), ("gpus_per_job", "--gpus-per-job", "gpus_per_job"),
+               ("cpus_per_job", "--cpus-per-job", "cpus_per_job"), ("array_parallelism", "--array-parallelism", "array_parallelism"),
+               ("timeout_min", "--timeout-min", "timeout_min"))
+
+
+def _slurm_settings(ctx: typer.Context, executor: str, slurm_option: list[str] | None):
+    """The Slurm settings the command line gives (defaults are SlurmSettings' own); refused without ``--executor
+    slurm``, where they would be ignored and the grid run on this machine."""
+    from ...core.errors import EmbenchError
+    from ...grid.slurm_settings import SlurmSettings
+
+    # by the source's name: typer's click may be its own copy, whose ParameterSource is not click's
+    given = {setting: (f"{flag} {ctx.params[param]}", ctx.params[param]) for param, flag, setting in SLURM_FLAGS
+             if getattr(ctx.get_parameter_source(param), "name", "DEFAULT") != "DEFAULT"}
+    if executor != "slurm" and (given or slurm_option):
+        named = [*(f"--slurm-option {o}" for o in slurm_option or []), *(spelled for spelled, _ in given.values())]
+        raise EmbenchError(f"{', '.join(named)}: only with --executor slurm (without it the grid runs on this machine); "
+                           "add --executor slurm, or drop them")
+    return SlurmSettings.from_options(slurm_option, flags=given)
 
 
 @grid_app.callback()
@@ -51,7 +75,7 @@ def grid(
     cpus_per_job: Annotated[int | None, typer.Option(help="Slurm: CPUs per job.")] = None,
     array_parallelism: Annotated[int, typer.Option(help="Slurm: array tasks running at once.")] = 64,
     timeout_min: Annotated[int, typer.Option(help="Slurm: time limit per job in minutes (a job past it is requeued).")] = 240,
-    slurm_option: Annotated[list[str] | None, typer.Option(help="Any other sbatch option as key=value (e.g. account=abc); repeatable.")] = None,
+    slurm_option: Annotated[list[str] | None, typer.Option(help="Any other sbatch option as key=value (e.g. account=abc), or a setting as train names it (mem_gb=16); repeatable.")] = None,
     devices: Annotated[str | None, typer.Option(help="Encode on several devices of a node, one process each: cuda:0,cuda:1 (results as on one).")] = None,
     dry_run: Annotated[bool, typer.Option(help="Write the job files (and for slurm the sbatch file of the array); run nothing.")] = False,
     opts: Given | None = None,
@@ -64,7 +88,6 @@ def grid(
     from ...core.paths import check_folder_option
     from ...grid import GridSpec, expand_models, read_protocols, run_grid
     from ...grid.sharded import parse_devices
-    from ...grid.slurm import SlurmSettings, parse_options
 
     if not models or results is None:
         raise EmbenchError("embench grid needs --models and --results (see embench grid --help); "
@@ -72,7 +95,7 @@ def grid(
     check_folder_option(results, "--results")
     if opts["batch_size"] is not None and opts["batch_size"] < 1:  # said now, not by every job's worker in a traceback
         raise EmbenchError(f"--batch-size must be at least 1, got {opts['batch_size']}")
-    extra = parse_options(slurm_option)
+    slurm = _slurm_settings(ctx, executor, slurm_option)
     spec = GridSpec(
         models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),
         suite=suite if suite or task else "sts-all",
@@ -85,8 +108,6 @@ def grid(
 
         for d in [*spec.devices, *([opts["device"]] if opts["device"] else [])]:
             pick_device(d)
-    slurm = SlurmSettings(partition=slurm_partition, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job,
-                          array_parallelism=array_parallelism, timeout_min=timeout_min, extra=extra)
     err.print(f"grid: {len(spec.models)} model(s) x {len(spec.protocols)} protocol(s); planning ...", highlight=False)
     try:
         # every worker's lines reach stderr as they are written: a piped grid is never silent while it runs
@@ -96,6 +117,7 @@ def grid(
     todo = sum(len(j.cells) for j in p.jobs)
     err.print(f"{len(p.cells)} cells, {len(p.cells) - todo} already done or running, {todo} in {len(p.jobs)} job(s)",
               highlight=False)
+    _say_unknown(p, results)
     if dry_run:
         where = p.sbatch or (Path(results) / ".grid" / "jobs")
         err.print(f"dry run: nothing submitted; see {escape(str(where))}", highlight=False)
@@ -105,15 +127,28 @@ def grid(
         err.print(f"submitted Slurm array {', '.join(ids)}; `embench grid status {escape(str(results))}` follows it",
                   highlight=False)
         return
-    if executor == "slurm":
+    if executor == "slurm" and not p.count("unknown"):
         err.print("nothing submitted: every cell is stored or held by a pending or running Slurm job", highlight=False)
     if _print_status(p.cells, p.states, value(fmt)):
         raise typer.Exit(1)
 
 
+def _say_unknown(p, results: Path) -> None:
+    """Cells whose Slurm job cannot be ruled out (neither sacct nor squeue answers) are not submitted: said, with the
+    jobs, rather than left to look done or running."""
+    from ...grid.slurm_jobs import submitted_dir
+
+    jobs = sorted({st.get("slurm_job", "?") for st in p.states.values() if st["state"] == "unknown"})
+    if jobs:
+        err.print(f"{p.count('unknown')} cell(s) not submitted: their Slurm job(s) {', '.join(jobs)} may still be pending "
+                  "or running, and neither sacct nor squeue answers here; run this where Slurm answers (`embench grid "
+                  "status` names the cells), or, once those jobs are known to have ended, delete their files in "
+                  f"{escape(str(submitted_dir(results)))}", highlight=False)
+
+
 @grid_app.command("status")
 def status(results: ResultsDirArg, fmt: FmtOpt = Fmt.table) -> None:
-    """Each cell of the grids run into DIR: done, running, failed (with its log) or missing."""
+    """Each cell of the grids run into DIR: done, running, failed (with its log), missing, or unknown (its Slurm job's state cannot be told)."""
     from ...grid.status import grid_status
 
     cells, states = grid_status(results)

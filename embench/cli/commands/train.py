@@ -88,6 +88,7 @@ def train(
     """Train a sentence encoder; keep the best checkpoint as a HF + sentence-transformers folder."""
     overrides = {k: v for k, v in locals().items() if k not in ("show", "config", "set_", "quiet", "seeds", "train_data", "executor", "slurm_option")}
     _check_data_root(data, train_data)
+    _check_slurm_options(executor, slurm_option)
     _check_names(method, recipe, pooling)
     overrides["model"] = _one_model(model)
     from rich.markup import escape
@@ -157,6 +158,16 @@ def _check_names(method: str | None, recipe: str | None, pooling: str | None) ->
             registry.canonical(name)
 
 
+def _check_slurm_options(executor: str, slurm_option: list[str] | None) -> None:
+    """``--slurm-option`` without ``--executor slurm`` is refused, not ignored: forgotten on a login node, every
+    seed would train there."""
+    from ...core.errors import EmbenchError
+
+    if slurm_option and executor != "slurm":
+        raise EmbenchError(f"--slurm-option {', '.join(slurm_option)}: applies only with --executor slurm (without it "
+                           "training runs on this machine); add --executor slurm, or drop the --slurm-option values")
+
+
 def _check_data_root(data: str | None, train_data: list[str] | None) -> None:
     """``--data`` is the data root in every command; training data given there (a keyword or a file) is
     the old spelling of ``--train-data``: say so rather than fail on a folder that is not one."""
@@ -206,12 +217,16 @@ def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "
 
 def _submit_seeds(cfg, seeds: list[int], slurm_option) -> None:
     from ...grid.slurm import SlurmSettings
+    from ...train.seed_jobs import describe
     from ...train.seeds import submit_seeds
     from ..output import message_console
 
-    todo, jobs = submit_seeds(cfg, seeds, SlurmSettings.from_options(slurm_option or []))
+    todo, jobs, held = submit_seeds(cfg, seeds, SlurmSettings.from_options(slurm_option))
+    for s, (job, state) in held.items():
+        message_console().print(describe(s, job, state, cfg.out), highlight=False, markup=False)
     if not jobs:
-        message_console(stderr=False).print(f"seed group: {cfg.out}: every seed is trained already; nothing submitted", highlight=False)
+        what = "trained already or held by a Slurm job" if held else "trained already"
+        message_console(stderr=False).print(f"seed group: {cfg.out}: every seed is {what}; nothing submitted", highlight=False)
         return
     array = str(jobs[0].job_id).split("_")[0]
     message_console(stderr=False).print(

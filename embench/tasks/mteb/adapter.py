@@ -25,6 +25,8 @@ from ...encoding.vector_axes import suffix
 from ...evaluation.results import IDENTITY_ENCODER_FIELDS, IDENTITY_OPTIONAL_FIELDS, slug
 from ..base import Embed
 
+MTEB_SEED = 42  # mteb's default task seed (classification undersampling); published numbers use it
+
 
 def model_meta(name: str = "embench/encoder", revision: str | None = None, similarity: str = "cosine", **fields: Any):
     """An mteb ``ModelMeta`` naming the embench model (mteb files results under name/revision); ``fields`` are
@@ -164,13 +166,10 @@ def revision_protocol(record) -> dict[str, Any]:
     given, where every other task's default is 1111: its 42 hashes as 1111, and an explicit 1111 on it as 42 (these
     are the folders such records had when an MTEB record named 1111 for the 42 it ran)."""
     from ...evaluation.protocols import EvalProtocol
-    from .. import TASKS
 
-    protocol = dict(record.protocol or {})
-    base = EvalProtocol().seed
-    own = getattr(TASKS.get(record.task), "default_seed", base) if record.task in TASKS else base
-    if own != base and protocol.get("seed") in (own, base):
-        protocol["seed"] = base if protocol["seed"] == own else own
+    protocol, base = dict(record.protocol or {}), EvalProtocol().seed
+    if record.kind == "mteb" and protocol.get("seed") in (MTEB_SEED, base):
+        protocol["seed"] = base if protocol["seed"] == MTEB_SEED else MTEB_SEED
     return protocol
 
 

@@ -31,13 +31,12 @@ from ...evaluation.suites import MTEB_PREFIX as PREFIX
 from ..base import TASKS, Embed, Prepared, TaskScore
 from ..senteval.datasets import TRANSFER_DATASETS
 from ..sts.datasets import STS_DATASETS
-from .adapter import EngineEncoder
+from .adapter import MTEB_SEED, EngineEncoder
 from .load import load_into, local_copy, task_kind
 from .local_data import LOCAL
 
 # the column names of embench's own tasks, which an mteb task's must not take (MTEBTask.display)
 NATIVE_DISPLAYS = frozenset({d.display or d.name for d in STS_DATASETS} | {d.display for d in TRANSFER_DATASETS})
-MTEB_SEED = 42  # mteb's default task seed (classification undersampling); published numbers use it
 
 
 @dataclass
