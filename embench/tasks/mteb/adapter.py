@@ -168,7 +168,7 @@ def revision_protocol(record) -> dict[str, Any]:
     from ...evaluation.protocols import EvalProtocol
 
     protocol, base = dict(record.protocol or {}), EvalProtocol().seed
-    if record.kind == "mteb" and protocol.get("seed") in (MTEB_SEED, base):
+    if getattr(record, "kind", None) == "mteb" and protocol.get("seed") in (MTEB_SEED, base):
         protocol["seed"] = base if protocol["seed"] == MTEB_SEED else MTEB_SEED
     return protocol
 
