@@ -54,10 +54,18 @@ def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path
     with pytest.raises(EmbenchError, match=r"utf16.txt: the model list is not UTF-8 text \(byte 0\)"):
         expand_models([str(tmp_path / "utf16.txt")])
     (tmp_path / "typo.txt").write_text("all-MiniLM-L6-v2\n./step-3\norg/hub-model\n")  # a hub id is kept, not checked
-    with pytest.raises(EmbenchError, match=r"typo.txt:2: the model folder '.*step-3' does not exist"):  # was: when planning
+    with pytest.raises(EmbenchError, match=r"typo.txt:2: the local folder '.*step-3' does not exist"):  # was: when planning
         expand_models([str(tmp_path / "typo.txt")])
-    with pytest.raises(EmbenchError, match=r"--models '\./nope': the model folder 'nope' does not exist"):
+    with pytest.raises(EmbenchError, match=r"--models '\./nope': the local folder 'nope' does not exist"):
         expand_models(["./nope"])
+    # the rule compare and run read a model path by: a file or an empty folder is no model either (grid checked only
+    # that it existed, and loading failed when planning reached it)
+    (tmp_path / "hollow").mkdir()
+    (tmp_path / "notes.md").write_text("x\n")
+    with pytest.raises(EmbenchError, match=r"--models '.*notes.md': '.*notes.md' is a file, not a model folder"):
+        expand_models([str(tmp_path / "notes.md")])
+    with pytest.raises(EmbenchError, match=r"--models '.*hollow': the folder '.*hollow' is empty, not a model folder"):
+        expand_models([str(tmp_path / "hollow")])
 
 
 def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_choices(tmp_path):
@@ -223,6 +231,7 @@ def test_a_worker_whose_grid_is_gone_writes_on_into_its_log(tmp_path):
 
 def test_one_folder_spelt_two_ways_is_one_model_and_protocol_names_are_unique(tmp_path):
     (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.json").write_text("{}")  # an empty folder is no model
     spelt = [str(tmp_path / "a"), str(tmp_path / "a") + "/", str(tmp_path / "." / "a"), "all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]
     assert expand_models(spelt) == [str(tmp_path / "a"), "all-MiniLM-L6-v2"]  # was three jobs computing one record
     f = tmp_path / "p.yaml"

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from ..evaluation.protocols import EvalProtocol
+from ..models.model_names import local_path_problem
 
 GLOB_CHARS = "*?["
 MODEL_FILE_SUFFIXES = (".txt", ".list", ".lst")
@@ -83,10 +84,11 @@ def _list_entry(path: Path, number: int, line: str) -> list[str]:
 
 
 def _checked_path(name: str, where: str, folder: str) -> str:
-    """``name`` kept as an alias or hub id, unless it reads as a path (``.``, ``/`` or ``~`` first: never a hub id),
-    whose folder must exist: said now, naming ``where``, not when planning reaches it after loading other models."""
-    if name.startswith((".", "/", "~")) and not Path(folder).expanduser().exists():
-        raise EmbenchError(f"{where}: the model folder {str(Path(folder).expanduser())!r} does not exist; no job was submitted")
+    """``name`` kept as an alias or hub id, unless it reads as a path (``.``, ``/`` or ``~`` first: never a hub id)
+    that cannot be a model (``models.model_names.local_path_problem``: missing, a file, an empty folder): said now,
+    naming ``where``, not when planning reaches it after loading other models."""
+    if (problem := local_path_problem(name, Path(folder))) is not None:
+        raise EmbenchError(f"{where}: {problem}; no job was submitted")
     return name
 
 

@@ -52,16 +52,22 @@ def check_local_path(name: object) -> None:
     """A model named by a path (``/``, ``.`` or ``~`` first: never a hub id, :func:`from_hub`) that does not exist or
     is a file other than a ``.gguf``, or any local folder it names (a folder is read before a hub id) that is empty,
     is an error now, before other work (``compare`` evaluated the first model in full before loading the second)."""
-    if not isinstance(name, str | os.PathLike):
-        return
-    path, path_like = Path(name).expanduser(), str(name).startswith((".", "/", "~"))
+    if isinstance(name, str | os.PathLike) and (problem := local_path_problem(str(name))) is not None:
+        raise EmbenchError(f"model {str(name)!r}: {problem}")
+
+
+def local_path_problem(name: str, path: Path | None = None) -> str | None:
+    """Why ``name`` cannot be a model (:func:`check_local_path`), or None; ``path``: where it points when that is not
+    the name itself (a line of a grid's model list, relative to the list)."""
+    path, path_like = (path or Path(name)).expanduser(), name.startswith((".", "/", "~"))
     if path_like and not path.exists():
-        raise EmbenchError(f"model {str(name)!r}: the local folder {str(path)!r} does not exist")
+        return f"the local folder {str(path)!r} does not exist"
     if path_like and path.is_file() and path.suffix != ".gguf":
-        raise EmbenchError(f"model {str(name)!r}: {str(path)!r} is a file, not a model folder or a .gguf file")
+        return f"{str(path)!r} is a file, not a model folder or a .gguf file"
     # an alias is read before a folder of its name (resolve_model_path): only a folder the name reaches is checked
-    if path.is_dir() and (path_like or str(name) not in ALIASES) and not any(path.iterdir()):
-        raise EmbenchError(f"model {str(name)!r}: the folder {str(path)!r} is empty, not a model folder")
+    if path.is_dir() and (path_like or name not in ALIASES) and not any(path.iterdir()):
+        return f"the folder {str(path)!r} is empty, not a model folder"
+    return None
 
 
 def from_hub(hub_id: str, tried: list[str], revision: str | None = None) -> Path | None:
