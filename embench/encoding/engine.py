@@ -253,6 +253,10 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
                 if len(pk) >= FLUSH_EVERY:
                     e._flush(pk, pv)
 
+    def flush_all() -> None:  # each engine's vectors not yet in its cache
+        for e, (pk, pv) in zip(engines, pending, strict=True):
+            e._flush(pk, pv)
+
     copies = HostCopies(landed, FLUSH_EVERY)
     what = encoder.name if len(engines) == 1 else f"{encoder.name}, {len(engines)} views in one pass"
     batches = 0
@@ -270,8 +274,7 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
                 bar.advance(len(idx))
                 if time.perf_counter() - flushed >= FLUSH_SECONDS:  # every vector so far to the host, then to disk
                     copies.close()  # (waits for the device once: nothing against FLUSH_SECONDS of its work)
-                    for e, (pk, pv) in zip(engines, pending, strict=True):
-                        e._flush(pk, pv)
+                    flush_all()
                     flushed = time.perf_counter()
             copies.close()
     except BaseException:
@@ -280,8 +283,8 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
         raise
     finally:
         elapsed = time.perf_counter() - start
-        for e, (pk, pv) in zip(engines, pending, strict=True):
-            e._flush(pk, pv)
+        flush_all()
+        for e in engines:
             e.stats["encode_seconds"] += elapsed / len(engines)
         if on_cpu and batches > 1:  # a pass of one batch keeps its memory for the next call's batch
             release_batch_memory()  # the scoring that follows does not need the batches' memory kept
