@@ -164,7 +164,9 @@ def test_a_bad_value_in_a_config_file_is_named_by_the_file_and_its_key(tmp_path,
     with pytest.raises(EmbenchError, match=rf"^--config {re.escape(str(path))}: max_steps must be an integer, got 'x'$"):
         make_config(path, method="unsup-simcse", out=str(tmp_path / "t"))
     for line, said in (("lr: -1", "lr must be more than 0.0, got -1"),
-                       ("method_options: {temperature: hot}", "temperature must be a number, got 'hot'")):
+                       ("method_options: {temperature: hot}", "temperature must be a number, got 'hot'"),
+                       # out of range in the file: named by its key, not as --temperature (the method's own check)
+                       ("temperature: 1.0e+40", r"temperature must be at least 0.0001 and at most 10, got 1e\+40 .*")):
         path = tmp_path / "other.yaml"
         path.write_text(line + "\n")
         with pytest.raises(EmbenchError, match=rf"^--config {re.escape(str(path))}: {said}$"):

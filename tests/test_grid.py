@@ -41,6 +41,7 @@ def test_a_device_this_machine_lacks_is_an_error_before_any_job_of_a_local_grid(
 def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path):
     for name in ("step-2", "step-10", "other"):
         (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
     (tmp_path / "models.txt").write_text("# the baselines\nall-MiniLM-L6-v2\nstep-10   # relative to the file\n\n")
     got = expand_models([str(tmp_path / "step-*"), str(tmp_path / "models.txt"), "all-MiniLM-L6-v2"])
     assert got == [str(tmp_path / "step-10"), str(tmp_path / "step-2"), "all-MiniLM-L6-v2"]
@@ -66,6 +67,13 @@ def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path
         expand_models([str(tmp_path / "notes.md")])
     with pytest.raises(EmbenchError, match=r"--models '.*hollow': the folder '.*hollow' is empty, not a model folder"):
         expand_models([str(tmp_path / "hollow")])
+    # a list line naming a file or an empty folder beside the list is refused with the line, as --models refuses it
+    (tmp_path / "beside.txt").write_text("step-2\nnotes.md\n")
+    with pytest.raises(EmbenchError, match=r"beside.txt:2: '.*notes.md' is a file, not a model folder"):
+        expand_models([str(tmp_path / "beside.txt")])
+    (tmp_path / "beside.txt").write_text("step-2\n\nhollow  # the run's folder, not filled yet\n")
+    with pytest.raises(EmbenchError, match=r"beside.txt:3: the folder '.*hollow' is empty, not a model folder"):
+        expand_models([str(tmp_path / "beside.txt")])
 
 
 def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_choices(tmp_path):

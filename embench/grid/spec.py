@@ -80,14 +80,17 @@ def _list_entry(path: Path, number: int, line: str) -> list[str]:
             raise EmbenchError(f"{path}:{number}: the pattern {line!r} matches nothing (relative to the list's folder); "
                                "no job was submitted")
         return found
-    return [rel] if Path(rel).exists() else [_checked_path(line, f"{path}:{number}", rel)]
+    # a line naming something beside the list is that path: a file or an empty folder there is refused as
+    # `--models` refuses one, naming the line (it was kept and failed only when planning reached it)
+    return [_checked_path(rel, f"{path}:{number}", rel, path_like=True) if Path(rel).exists()
+            else _checked_path(line, f"{path}:{number}", rel)]
 
 
-def _checked_path(name: str, where: str, folder: str) -> str:
+def _checked_path(name: str, where: str, folder: str, path_like: bool | None = None) -> str:
     """``name`` kept as an alias or hub id, unless it reads as a path (``.``, ``/`` or ``~`` first: never a hub id)
     that cannot be a model (``models.model_names.local_path_problem``: missing, a file, an empty folder): said now,
     naming ``where``, not when planning reaches it after loading other models."""
-    if (problem := local_path_problem(name, Path(folder))) is not None:
+    if (problem := local_path_problem(name, Path(folder), path_like)) is not None:
         raise EmbenchError(f"{where}: {problem}; no job was submitted")
     return name
 

@@ -56,10 +56,12 @@ def check_local_path(name: object) -> None:
         raise EmbenchError(f"model {str(name)!r}: {problem}")
 
 
-def local_path_problem(name: str, path: Path | None = None) -> str | None:
+def local_path_problem(name: str, path: Path | None = None, path_like: bool | None = None) -> str | None:
     """Why ``name`` cannot be a model (:func:`check_local_path`), or None; ``path``: where it points when that is not
-    the name itself (a line of a grid's model list, relative to the list)."""
-    path, path_like = (path or Path(name)).expanduser(), name.startswith((".", "/", "~"))
+    the name itself (a line of a grid's model list, relative to the list); ``path_like``: the name is read as a path
+    though it does not look like one (a list line that names an existing file or folder beside the list)."""
+    path = (path or Path(name)).expanduser()
+    path_like = name.startswith((".", "/", "~")) if path_like is None else path_like
     if path_like and not path.exists():
         return f"the local folder {str(path)!r} does not exist"
     if path_like and path.is_file() and path.suffix != ".gguf":

@@ -19,6 +19,7 @@ from .config import OPTIMIZERS, PRECISIONS, TrainConfig, option_flag
 from .kbit import check_kbit
 from .methods import METHODS
 from .metrics_log import TENSORBOARD_MISSING
+from .temperature import check_temperature
 
 FALLBACKS = {"pooling": "mean", "lr": 3e-5, "batch_size": 64, "max_length": 128, "epochs": 1.0, "warmup_ratio": 0.0,
              "eval_steps": 0}
@@ -96,6 +97,8 @@ def check_file_values(general: dict[str, Any], own: dict[str, Any], options: typ
     _check_types(TrainConfig, general, f"{where}: ")
     _check_types(options, own, f"{where}: ")
     _check_numbers(general, lambda name: f"{where}: {name}")
+    if own.get("temperature") is not None:  # the method checks it too, but names --temperature, which was not given
+        check_temperature(own["temperature"], f"{where}: temperature")
 
 
 def _check_types(options: type, values: dict[str, Any], flag: str) -> None:
