@@ -94,6 +94,33 @@ def test_sts_input_and_gold_of_different_lengths(data_root, tmp_path):
         TASKS.get("STS13").prepare(DataRoot(tmp_path), embench.EvalProtocol())
 
 
+def test_a_byte_order_mark_is_dropped_from_sts_files(data_root, tmp_path):
+    """A BOM (a file saved by Notepad or a spreadsheet) made the first gold score "'\\ufeff4.400' is not a number", and
+    in an input file stayed in the first sentence: another text, another cache key."""
+    src = data_root / "senteval" / "downstream" / "STS" / "STS13-en-test"
+    dest = tmp_path / "senteval" / "downstream" / "STS" / "STS13-en-test"
+    dest.mkdir(parents=True)
+    for f in src.iterdir():
+        shutil.copy(f, dest / f.name)
+    for name in ("STS.gs.FNWN.txt", "STS.input.FNWN.txt"):
+        (dest / name).write_bytes(b"\xef\xbb\xbf" + (dest / name).read_bytes())
+    protocol = embench.EvalProtocol()
+    assert TASKS.get("STS13").prepare(DataRoot(tmp_path), protocol).texts == TASKS.get("STS13").prepare(
+        DataRoot(data_root), protocol).texts
+
+
+def test_a_sick_file_without_its_header_line_is_an_error_not_one_pair_less(data_root, tmp_path):
+    """SICK's reader skipped line 1 whatever it held: a file whose header was lost lost its first pair silently
+    (4,926 pairs instead of 4,927)."""
+    dest = tmp_path / "senteval" / "downstream" / "SICK"
+    dest.mkdir(parents=True)
+    lines = (data_root / "senteval/downstream/SICK/SICK_test_annotated.txt").read_text(encoding="utf-8").splitlines()
+    (dest / "SICK_test_annotated.txt").write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(MalformedDataError, match=r"SICK_test_annotated\.txt:1: expected the header line pair_ID "
+                                                 r"sentence_A sentence_B relatedness_score \.\.\., found '6\\tThere is no boy"):
+        TASKS.get("SICK-R").prepare(DataRoot(tmp_path), embench.EvalProtocol())
+
+
 @pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_data_check_lists_every_task_with_files_rows_and_checksums(data_root, tmp_path):
     rows = {r["task"]: r for r in check(DataRoot(data_root))}

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from embench.analysis.labelled import LABELLED, load_labelled
 from embench.cli.app import app
-from embench.core.errors import ChecksumError, MissingDataError, UnknownNameError
+from embench.core.errors import ChecksumError, EmbenchError, MissingDataError, UnknownNameError
 from embench.data import DataRoot
 from embench.data.manifest import NOT_DATA, check_manifest_files, download, load_manifest
 from embench.data.training_sets import corpora_files, snli_triplets
@@ -339,3 +339,51 @@ def test_a_write_failure_is_not_said_to_be_a_checksum_the_manifest_never_confirm
     assert "Read-only file system" in statuses["corpora/a.txt.gz"]
     assert "never confirmed" not in statuses["corpora/a.txt.gz"] and "--accept-mismatch" not in statuses["corpora/a.txt.gz"]
     assert "does not match" in statuses["corpora/b.txt.gz"] and "--accept-mismatch stores it" in statuses["corpora/b.txt.gz"]
+
+
+def _senteval_layout(tmp_path: Path) -> tuple[DataRoot, Path]:
+    """A root in SentEval's layout (downstream/ only) holding a.txt, and a manifest of a.txt and b.txt (file:// URLs)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    entries = []
+    for name in ("a", "b"):
+        (src / f"{name}.txt").write_bytes(f"{name}\n".encode())
+        entries.append({"path": f"senteval/downstream/STS/X/{name}.txt", "task": "X", "url": (src / f"{name}.txt").as_uri(),
+                        "sha256": _sha(f"{name}\n".encode())})
+    (tmp_path / "root/downstream/STS/X").mkdir(parents=True)
+    (tmp_path / "root/downstream/STS/X/a.txt").write_bytes(b"a\n")
+    return DataRoot(tmp_path / "root"), _manifest(tmp_path, entries)
+
+
+def test_a_download_into_a_senteval_layout_root_sees_its_files_and_keeps_its_layout(tmp_path):
+    """Into a root holding SentEval's downstream/ only, download looked for every file under senteval/downstream/: it
+    fetched the files the root had again, into a new senteval/downstream/ that then hid downstream/ from every task."""
+    root, manifest = _senteval_layout(tmp_path)
+    assert dict(download(root, ["X"], manifest)) == {"senteval/downstream/STS/X/a.txt": "present",
+                                                      "senteval/downstream/STS/X/b.txt": "downloaded"}
+    assert (root.path / "downstream/STS/X/b.txt").read_bytes() == b"b\n" and not (root.path / "senteval").exists()
+    # a '..' that stays inside embench's deeper layout leads outside this one: refused all the same
+    outside = _manifest(tmp_path, [{"path": "senteval/downstream/../../x.txt", "url": "http://127.0.0.1:9/x", "sha256": "0" * 64}])
+    with pytest.raises(EmbenchError, match="manifest entry .* points outside"):
+        download(root, manifest=outside)
+
+
+def test_data_check_compares_a_senteval_layout_roots_files_with_the_manifest(tmp_path):
+    """The task table looked a file's checksum up by its path in the root (downstream/...), which the manifest lists as
+    senteval/downstream/...: every file of a SentEval-layout root was "unlisted" and a changed one never "differ"."""
+    from embench.data.manifest import check_files, manifest_sums
+
+    root, manifest = _senteval_layout(tmp_path)
+    (root.path / "downstream/STS/X/b.txt").write_bytes(b"changed\n")
+    row = check_files(root, [root.senteval / "STS/X/a.txt", root.senteval / "STS/X/b.txt"], manifest_sums(manifest))
+    assert row["checksums"] == "1 ok, 1 differ" and row["differ"] == ["downstream/STS/X/b.txt"]
+
+
+def test_a_folder_where_a_data_file_goes_is_said_as_such_not_as_a_full_or_read_only_root(tmp_path):
+    """A folder in place of a data file failed the write with "(Is a directory) ... make the data root writable or
+    free space", after fetching the whole file."""
+    root, manifest = _senteval_layout(tmp_path)
+    (root.path / "downstream/STS/X/b.txt").mkdir()
+    status = dict(download(root, ["X"], manifest, keep_going=True))["senteval/downstream/STS/X/b.txt"]
+    assert "b.txt is a folder, where the file senteval/downstream/STS/X/b.txt should be: move the folder away" in status
+    assert "writable" not in status

@@ -27,6 +27,18 @@ def test_an_unknown_task_name_with_brackets_or_a_path_is_printed_as_it_is(env, c
     assert code == 2 and f"unknown task {text!r}" in err and "Traceback" not in err
 
 
+def test_a_message_naming_line_100_is_printed_without_an_emoji(env, capsys, monkeypatch):
+    """rich read ':100:' as an emoji code: "STS.gs.headlines.txt:100: gold score ..." printed as "...txt💯 gold
+    score ...", in errors and in warnings alike (escape() guards brackets, not emoji codes)."""
+    from embench.cli import output
+
+    code, _, err = _main(["run", "--model", "m", "--task", "gs.txt:100:"], capsys, monkeypatch)
+    assert code == 2 and "unknown task 'gs.txt:100:'" in err and "\U0001f4af" not in err, err
+    output.show_warning("a.txt:100: line skipped", UserWarning, output.__file__, 1)  # one of embench's own warnings
+    err = capsys.readouterr().err
+    assert "warning: a.txt:100: line skipped" in err and "\U0001f4af" not in err, err
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--max-length", "0"], "--max-length must be at least 1"),
     (["--max-length", "-3"], "--max-length must be at least 1"),

@@ -168,6 +168,25 @@ def test_generation_resumes_after_a_partial_file_and_gives_what_one_run_gives(ti
     assert "wrote 2 triplets" in cli.output and len(_rows(tmp_path / "new" / "cli.csv")) == 3
 
 
+@pytest.mark.slow  # imports the language-model stack
+def test_a_resume_refuses_a_premise_file_edited_since_its_rows_were_written(tmp_path):
+    """A resume skipped premises by line number alone: a line inserted at the top of the premises file had the new
+    premise never generated and another generated twice ("wrote 2 triplets (3 already there)"), silently."""
+    from embench.generate import generate_triplets
+    from embench.generate.triplets import HEADER
+
+    premises, out = tmp_path / "p.txt", tmp_path / "t.csv"
+    lines = ["a man plays", "the cat sleeps", "dogs run", "rain falls"]
+    premises.write_text("\n".join(lines) + "\n")
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f, lineterminator="\n").writerows([HEADER, *([t, "e", "c", i, 0, 0] for i, t in enumerate(lines[:3], 1))])
+    done = generate_triplets("no-such-llm", str(premises), out, limit=3)  # each row's premise where it was: none to do
+    assert (done.written, done.already) == (0, 3)
+    premises.write_text("a new first line\n" + premises.read_text())
+    with pytest.raises(EmbenchError, match=r"p\.txt:1 is not the premise row 1 of .*t\.csv was made from \('a man plays'\)"):
+        generate_triplets("no-such-llm", str(premises), out)  # refused before any model loads
+
+
 # -- stage 2 -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("answer", "score"), [("4", 4.0), ("Score: 4.5/5", 4.5), (" 0.0", 0.0), ("5.0.", 5.0),
                                                ("I would say 3 out of 5", 3.0)])
@@ -180,6 +199,14 @@ def test_the_first_number_of_the_answer_is_its_score(answer, score):
 def test_an_answer_without_a_score_in_0_5_is_unreadable(answer, why):
     value, reason = parse_score(answer)
     assert value is None and why in reason
+
+
+@pytest.mark.parametrize(("answer", "score"), [("-1", None), ("Score: -2.5", None), ("Score:-1", None),
+                                               ("sentence-2 scores 4", 2.0), ("5-1", 5.0)])
+def test_a_negative_score_is_read_with_its_sign(answer, score):
+    """The number's '-' was ignored: "-1" read as 1, and the paper rule kept a triplet scored -1. A hyphen after a
+    word ("sentence-2") is no sign."""
+    assert parse_score(answer)[0] == score
 
 
 # (a, b) -> paper rule (alpha 3, beta 3, gamma 1), code rule (lines 3 and 3)

@@ -325,6 +325,19 @@ def test_a_bad_task_file_is_named_with_its_file_key_and_line(tmp_path, case):
         register_task_files([tmp_path / "task.yaml"])
 
 
+def test_a_truncated_gzip_data_file_of_ones_own_is_not_said_to_be_fetched_by_a_download(tmp_path):
+    """A damaged .gz was always told "fetch it again (`embench data download` replaces it)": advice for the files the
+    data manifest lists, never for a task file's own data."""
+    import gzip
+
+    payload = gzip.compress(b"sentence1\tsentence2\tscore\tgenre\n" + b"a\tb\t1\tg\n" * 500)
+    (tmp_path / "pairs.tsv.gz").write_bytes(payload[: len(payload) // 2])
+    (tmp_path / "task.yaml").write_text(PAIRS_YAML.format(name="x", file="pairs.tsv.gz"))
+    with pytest.raises(EmbenchError, match=r"pairs\.tsv\.gz: cannot decompress it .*replace it with a whole copy \(a file "
+                                           r"the data manifest lists: fetch it again"):
+        register_task_files([tmp_path / "task.yaml"])
+
+
 def test_two_task_files_of_one_name_and_a_toml_mistake_are_refused(tmp_path, data_root):
     a, b = write_pairs(tmp_path / "a", stsb(data_root)[:5]), write_pairs(tmp_path / "b", stsb(data_root)[:5])
     with pytest.raises(EmbenchError, match=r"b/task.yaml: task name 'my-sts' is also declared by .*a/task.yaml"):

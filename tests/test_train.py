@@ -391,6 +391,25 @@ def test_malformed_csv_line_names_the_file_and_line(tmp_path):
         read_triplets_csv(header)
 
 
+def test_a_triplet_csv_with_a_byte_order_mark_reads_and_bad_bytes_name_their_line(tmp_path):
+    """A spreadsheet's CSV (UTF-8 with a BOM) was refused as "expected the header sent0,sent1,hard_neg, found
+    \\ufeffsent0,..." (the BOM invisible), and bytes that are not UTF-8 were named by their offset, not their line."""
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbfsent0,sent1,hard_neg\na,b,c\n")
+    assert read_triplets_csv(bom) == [("a", "b", "c")]
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes(b"sent0,sent1,hard_neg\na,b,c\ncaf\xe9,b,c\n")
+    with pytest.raises(MalformedDataError, match=r"latin1\.csv:3: not valid UTF-8"):
+        read_triplets_csv(latin1)
+
+
+def test_a_corpus_with_a_byte_order_mark_does_not_keep_it_in_its_first_sentence(tmp_path):
+    """read_sentences kept the BOM at the start of the corpus's first sentence (another text than the one written)."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes("\ufeffone sentence\ntwo\n".encode())
+    assert read_sentences(corpus) == ["one sentence", "two"]
+
+
 def test_snli_files_of_the_data_root_give_premise_entailment_contradiction_triplets(data_root):
     from embench.data.root import DataRoot
 

@@ -16,11 +16,12 @@ WIDE = 10_000  # off a terminal: wide enough that no message or table row is eve
 
 
 def message_console(stderr: bool = True) -> Console:
-    """A console for messages: the terminal's width in a terminal; off one, one unwrapped line per message."""
+    """A console for messages: the terminal's width in a terminal; off one, one unwrapped line per message. Never
+    emoji: escape() leaves ``:name:`` codes, and a path's ``file:100:`` would print as ``file💯``."""
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, width=WIDE, soft_wrap=True)
+        return Console(stderr=stderr, emoji=False)
+    return Console(stderr=stderr, width=WIDE, soft_wrap=True, emoji=False)
 
 
 err = message_console()

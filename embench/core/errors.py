@@ -52,7 +52,9 @@ class CorruptFileError(EmbenchError, OSError):
 
     def __init__(self, path: Path | str, problem: str):
         self.path, self.problem = Path(path), problem
-        super().__init__(f"{self.path}: {problem}; the file is truncated or damaged, fetch it again (`embench data download` replaces it)")
+        # the readers do not know whose file it is: a download repairs only a file of the manifest, never a user's own
+        super().__init__(f"{self.path}: {problem}; the file is truncated or damaged: replace it with a whole copy (a file "
+                         "the data manifest lists: fetch it again, `embench data download` replaces it)")
 
 
 class ModelLoadError(EmbenchError):

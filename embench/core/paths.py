@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from pathlib import Path
@@ -10,11 +11,25 @@ from pathlib import Path
 from .errors import EmbenchError
 
 
+def resolved(path: Path | str) -> Path:
+    """``path`` with its links followed (``Path.resolve``); a link that leads back to itself is an EmbenchError naming
+    the path (pathlib raises a RuntimeError, or on Python 3.13 an OSError, that would end in a traceback)."""
+    try:
+        return Path(path).resolve()
+    except RuntimeError:
+        pass
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+    raise EmbenchError(f"{path} is a symlink loop (a link that leads back to itself); remove the link or point it at "
+                       "a real file or folder")
+
+
 def within(root: Path | str, relative: Path | str, what: str) -> Path:
     """``root / relative``; an EmbenchError when it is absolute or leads outside ``root`` (``..``, a link)."""
-    base = Path(root).resolve()
+    base = resolved(root)
     rel = Path(relative)
-    target = (base / rel).resolve()
+    target = resolved(base / rel)
     if rel.is_absolute() or not target.is_relative_to(base):
         raise EmbenchError(f"{what} {str(relative)!r} points outside {root}; refused")
     return Path(root) / rel

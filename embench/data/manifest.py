@@ -21,7 +21,7 @@ from typing import Any
 from ..core.atomic import write_bytes
 from ..core.errors import ChecksumError, CorruptFileError, EmbenchError
 from ..core.paths import not_there, within
-from .root import DataRoot
+from .root import DataRoot, located
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,10 @@ def download(
     for e in entries:
         if not _matches(e.task, wanted) or (paths is not None and e.path not in paths):
             continue
-        dest = within(root.path, e.path, "manifest entry")  # a crafted manifest must not write outside the root
+        within(root.path, e.path, "manifest entry")  # a crafted manifest must not write outside the root
+        # where the root's own layout keeps it (a SentEval root's downstream/, where `data check` reads it): checked
+        # again, as a '..' that stays inside embench's layout may not inside a shallower one
+        dest = within(root.path, located(root, e.path).relative_to(root.path), "manifest entry")
         if _present(dest, e.sha256):
             done.append((e.path, "present"))
             continue
@@ -194,6 +197,9 @@ def _fetch_entry(e: Entry, dest: Path, base_url: str | None, timeout: float, acc
     """Fetch, convert, verify and store one entry; its status."""
     from .convert import convert
 
+    if dest.is_dir():  # neither a read-only nor a full root: writing would fail after the whole fetch, said as either
+        raise EmbenchError(f"{dest} is a folder, where the file {e.path} should be: move the folder away, then run "
+                           "`embench data download` again")
     if base_url:  # a mirror holds the stored files themselves (a data root will do): no conversion
         url = f"{base_url.rstrip('/')}/{e.path}"
         try:
@@ -245,7 +251,9 @@ def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: s
         except CorruptFileError:
             bad.append(f"{rel} (corrupt)")
             continue
-        ref = sums.get(rel) or sums.get(rel + ".gz") or sums.get(rel.removesuffix(".gz"))
+        # looked up by the manifest's path (a SentEval root's downstream/... is its senteval/downstream/...), or its twin's
+        ref = next((sums[k] for m in root.manifest_paths(real) for k in (m, m + ".gz", m.removesuffix(".gz")) if k in sums),
+                   None)
         if ref is None:
             unknown += 1
         elif digest == ref:
@@ -263,12 +271,6 @@ def check_files(root: DataRoot, files: list[Path], sums: dict[str, str], task: s
 
 # Files of a data root that are its own documentation, not data (the shared root has both).
 NOT_DATA = ("README.md", "README", "SHA256SUMS")
-
-
-def located(root: DataRoot, rel: str) -> Path:
-    """Where a manifest path (embench layout) lives in ``root``, whatever its layout."""
-    prefix = "senteval/downstream/"
-    return root.senteval / rel[len(prefix):] if rel.startswith(prefix) else root.path / rel
 
 
 def check_manifest_files(root: DataRoot, manifest: str | Path | None = None) -> list[dict[str, str]]:

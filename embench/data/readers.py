@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import json
@@ -45,8 +46,9 @@ class _GzipText(io.TextIOWrapper):
             self._fail(e)
 
 
-def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
-    """Open a text file, transparently decompressing ``.gz``; a damaged gzip is a CorruptFileError naming it."""
+def open_text(path: Path, encoding: str = "utf-8-sig") -> io.TextIOBase:
+    """Open a text file, transparently decompressing ``.gz``; a damaged gzip is a CorruptFileError naming it. A UTF-8
+    byte-order mark (a spreadsheet's or Notepad's export) is dropped: it would be part of the first field."""
     if Path(path).suffix == ".gz":
         return _GzipText(path, encoding)
     return open(path, encoding=encoding, newline="")
@@ -63,16 +65,20 @@ def read_bytes(path: Path) -> bytes:
         raise CorruptFileError(path, f"cannot decompress it ({type(e).__name__}: {e})") from None
 
 
+def read_text(path: Path) -> str:
+    """The (decompressed) text of a UTF-8 file, a byte-order mark dropped; bytes that are not UTF-8 are a
+    MalformedDataError naming their line."""
+    raw = read_bytes(path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:  # its offset does not count the byte-order mark
+        start = e.start + (len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
+        raise MalformedDataError(path, raw[:start].count(b"\n") + 1, f"not valid UTF-8 ({e.reason})") from None
+
+
 def read_lines(path: Path) -> list[str]:
     """All lines of a text file without their line endings (``\\n``, ``\\r\\n``)."""
-    try:
-        with open_text(path) as f:
-            return f.read().splitlines()
-    except UnicodeDecodeError as e:
-        # Find the line: count newlines before the failing byte offset.
-        data = read_bytes(path)
-        line = data[: e.start].count(b"\n") + 1
-        raise MalformedDataError(path, line, f"not valid UTF-8 ({e.reason})") from None
+    return read_text(path).splitlines()
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
@@ -96,12 +102,16 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
         yield i, row
 
 
-def iter_tsv(path: Path, min_fields: int, skip_header: bool = False,
+def iter_tsv(path: Path, min_fields: int, header: tuple[str, ...] = (),
              counts: tuple[int, ...] = ()) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) for each non-blank line of a tab-separated file; ``counts``: the only field
-    counts allowed (a tab inside a sentence must not shift the columns)."""
+    """(line number, fields) for each non-blank line of a tab-separated file; ``header``: the first fields of the header
+    line the file starts with (checked: a file without it would lose its first row as a header); ``counts``: the only
+    field counts allowed (a tab inside a sentence must not shift the columns)."""
     for i, line in enumerate(read_lines(path), start=1):
-        if skip_header and i == 1:
+        if header and i == 1:
+            if tuple(f.strip() for f in line.split("\t")[: len(header)]) != header:
+                raise MalformedDataError(path, 1, f"expected the header line {' '.join(header)} ..., found "
+                                                  f"{line[:80]!r} (a row in its place would be skipped as the header)")
             continue
         if not line.strip():
             continue

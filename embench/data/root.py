@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import EmbenchError, MissingDataError
-from ..core.paths import not_there
+from ..core.paths import not_there, resolved
 
 DEFAULT_ROOT = Path("~/.cache/embench/data")
 SENTEVAL_MARKERS = ("STS", "SICK", "MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC", "SNLI")
@@ -27,7 +27,7 @@ SENTEVAL_MARKERS = ("STS", "SICK", "MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "M
 def resolve_data_root(option: str | os.PathLike | None = None) -> Path:
     """The data root folder: ``option``, else ``$EMBENCH_DATA``, else ``~/.cache/embench/data``."""
     raw = option if option not in (None, "") else os.environ.get("EMBENCH_DATA") or DEFAULT_ROOT
-    return Path(raw).expanduser().resolve()
+    return resolved(Path(raw).expanduser())
 
 
 @dataclass(frozen=True)
@@ -83,13 +83,31 @@ class DataRoot:
         for c in candidates:
             if c.is_file():
                 return c
+            if c.is_symlink():
+                resolved(c)  # a link that leads back to itself is said as such, not as a missing file
         raise MissingDataError(path, task=task, root=self.path)
 
     def relative(self, path: Path) -> str:
         try:
-            return str(path.resolve().relative_to(self.path))
+            return str(resolved(path).relative_to(self.path))
         except ValueError:
             return str(path)
+
+    def manifest_paths(self, path: Path) -> list[str]:
+        """The manifest paths (embench layout) ``path`` may stand for: :func:`located` read backwards (a SentEval
+        layout's ``downstream/STS/...`` is the manifest's ``senteval/downstream/STS/...``), then as it lies in the root."""
+        rel, senteval = self.relative(path), resolved(self.senteval)
+        real = resolved(path)
+        inside = [SENTEVAL_PREFIX + str(real.relative_to(senteval))] if real.is_relative_to(senteval) else []
+        return [*inside, rel]
+
+
+SENTEVAL_PREFIX = "senteval/downstream/"  # the manifest's SentEval files, in embench's layout
+
+
+def located(root: DataRoot, rel: str) -> Path:
+    """Where a manifest path (embench layout) lives in ``root``, whatever its layout."""
+    return root.senteval / rel[len(SENTEVAL_PREFIX):] if rel.startswith(SENTEVAL_PREFIX) else root.path / rel
 
 
 @lru_cache(maxsize=4096)

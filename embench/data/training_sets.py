@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 
 from ..core.errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
-from .readers import iter_jsonl, open_text, read_lines
+from .readers import iter_jsonl, read_lines, read_text
 from .root import DataRoot
 
 log = logging.getLogger(__name__)
@@ -83,11 +83,10 @@ def read_triplets_csv(path: str | Path, allow_empty: bool = False) -> list[tuple
     ``allow_empty`` keeps rows with an empty sentence (``embench generate curate`` drops those itself)."""
     p = _existing(Path(path))
     try:
-        with open_text(p) as f:
-            text = f.read()
+        text = read_text(p)  # a byte-order mark dropped (a spreadsheet's export), bad bytes named by their line
     except CorruptFileError:
         raise
-    except (OSError, EOFError, UnicodeDecodeError) as e:
+    except (OSError, EOFError) as e:
         raise EmbenchError(f"{p}: cannot read it ({type(e).__name__}: {e})") from None
     reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[tuple[str, str, str]] = []

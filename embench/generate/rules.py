@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 
 RULES = ("paper", "code")
-_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)")
+# a '-' is the number's sign unless a word comes before it ("sentence-2" is 2): a score of -1 must not be read as 1
+_NUMBER = re.compile(r"((?:(?<![\w.])-)?(?<![\d.])\d+(?:\.\d+)?)")
 
 
 def parse_score(answer: str) -> tuple[float | None, str]:

@@ -4,7 +4,8 @@ For each premise one entailment and one contradiction instruction are drawn (App
 are decoded in one batch, each with the other label's instruction as its noisy instruction when
 contrastive decoding is on (§3.1). Rows are appended to the CSV one at a time and flushed, so a run that
 is killed loses at most the batch in flight; run again, it skips every premise already written (its
-key: the line number of the premise file, or the position among the SNLI premises). The CSV's first
+key: the line number of the premise file, or the position among the SNLI premises; a row whose premise is
+no longer the one at its key is refused). The CSV's first
 three columns are those of SimCSE's NLI file (``sent0,sent1,hard_neg``), so it trains as it is; a
 settings file beside it (``<out>.json``) records how the rows were made, and a resume with other
 settings is refused.
@@ -51,21 +52,21 @@ def settings_path(out: Path) -> Path:
     return out.with_name(out.name + ".json")
 
 
-def _existing_keys(out: Path, warn: Callable[[str], None]) -> set[int]:
-    """Keys already written; a last row cut short by a kill is removed (with a warning)."""
+def _existing_keys(out: Path, warn: Callable[[str], None]) -> dict[int, str]:
+    """Keys already written, each with its row's premise; a last row cut short by a kill is removed (with a warning)."""
     text = out.read_text(encoding="utf-8")
     if not text.strip():
-        return set()
+        return {}
     rows = list(csv.reader(io.StringIO(text, newline="")))
     if tuple(rows[0]) != HEADER:
         raise EmbenchError(f"{out}: not a triplet file of 'embench generate triplets' (header {','.join(rows[0])}); "
                            "give another --out or --overwrite")
-    keys: set[int] = set()
+    keys: dict[int, str] = {}
     good = rows[:1]
     for row in rows[1:]:
         if len(row) != len(HEADER) or not row[3].isdigit():
             break
-        keys.add(int(row[3]))
+        keys[int(row[3])] = row[0]
         good.append(row)
     cut = len(rows) - len(good)
     complete = text.endswith("\n")
@@ -75,8 +76,19 @@ def _existing_keys(out: Path, warn: Callable[[str], None]) -> set[int]:
         buf = io.StringIO(newline="")
         csv.writer(buf, lineterminator="\n").writerows(good)
         out.write_text(buf.getvalue(), encoding="utf-8")
-        keys = {int(r[3]) for r in good[1:]}
+        keys = {int(r[3]): r[0] for r in good[1:]}
     return keys
+
+
+def _check_premises(out: Path, written: dict[int, str], premises: str, found: list[Premise]) -> None:
+    """A resume skips premises by key (line number or SNLI position): each written row's premise must still be the one
+    at its key, or an edited premises file would have some premises skipped and others generated twice."""
+    by_key = {p.key: p.text for p in found}
+    for key in sorted(written):
+        if by_key.get(key) != written[key]:
+            where = f"SNLI premise {key}" if premises.lower() == "snli" else f"{premises}:{key}"
+            raise EmbenchError(f"{where} is not the premise row {key} of {out} was made from ({written[key][:60]!r}): the "
+                               "premises changed since; give --overwrite to start again, or another --out")
 
 
 def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: str | None = None, limit: int | None = None,
@@ -96,10 +108,10 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
 
     _check_numbers(batch_size, omega, temperature, top_p, max_new_tokens, limit)
     prompts = PromptSet(prompt_entailment, prompt_contradiction, seed)  # a template without {premise}: error now
-    found, problems = read_premises(premises, data)
+    every, problems = read_premises(premises, data)
     for p in problems:
         warn(p)
-    found = found[:limit] if limit else found
+    found = every[:limit] if limit else every
     out = Path(out)
     if out.is_dir():
         raise EmbenchError(f"--out {out} is a folder; give the triplet CSV file to write")
@@ -108,7 +120,7 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
     decoding = _decoding(DecodeSettings(max_new_tokens, omega if contrastive else 0.0, sample, temperature, top_p))
     settings = {"llm": str(llm), "premises": str(premises), "contrastive": contrastive, "omega": omega if contrastive else None,
                 "decoding": decoding, "seed": seed, "chat": chat, "templates": prompts.templates}
-    done: set[int] = set()
+    done: dict[int, str] = {}
     meta = settings_path(out)
     before: dict[str, Any] = {}
     if out.exists() and not overwrite:
@@ -121,6 +133,7 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
             if differ:
                 raise EmbenchError(f"{out} was written with other settings ({', '.join(differ)}): give --overwrite to "
                                    "start again, or another --out")
+        _check_premises(out, done, premises, every)
     pending = [p for p in found if p.key not in done]
     already = len(found) - len(pending)
     if not pending:

@@ -24,7 +24,7 @@ def announce(enabled: bool, message: str) -> None:
         from rich.console import Console
         from rich.markup import escape
 
-        Console(stderr=True).print(f"[dim]{escape(message)}[/]", highlight=False, soft_wrap=True)
+        Console(stderr=True, emoji=False).print(f"[dim]{escape(message)}[/]", highlight=False, soft_wrap=True)
     else:
         print(message, file=sys.stderr, flush=True)
 

@@ -191,7 +191,7 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         for r in body:
             table.add_row(*r)
         # the table's natural width, whatever the terminal: a cell is never wrapped nor cut with an ellipsis
-        console = Console(file=io.StringIO(), width=100_000, force_terminal=False)
+        console = Console(file=io.StringIO(), width=100_000, force_terminal=False, emoji=False)  # a name's :x: as written
         console.print(table)
         return console.file.getvalue() + (f"{note}\n" if note else "")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")

@@ -19,7 +19,7 @@ class PairFormat:
     files: tuple[str, ...]  # file name(s) of a part, {part} filled in; a second name is a separate gold file
     columns: tuple[int, int, int]  # first sentence, second sentence, gold score (in the gold file when separate)
     min_fields: int
-    header: bool = False
+    header: tuple[str, ...] = ()  # the first fields of a header line, checked: a file without it would lose a pair
     score_name: str = "score"
     file_parts: dict[str, str] = field(default_factory=dict)  # part -> the name its files use, where they differ
     split_option: str | None = None  # the protocol axis choosing the scored part ("full": all parts as one)
@@ -40,9 +40,9 @@ FORMATS = {
     "stsb": PairFormat(files=("sts-{part}.csv",), columns=(5, 6, 4), min_fields=7, split_option="stsb_split",
                        field_counts=(7, 9)),
     # SICK: pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment (header line)
-    "sick": PairFormat(files=("SICK_{part}.txt",), columns=(1, 2, 3), min_fields=4, header=True, score_name="relatedness score",
+    "sick": PairFormat(files=("SICK_{part}.txt",), columns=(1, 2, 3), min_fields=4, score_name="relatedness score",
                        file_parts={"test": "test_annotated"}, split_option="sick_split", field_counts=(5,),
-                       score_range=(1.0, 5.0)),
+                       score_range=(1.0, 5.0), header=("pair_ID", "sentence_A", "sentence_B", "relatedness_score")),
 }
 
 

@@ -74,7 +74,7 @@ class STSTask(RowTask):
     def _one_file_rows(self, path: Path):
         fmt = self.data.pair_format
         a, b, y = fmt.columns
-        for i, f in iter_tsv(path, min_fields=fmt.min_fields, skip_header=fmt.header, counts=fmt.field_counts):
+        for i, f in iter_tsv(path, min_fields=fmt.min_fields, header=fmt.header, counts=fmt.field_counts):
             yield f[a], f[b], parse_score(path, i, f[y].strip(), fmt.score_name, *fmt.score_range)
 
     def _gold_file_rows(self, inp: Path, gs: Path):

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ...core.errors import EmbenchError
+from ...core.paths import resolved
 from ..base import TASKS
 from .declaration import Declaration, read_declaration
 from .tasks import ClassificationTask, FileTask, PairsTask, stamp
@@ -30,11 +31,11 @@ def _unchanged(task: FileTask) -> bool:
 
 def load_task_file(path: str | Path) -> FileTask:
     """The task a task file declares, with every split read and checked (a bad row names its file and line)."""
-    resolved = Path(path).expanduser().resolve()
-    known = next((t for t in REGISTERED.values() if t.decl.path == resolved), None)
+    real = resolved(Path(path).expanduser())
+    known = next((t for t in REGISTERED.values() if t.decl.path == real), None)
     if known is not None and _unchanged(known):  # the same file, as it was: not read again (the CLI then the API)
         return known
-    task = FileTask.load(resolved)
+    task = FileTask.load(real)
     key, at = task.name.lower(), f"{task.decl.path}{f':{task.decl.name_line}' if task.decl.name_line else ''}: name"
     if key in TASKS and key not in REGISTERED:
         raise EmbenchError(f"{at}: {task.name!r} is taken by the task {TASKS.canonical(task.name)!r}; "

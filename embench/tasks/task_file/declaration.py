@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import EmbenchError
-from ...core.paths import not_there
+from ...core.paths import not_there, resolved
 from ...core.registry import nearest
 
 # kind -> the roles its rows must have, and the optional ones
@@ -115,7 +115,7 @@ def _toml(path: Path, text: str) -> tuple[Any, dict[str, int]]:
 
 def read_declaration(path: str | Path) -> Declaration:
     """The task file at ``path``, checked: keys, kind, splits and their files, columns, score range, labels."""
-    path = Path(path).expanduser().resolve()
+    path = resolved(Path(path).expanduser())
     if not path.is_file():
         raise EmbenchError(f"task file {path} {not_there(path)}")
     parse = {".yaml": _yaml, ".yml": _yaml, ".toml": _toml}.get(path.suffix.lower())
@@ -188,7 +188,10 @@ def _files(raw: dict, kind: str, where: _Where) -> dict[str, Path]:
             raise where.error(f"files.{split}", f"unknown split; splits are {', '.join(SPLITS)}")
         if not isinstance(file, str) or not file:
             raise where.error(f"files.{split}", f"expected a file name, found {file!r}")
-        path = (where.path.parent / Path(file).expanduser()).resolve()  # relative to the task file
+        try:
+            path = resolved(where.path.parent / Path(file).expanduser())  # relative to the task file
+        except EmbenchError as e:  # a symlink loop
+            raise where.error(f"files.{split}", f"data file {e}") from None
         if not path.is_file():
             raise where.error(f"files.{split}", f"data file {path} {not_there(path)}")
         files[split] = path

@@ -16,19 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import EmbenchError, MalformedDataError
-from ...data.readers import iter_jsonl, parse_score, read_bytes
+from ...data.readers import iter_jsonl, parse_score, read_text
 from .declaration import OPTIONAL_ROLES, ROLES, Declaration
 
 Row = tuple[int, dict[str, object]]  # (line number, role -> value)
 
 
 def _lines(path: Path) -> list[str]:
-    raw = read_bytes(path)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise MalformedDataError(path, raw[: e.start].count(b"\n") + 1, f"not valid UTF-8 ({e.reason})") from None
-    lines = [line.removesuffix("\r") for line in text.split("\n")]  # only \n and \r\n end a line, never a U+2028
+    lines = [line.removesuffix("\r") for line in read_text(path).split("\n")]  # only \n and \r\n end a line, never a U+2028
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
