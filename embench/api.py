@@ -98,7 +98,8 @@ def evaluate(
     if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:
         return _evaluate_group(group, suite, tasks=tasks, data=data, results_dir=results_dir, cache_dir=cache_dir,
                                use_cache=use_cache, overwrite=overwrite, save=save, batch_size=batch_size,
-                               progress=progress, on_task=on_task, ci=ci, resamples=resamples, ci_seed=ci_seed, **options)
+                               progress=progress, on_task=on_task, ci=ci, resamples=resamples, ci_seed=ci_seed,
+                               label=label, **options)
     model_opts = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
     axes = vector_axes(options.pop("truncate_dim", None), options.pop("quantize", None))  # Matryoshka x precision
     if suite is None and not tasks:
@@ -180,12 +181,15 @@ def evaluate(
     return result
 
 
-def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str] | None, **kwargs: Any) -> Evaluation:
-    """Every seed of a seed group, then one row of their mean (and spread) under the group's name."""
+def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str] | None, label: str | None,
+                    **kwargs: Any) -> Evaluation:
+    """Every seed of a seed group, then one row of their mean (and spread) under the group's name (or ``label``)."""
     one_axis(kwargs.get("truncate_dim"), kwargs.get("quantize"), "a seed group")  # its mean is over seeds, one configuration
     evs = [evaluate(str(path), suite, tasks=tasks, **kwargs) for _, path in sorted(group.members.items())]
     out = Evaluation.merge(evs, view=evs[0].view)
     out.seed_groups[group.name] = list(dict.fromkeys(r.model for ev in evs for r in ev.records))
+    if label:  # the group's row, as `run --label` names it (the label was dropped)
+        out.labels[group.name] = label
     return out
 
 

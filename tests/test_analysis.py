@@ -308,6 +308,27 @@ def test_cli_writes_png_pdf_and_csv(tmp_path, tiny_bert_dir, data_root, shared_c
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("batch", [["--set", "batch_size=4"], ["--batch-size", "4"], ["--batch-size", "8", "--set", "batch_size=4"]])
+def test_the_batch_size_option_of_a_per_token_analysis_reaches_its_pass(tmp_path, tiny_bert_dir, data_root, shared_cache,
+                                                                        monkeypatch, batch):
+    """``analyze attention --set batch_size=4`` died with ``TypeError: got multiple values for keyword argument
+    'batch_size'`` (the shared --batch-size takes the same keyword); the analysis' own option wins, and the shared
+    flag alone is its batch size too."""
+    from typer.testing import CliRunner
+
+    from embench.analysis import token_pass
+    from embench.cli import app
+
+    seen, run = [], token_pass.token_pass
+    monkeypatch.setattr(token_pass, "token_pass", lambda reqs, size: seen.append(size) or run(reqs, size))
+    args = ["analyze", "token-dependency", "-m", str(tiny_bert_dir), "--limit", "10", "--out", str(tmp_path / "o"),
+            "--data", str(data_root), "--cache-dir", str(shared_cache), "-q", *batch]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert seen == [4]
+
+
+@pytest.mark.slow
 def test_layers_scores_each_layer_on_mteb_tasks_with_the_block_average(tmp_path, tiny_bert_dir, data_root, shared_cache):
     import json
 

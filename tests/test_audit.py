@@ -204,6 +204,34 @@ def test_table_check_reads_latex_and_names_unreadable_cells(tmp_path):
             check_table(tmp_path / "none.md")
 
 
+def test_table_check_reads_the_tables_embench_itself_prints(tmp_path):
+    """``audit table`` could not read embench's own output and passed wrong averages as "0 off": markdown's ``<u>``
+    made an underlined row unreadable (skipped as a section heading, or "cannot read '<u>10.00</u>'"), a name's
+    ``\\|`` (markdown) or ``\\&`` (LaTeX) was split as a column separator, and a score with its interval
+    (``--ci``) was skipped in every row."""
+    import pandas as pd
+
+    from embench.report.tables import render
+
+    frame = pd.DataFrame({"STS-B": [0.30, 0.4392, 0.30], "SICK-R": [0.40, 0.2992, 0.35]}, index=["a_b&c%d#e", "m<x>|y", "tiny_two"])
+    frame["Avg."] = frame.mean(axis=1)
+    frame.index.name = "model"
+    intervals = {(r, c): (v - 0.03, v + 0.025) for r in frame.index for c, v in frame.loc[r].items()}
+    spreads = {(r, c): 0.01 for r in frame.index for c in frame.columns}
+    for fmt, suffix in (("markdown", ".md"), ("latex", ".tex")):
+        for extra in ({}, {"intervals": intervals}, {"spreads": spreads}):
+            text = render(frame, fmt, highlight=True, note="a note", **extra)
+            path = tmp_path / f"t{suffix}"
+            path.write_text(text)
+            assert check_table(path) == [], (fmt, extra)
+            # the underlined Avg. of a_b&c (35.00) and the bold one of m<x>|y (36.92), both off
+            path.write_text(text.replace("35.00", "99.99", 1).replace("36.92", "50.00"))
+            issues = check_table(path)
+            lines = [3, 4] if fmt == "markdown" else [5, 6]  # after the header (and LaTeX's \\toprule, \\midrule)
+            assert [(i.row, i.kind) for i in issues] == [(n, "average") for n in lines], (fmt, extra, issues)
+            assert issues[0].name == "a_b&c%d#e" and issues[0].message == "printed Avg. 99.99, mean of its 2 cells 35.00"
+
+
 @pytest.mark.slow
 def test_cli_prints_the_tables_and_the_verdict_in_markdown(tiny_audit):
     from typer.testing import CliRunner
@@ -218,6 +246,37 @@ def test_cli_prints_the_tables_and_the_verdict_in_markdown(tiny_audit):
     assert r.exit_code == 0, r.output
     assert "| baseline |" in r.stdout and "**knobs ranked by how far they move Avg. (x100)**" in r.stdout
     assert "\n**Verdict:** no protocol matches within 0.01; closest: " in r.stdout
+
+
+@pytest.mark.slow
+def test_cli_csv_is_one_document_and_markdown_tables_stay_apart(tiny_audit):
+    """``audit -f csv`` wrote its tables (and a ``# verdict`` line) one after another: pandas could not read the
+    output. In markdown the untitled "forward passes" table followed the knobs table with no blank line, so its rows
+    were read as the knobs table's. Now one CSV whose ``model`` and ``table`` columns say where a row is from, and
+    every markdown table after a blank line."""
+    import io
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    _, base = tiny_audit
+    args = ["audit", "-m", str(tiny_audit[0].model), "--knobs", "correlation,similarity", "-t", "STS13", "-t", "STSBenchmark",
+            "--results-dir", str(base / "results"), "--cache-dir", str(base / "cache"), "--device", "cpu", "-q",
+            "--reported", "STS13=10.00 STSBenchmark=10.00"]
+    csv = CliRunner().invoke(app, [*args, "-f", "csv"])
+    assert csv.exit_code == 0, csv.output
+    frame = pd.read_csv(io.StringIO(csv.stdout))
+    assert list(frame.columns[:3]) == ["model", "table", "protocol"]
+    assert list(dict.fromkeys(frame["table"])) == ["variants", "knobs", "passes", "matches", "verdict"]
+    variants = frame[frame["table"] == "variants"].set_index("protocol")
+    assert variants.loc["baseline", "Avg."] == pytest.approx(100 * tiny_audit[0].rows.loc["baseline", "Avg."], abs=0.006)
+    markdown = CliRunner().invoke(app, [*args, "-f", "markdown"])
+    assert markdown.exit_code == 0, markdown.output
+    lines = markdown.stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|"))]
+    assert len(starts) == 4 and all(lines[i - 1] == "" for i in starts)  # variants, knobs, passes, matches
 
 
 @pytest.mark.slow

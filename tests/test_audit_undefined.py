@@ -68,3 +68,39 @@ def test_knob_effects_ranks_past_a_variant_whose_avg_is_undefined():
     vs = [Variant(label=lab, knobs={"quantize": lab.split("=")[1]}) for lab in frame.index[1:]]
     eff = knob_effects(frame, vs)
     assert eff.loc[0, "value"] == "int8" and eff.loc[0, "delta_avg"] == pytest.approx(-0.1)
+
+
+def test_an_undefined_variant_of_any_knob_is_an_empty_cell_named_in_a_warning():
+    """``embench audit`` on a decoder LLM died at pooling=cls (every vector equal: no correlation) with an error that
+    named no variant, and lost the ten variants already scored; any variant's undefined score is now an empty cell."""
+    v = Variant(label="pooling=cls", knobs={"pooling": "cls"})
+    part = Evaluation(records=[_record("STS12", 0.4, None)])
+
+    def undefined():
+        raise UndefinedScoreError("STS13: the score is undefined (nan)", part)
+
+    with pytest.warns(UserWarning, match="audit variant pooling=cls: STS13.*left empty"):
+        ev = dimensions.undefined_as_empty(v, undefined)
+    assert [r.task for r in ev.records] == ["STS12"]
+
+    def other():
+        raise EmbenchError("some other fault")
+
+    with pytest.raises(EmbenchError, match="some other fault"):  # only an undefined score is an empty cell
+        dimensions.undefined_as_empty(v, other)
+
+
+def test_the_pooling_knob_leaves_out_first_token_poolers_of_a_decoder():
+    """The pooling knob tried cls and cls_before_pooler on a decoder LLM, whose first token sees nothing of the text
+    (every vector equal, an undefined score); they are left out by the rule training follows (Family.training_pooling)."""
+    from types import SimpleNamespace
+
+    from embench.audit.knobs import variants
+
+    def poolings(model_type):
+        config = SimpleNamespace(model_type=model_type) if model_type else None
+        return [v.knobs["pooling"] for v in variants(["pooling"], config)[1:]]
+
+    assert poolings("llama") == poolings("qwen2") == ["mean", "first_last_avg", "embed_last_avg"]
+    assert poolings("bert") == ["cls", "mean", "first_last_avg", "embed_last_avg", "cls_before_pooler"]
+    assert poolings(None) == poolings("bert")

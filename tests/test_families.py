@@ -46,6 +46,38 @@ def test_without_a_dtype_a_gpu_runs_the_family_s_default(tiny_llama_dir, tiny_be
     assert embench.load_model(tiny_llama_dir, device="cpu").settings.dtype == "fp32"
 
 
+@pytest.mark.slow
+def test_a_sentence_transformers_folder_of_a_decoder_is_a_causal_lm(tiny_llama_dir, tmp_path, monkeypatch):
+    """A decoder saved as a sentence-transformers folder (e5-mistral, gte-Qwen2, one embench trained from a Llama) was
+    the sentence-transformers family: right padding, fp32 on a GPU, and --bidirectional-last refused ("not a decoder
+    LLM"), so a BeLLM adapter trained on it could not be loaded. It is a causal LM that keeps the folder's reading."""
+    import json
+    import shutil
+
+    from transformers import BertConfig, LlamaConfig
+
+    from embench.models import loader
+    from embench.models.families import detect
+
+    assert detect(LlamaConfig(), st_folder=True).name == "causal-lm"  # the loader's and train/backbone.py's one rule
+    assert detect(BertConfig(), st_folder=True).name == "sentence-transformers"
+    folder = tmp_path / "st-llama"
+    shutil.copytree(tiny_llama_dir, folder)
+    (folder / "1_Pooling").mkdir()
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}))
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 48, "do_lower_case": False}))
+    enc = embench.load_model(folder, device="cpu")
+    assert (enc.pooling, enc.settings.max_length, enc.settings.normalize) == ("mean", 48, True)  # the folder's own
+    assert enc.tokenizer.padding_side == "left"
+    assert embench.load_model(folder, device="cpu", bidirectional_last=1).settings.extra["bidirectional_last"] == 1
+    monkeypatch.setattr(loader, "pick_device", lambda device: device or "cuda")  # the settings only: nothing is run
+    assert embench.load_model(folder).settings.dtype == "bf16"
+
+
 @pytest.mark.slow  # over 0.3 s on 2 cores: the fast tier stays under a minute
 def test_a_failing_family_hook_names_the_family_and_the_model_and_stores_nothing(tiny_bert_dir, data_root, tmp_path):
     def broken(model):
@@ -69,6 +101,16 @@ def test_a_family_hook_changes_the_model_before_any_text_is_encoded(tiny_bert_di
     patched = embench.load_model(tiny_bert_dir, family="halved-test-family")
     assert not np.allclose(plain, patched.encode_batch(["a dog"]))
     assert embench.load_model(tiny_bert_dir).cache_key() != patched.cache_key()
+
+
+@pytest.mark.slow
+def test_a_prompt_of_the_text_alone_is_no_prompt(tiny_bert_dir):
+    """--prompt '{text}' changes no text but got a cache key (and records) of its own; --prompt none gave the default's."""
+    from embench.models.families import check_prompt
+
+    assert check_prompt("{text}") == check_prompt("none") == ""
+    plain, same = embench.load_model(tiny_bert_dir, prompt="none"), embench.load_model(tiny_bert_dir, prompt="{text}")
+    assert same.settings.prompt == "" and same.cache_key() == plain.cache_key()
 
 
 @pytest.mark.slow

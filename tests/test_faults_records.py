@@ -70,6 +70,52 @@ def test_data_problem_names_a_changed_or_missing_file(tmp_path):
     assert "its data file a.txt is not in the data root" in data_problem(record, tmp_path, file_sha256)
 
 
+def test_a_data_file_rewritten_with_its_old_size_and_mtime_is_hashed_again(tmp_path):
+    """file_sha256 was memoised on (path, size, mtime): a same-size rewrite with the modification time set back
+    (os.utime) kept its old checksum, so a record made on the old data passed the data check."""
+    import os
+    import time
+
+    from embench.data.root import file_sha256
+
+    data = tmp_path / "a.txt"
+    data.write_text("x\n")
+    before, st = file_sha256(data), data.stat()
+    time.sleep(0.02)  # past the file system's timestamp granularity (a jiffy)
+    data.write_text("y\n")
+    os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert file_sha256(data) != before
+
+
+@pytest.mark.slow
+def test_every_setting_in_the_cache_key_is_in_a_record_s_identity_or_declared_to_follow_from_one(tiny_bert_dir):
+    """The cache key hashes every encoder setting, the record key a fixed list: settings outside it (a forced family's
+    left padding, include_prompt=False's excluded tokens, a view's final norm) were served one another's records.
+    Every key any module writes into an encoder's settings, and every setting of a loaded encoder, is now part of
+    the record's identity or declared in NOT_IDENTITY with the identity field it follows from."""
+    import re
+    from pathlib import Path
+
+    import embench
+    from embench.core.identity_fields import ENCODER_FIELDS, NOT_IDENTITY, OPTIONAL_FIELDS
+
+    identity = {*ENCODER_FIELDS, *OPTIONAL_FIELDS}
+    written = {key for path in Path(embench.__file__).parent.rglob("*.py")
+               for key in re.findall(r"settings\.extra\[[\"'](\w+)[\"']\]\s*=", path.read_text(encoding="utf-8"))}
+    assert {"prompt_tokens_excluded", "padding_side", "final_norm", "precision"} <= written  # the scan finds them
+    assert written - identity - set(NOT_IDENTITY) == set()
+    plain = embench.load_model(tiny_bert_dir, pooling="mean")
+    forced = embench.load_model(tiny_bert_dir, pooling="mean", family="causal-lm")  # left padding: other positions
+    view = forced.view(1, final_norm=True)
+    for enc in (plain, forced, view):
+        assert set(enc.settings.to_dict()) - identity - set(NOT_IDENTITY) == set()
+    assert forced.settings.extra["family"] == "causal-lm" and "family" not in plain.settings.extra
+    keys = [(e.cache_key(), record_key("STS12", e.describe(), {})) for e in (plain, forced)]
+    assert keys[0][0] != keys[1][0] and keys[0][1] != keys[1][1]
+    # the checkpoint's own family asked for by name changes nothing: the same vectors, cache entry and records
+    assert embench.load_model(tiny_bert_dir, pooling="mean", family="encoder").cache_key() == plain.cache_key()
+
+
 @pytest.mark.slow
 def test_a_record_made_on_damaged_data_is_computed_again_on_the_repaired_root(tmp_path, data_root, tiny_bert_dir, monkeypatch):
     import embench

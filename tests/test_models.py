@@ -218,6 +218,23 @@ def test_fingerprint_covers_the_tokenizer_files(tiny_bert_dir, tmp_path):
     assert given.fingerprint not in (a.fingerprint, edited.fingerprint)
 
 
+def test_a_weight_file_rewritten_with_its_old_size_and_mtime_is_fingerprinted_again(tmp_path):
+    """The fingerprint was memoised on (path, size, mtime): new bytes of the same size with the modification time set
+    back (os.utime) kept the old fingerprint, hence the old vectors and records, for the rest of the process."""
+    import os
+    import time
+
+    from embench.models.fingerprints import fingerprint_files, stat_files
+
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"a" * 64)
+    before, st = fingerprint_files(stat_files(weights)), weights.stat()
+    time.sleep(0.02)  # past the file system's timestamp granularity (a jiffy)
+    weights.write_bytes(b"b" * 64)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert weights.stat().st_mtime_ns == st.st_mtime_ns and fingerprint_files(stat_files(weights)) != before
+
+
 def test_cache_key_changes_with_every_encoding_setting(tiny_bert_dir):
     keys = {
         embench.load_model(tiny_bert_dir, **kw).cache_key()

@@ -305,3 +305,25 @@ def test_an_older_mteb_record_naming_1111_but_run_with_42_is_not_reused_for_1111
     with pytest.warns(UserWarning, match=r"is not reused: it names seed 1111, but mteb ran with seed 42; it is computed again"):
         again = evaluate(str(tiny_bert_dir), **opts)
     assert again.status == {"MTEB:STS13[slice]": "computed"} and again.records[0].provenance["task_meta"]["seed"] == 1111
+
+
+def test_mteb_run_latex_writes_the_data_notes_once_as_comments(monkeypatch):
+    """``mteb run -f latex`` wrote the data-difference notes as raw text after ``\\end{tabular}`` (a task's ``_`` in
+    them broke pdflatex), once per model. They are ``%`` comments now, as run's notes are, each task's once."""
+    from typer.testing import CliRunner
+
+    import embench.api
+    from embench.cli import app
+
+    diffs = ["test number_of_characters: 1,234 here vs 1,240 in MTEB's copy"]
+
+    def evaluate(model, suite=None, **kw):
+        return embench.api.Evaluation(records=[Record(
+            task="MTEB:STS16", display="STS16*", kind="mteb", model=model, main_score=0.5 if model == "a" else 0.6,
+            scores={"mteb_type": "STS", "data_differences": diffs}, protocol=EvalProtocol().to_dict(), encoder={})])
+
+    monkeypatch.setattr(embench.api, "evaluate", evaluate)
+    out = CliRunner().invoke(app, ["mteb", "run", "-m", "a", "-m", "b", "-t", "STS16", "-q", "-f", "latex"])
+    assert out.exit_code == 0, out.output
+    after = out.stdout.rsplit("\\end{tabular}", 1)[1]
+    assert after.strip().splitlines() == ["% * local data differs from MTEB's copy:", f"%   STS16*: {diffs[0]}"]

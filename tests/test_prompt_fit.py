@@ -49,3 +49,25 @@ def test_the_training_tokenisation_fits_only_the_rows_at_the_length(minilm_path)
     prompt, texts = PROMPTS["bellm-code"], [LONG, "a dog runs.", LONG[:90]]
     assert prompted_token_ids(tok, prompt, texts, 40) == token_ids(tok, prompted_within(tok, prompt, texts, 40), 40)
     assert prompted_token_ids(tok, "", texts, 40) == token_ids(tok, texts, 40)
+
+
+def test_evaluation_tokenises_a_prompted_text_as_training_does(tiny_llama_dir):
+    """``load_model(..., prompt="prompteol", max_length=16).pretokenize`` cut a long text's prompted string from the
+    right, so last-token pooling read a word of the sentence (268 of STS-B test's texts under bellm-code at 32), while
+    training kept the template's end. Evaluation now cuts the text too; the setting is in the cache key and the
+    record's identity, and an unprompted (or prefix-prompted) model keeps its token ids and keys."""
+    import embench
+    from embench.core.identity_fields import OPTIONAL_FIELDS
+    from embench.models.fast_tokens import token_ids
+    from embench.models.prompt_fit import prompted_token_ids
+
+    texts = [LONG, "a dog runs."]
+    enc = embench.load_model(tiny_llama_dir, prompt="prompteol", max_length=16, device="cpu")
+    ids = enc.pretokenize(texts)["input_ids"]
+    assert ids == prompted_token_ids(enc.tokenizer, PROMPTS["prompteol"], texts, 16)["input_ids"]
+    assert enc.tokenizer.decode(ids[0]).endswith('" means in one word : " [SEP]') and len(ids[0]) == 16
+    assert enc.settings.to_dict()["prompt_truncation"] == "text" and "prompt_truncation" in OPTIONAL_FIELDS
+    for plain in (embench.load_model(tiny_llama_dir, max_length=16, device="cpu"),
+                  embench.load_model(tiny_llama_dir, prompt="query: {text}", max_length=16, device="cpu")):
+        assert "prompt_truncation" not in plain.settings.to_dict()  # the cache key and records of before
+        assert plain.pretokenize(texts) == token_ids(plain.tokenizer, plain._prepare(texts), 16)

@@ -98,6 +98,18 @@ def test_prompt_options_that_cannot_apply_are_errors_naming_them(tmp_path, tiny_
         embench.load_model(folder)
 
 
+def test_a_folder_saved_with_include_prompt_false_is_another_record(tmp_path, tiny_bert_dir):
+    """Pooling's include_prompt: false leaves the prompt's tokens out of the vector (another cache key), but the record
+    key left prompt_tokens_excluded out: a run after editing 1_Pooling/config.json was served the old record."""
+    from embench.evaluation.results import record_key
+
+    keys = set()
+    for include_prompt in (True, False):
+        enc = embench.load_model(st_folder(tmp_path, tiny_bert_dir, default="query", include_prompt=include_prompt))
+        keys.add((enc.fingerprint, enc.cache_key(), record_key("STS12", enc.describe(), {})))
+    assert len({k[0] for k in keys}) == 1 and len({k[1] for k in keys}) == len({k[2] for k in keys}) == 2
+
+
 @pytest.mark.slow  # imports sentence-transformers (about 7 s)
 @pytest.mark.parametrize("include_prompt", [True, False])
 def test_a_folders_prompts_equal_sentence_transformers_encode(tmp_path, tiny_bert_dir, include_prompt):

@@ -137,6 +137,68 @@ def test_evaluate_sentence_transformer_object(st_model, data_root, tmp_path, min
     assert any((tmp_path / "cache").rglob("*"))  # a Module is fingerprinted from its parameters: cached
 
 
+@pytest.fixture(scope="module")
+def tiny_st_dir(tmp_path_factory, tiny_bert_dir):
+    """The tiny BERT with mean pooling saved by the installed sentence-transformers (6 writes no max_seq_length in
+    sentence_bert_config.json: the tokenizer's model_max_length, 128 here, is it)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    folder = tmp_path_factory.mktemp("tinyst")
+    SentenceTransformer(modules=[Transformer(str(tiny_bert_dir), max_seq_length=128), Pooling(32, "mean")],
+                        device="cpu").save(str(folder))
+    return folder
+
+
+@pytest.mark.slow  # imports sentence-transformers
+def test_an_object_saved_by_sentence_transformers_6_is_its_folder_and_a_truncating_one_is_not(tiny_st_dir):
+    """A folder saved by sentence-transformers 6 names no max_seq_length, and the object (128, its tokenizer's) was
+    compared with None: it never shared `embench run -m folder`'s cache and records. An object with truncate_dim
+    was read as its folder all the same, and scored 384 dimensions where its encode() gives 8."""
+    from sentence_transformers import SentenceTransformer
+
+    from embench.models.as_encoder import as_encoder
+
+    obj = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    enc = as_encoder(obj, {})
+    assert enc.cache_key() == embench.load_model(tiny_st_dir).cache_key() and enc.name == tiny_st_dir.name
+    np.testing.assert_allclose(enc.encode_batch(TEXTS), obj.encode(TEXTS), atol=1e-5)
+    truncating = SentenceTransformer(str(tiny_st_dir), device="cpu", truncate_dim=8)
+    enc = as_encoder(truncating, {})
+    assert isinstance(enc, ForeignEncoder) and enc.encode_batch(TEXTS).shape == (4, 8)
+    np.testing.assert_allclose(enc.encode_batch(TEXTS), truncating.encode(TEXTS), atol=1e-6)
+
+
+@pytest.mark.slow  # imports sentence-transformers
+def test_an_object_s_truncation_and_prompts_are_in_its_key_and_a_prompt_not_its_folder_s_is_not_its_folder(
+        tiny_st_dir, tmp_path):
+    """SentenceTransformer(f), (f, truncate_dim=8) and (f, prompts=..., default_prompt_name=...) had one cache key
+    (none of these is in the parameters or the print): the prompted one was served the plain one's vectors. An
+    object whose default prompt is its folder's is that folder; one whose default prompt is not, is not."""
+    import json
+    import shutil
+
+    from sentence_transformers import SentenceTransformer
+
+    from embench.models.as_encoder import as_encoder
+
+    query = {"prompts": {"query": "query: "}, "default_prompt_name": "query"}
+    objects = [SentenceTransformer(str(tiny_st_dir), device="cpu", **kw) for kw in ({}, {"truncate_dim": 8}, query)]
+    assert len({ForeignEncoder(o).cache_key() for o in objects}) == 3
+    for o in objects[1:]:
+        assert isinstance(as_encoder(o, {}), ForeignEncoder)  # not what the folder holds
+    prompted = tmp_path / "prompted"
+    shutil.copytree(tiny_st_dir, prompted)
+    cfg = json.loads((prompted / "config_sentence_transformers.json").read_text())
+    (prompted / "config_sentence_transformers.json").write_text(json.dumps({**cfg, **query}))
+    own = SentenceTransformer(str(prompted), device="cpu")
+    enc = as_encoder(own, {})
+    assert enc.cache_key() == embench.load_model(prompted).cache_key()  # the folder's prompt: the folder
+    np.testing.assert_allclose(enc.encode_batch(TEXTS), own.encode(TEXTS), atol=1e-5)
+    own.default_prompt_name = None
+    assert isinstance(as_encoder(own, {}), ForeignEncoder)
+
+
 def test_encode_batch_names_an_item_that_is_not_a_string_as_encode_does(tiny_bert_dir):
     """encode_batch([1, 2]) raised the tokenizers library's TypeError (TextEncodeInput must be Union[...])."""
     model = embench.load_model(tiny_bert_dir)

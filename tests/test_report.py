@@ -94,6 +94,26 @@ def test_different_protocols_are_an_error_naming_the_axis_or_split_on_request():
     assert list(rows.frame.index) == ["m1 (aggregation=all)", "m2 (aggregation=wmean)"] and "aggregation" not in rows.protocol
 
 
+def test_two_models_of_one_name_in_one_folder_are_two_rows_named_by_fingerprint(tmp_path):
+    """Two folders both called tinybert, run into one results folder: `results show` gave a row per fingerprint, but
+    report merged them into one row and failed ("two records of tinybert on STS-B ... disagree: give one results
+    folder", though one was given). Rows now split by the fingerprint as by any other setting of the identity."""
+    one, other = record("tinybert", "STSBenchmark", 0.3259), record("tinybert", "STSBenchmark", 0.3209)
+    other.encoder = {**other.encoder, "fingerprint": "f-seed-1"}
+    other.key = record_key(other.task, other.encoder, other.protocol)
+    (t,), _ = report_tables([store(tmp_path, [one, other])])
+    assert t.frame["STSBenchmark"].to_dict() == {"tinybert (fingerprint=tinybert)": 0.3259,
+                                                 "tinybert (fingerprint=f-seed-1)": 0.3209}
+
+
+def test_one_name_given_to_two_models_is_refused_naming_both():
+    """--name A=Ours --name B=Ours made one row of both models' cells, its Avg. across the two models."""
+    recs = [record("a", "STSBenchmark", 0.3209), record("b", "SICKRelatedness", 0.4212)]
+    with pytest.raises(EmbenchError, match=r"--name gives 2 models the row label 'Ours' \(a, b\); give each model its own"):
+        paper_tables(recs, names={"a": "Ours", "b": "Ours"})
+    assert list(paper_tables(recs, names={"a": "Ours", "b": "Theirs"})[0].frame.index) == ["Ours", "Theirs"]
+
+
 def test_an_axis_a_task_ignores_does_not_split_it():
     recs = [record("m1", "STS12", 0.7), record("m2", "STS12", 0.6, pair_features="senteval-code")]
     (t,) = paper_tables(recs)
@@ -332,6 +352,24 @@ def test_an_image_is_checked_before_anything_is_drawn_and_only_html_takes_it(tmp
     head, body = page.stdout.split("<body>")
     assert "<style" not in body and head.count("<style") == 1  # pandas' table style moves to the head (HTML allows it
     # there only); this one-row table has no marks, so pandas' block is empty and left out
+
+
+@pytest.mark.slow
+def test_options_of_another_format_are_refused(tmp_path):
+    """``report -f csv --standalone --title X --caption Y`` exited 0 and ignored all three, as ``--image`` with a format
+    other than html is refused: --standalone is LaTeX's, --title HTML's, and CSV has no caption."""
+    root = store(tmp_path, [record("m1", "STS12", 0.7)])
+    for fmt, option, wanted in (("csv", ["--standalone"], "give --format latex (not csv)"),
+                                ("html", ["--standalone"], "give --format latex (not html)"),
+                                ("latex", ["--title", "X"], "give --format html (not latex)"),
+                                ("csv", ["--caption", "Y"], "CSV has no caption")):
+        out = CliRunner().invoke(app, ["report", "--results", str(root), "-f", fmt, *option])
+        assert out.exit_code == 2 and wanted in " ".join(out.output.split()), (fmt, option, out.output)
+    for fmt, option in (("latex", ["--standalone", "--caption", "Y"]), ("html", ["--title", "X", "--caption", "Y"]),
+                        ("markdown", ["--caption", "Y"])):
+        out = CliRunner().invoke(app, ["report", "--results", str(root), "-f", fmt, *option])
+        assert out.exit_code == 0 and "Y" in out.stdout, (fmt, option, out.output)
+    assert "<title>X</title>" in CliRunner().invoke(app, ["report", "--results", str(root), "-f", "html", "--title", "X"]).stdout
 
 
 def test_a_page_keeps_each_table_style_once_and_no_empty_one():

@@ -72,3 +72,18 @@ def test_report_tables_tell_the_same_settings_apart_and_name_an_unset_one():
     frame = paper_tables(recs)[0].frame
     assert sorted(frame.index) == sorted(["m (prompt=none, truncate_dim=full)", "m (prompt=Q: {text}, truncate_dim=full)",
                                           "m (prompt=none, truncate_dim=64)"])
+
+
+def test_a_model_s_prompts_and_its_excluded_prompt_tokens_split_rows_in_both_tables():
+    """A record of a model with prompts holds them as a dict: `report` failed on any such record and `results show` on
+    two whose prompts differ (TypeError: unhashable type: 'dict'). include_prompt=False's excluded tokens, now part of
+    the identity, split rows as the prompt does."""
+    from embench.report.paper import paper_tables
+
+    query = {"query": "query: "}
+    frame, _, _ = results_frame([rec("STS12", 0.3, prompts=query), rec("STS12", 0.4, prompts={"query": "q: "})])
+    assert _rows(frame, "prompts") == {'{"query": "query: "}': 0.3, '{"query": "q: "}': 0.4}
+    recs = [rec("STS12", 0.8218, prompts=query), rec("STS12", 0.8255, prompts=query, prompt_tokens_excluded=3)]
+    assert _rows(results_frame(recs)[0], "prompt_tokens_excluded") == {0: 0.8218, 3: 0.8255}
+    assert paper_tables(recs)[0].frame["STS12"].to_dict() == {"m (prompt_tokens_excluded=0)": 0.8218,
+                                                              "m (prompt_tokens_excluded=3)": 0.8255}

@@ -223,3 +223,45 @@ def test_every_model_asked_gets_its_own_row_though_their_weights_share_one_recor
     up = embench.evaluate("..", tasks=["STS13"], progress=False)
     assert up.status == {"STS13": "stored"} and up.records[0].main_score == here.records[0].main_score
     assert up.records[0].model == ".." and list(up.frame.index) == [".."]
+
+
+@pytest.mark.slow
+def test_a_label_names_a_seed_groups_row_which_stays_in_the_models_order(monkeypatch):
+    """``run -m runs/grp -m models/tiny_two --label "My group" --label Tiny``: labels were keyed by each record's
+    model, which for a seed group is a seed's, so the group's label was dropped; and the group's row was added below
+    every model, here below Tiny, listed after it."""
+    import embench.api
+    from embench.evaluation.protocols import EvalProtocol
+    from embench.evaluation.results import Record
+
+    def rec(model: str, score: float) -> Record:
+        return Record(task="STSBenchmark", display="STS-B", kind="sts", model=model, main_score=score, scores={},
+                      protocol=EvalProtocol().to_dict(), encoder={})
+
+    def evaluate(model, suite=None, **kw):
+        if model == "runs/grp":
+            return embench.Evaluation(records=[rec(f"seed-{i}", 0.1 * i) for i in (1, 2, 3)],
+                                      seed_groups={"grp": ["seed-1", "seed-2", "seed-3"]})
+        return embench.Evaluation(records=[rec(model, 0.5)])
+
+    monkeypatch.setattr(embench.api, "evaluate", evaluate)
+    out = _run("run", "-m", "runs/grp", "-m", "models/tiny_two", "--label", "My group", "--label", "Tiny", "-t", "STS-B", "-q", "-f", "json")
+    assert out.exit_code == 0, out.output
+    assert [r["model"] for r in json.loads(out.stdout)["rows"]] == ["My group (mean of 3 seeds)", "Tiny"]
+    md = _run("run", "-m", "runs/grp", "-m", "models/tiny_two", "--label", "My group", "--label", "Tiny", "-t", "STS-B", "-q", "-f", "markdown").stdout
+    assert "| My group (mean of 3 seeds) | <u>20.00</u> ± 10.00 |" in md  # the spread stays on the labelled row
+    shown = embench.Evaluation.merge([evaluate("runs/grp"), evaluate("b")])
+    shown.per_seed = True
+    assert list(shown.frame.index) == ["seed-1", "seed-2", "seed-3", "grp (mean of 3 seeds)", "b"]
+
+
+@pytest.mark.slow
+def test_the_python_api_labels_a_seed_groups_row_too(env, tiny_bert_dir, one_thread):
+    """``embench.evaluate(group, label=...)`` dropped the label (it never reached the group's row), as `run` had."""
+    import embench
+
+    group = env / "grp"
+    group.mkdir()
+    (group / "seeds.json").write_text(json.dumps({"members": {"1": str(tiny_bert_dir)}, "config": {}}))
+    ev = embench.evaluate(str(group), tasks=["STS-B"], label="My group", progress=False)
+    assert list(ev.frame.index) == ["My group (mean of 1 seeds)"]

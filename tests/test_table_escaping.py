@@ -4,6 +4,7 @@ comment, and prints <, >, | under any font encoding; several paper tables are on
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 
@@ -74,3 +75,34 @@ def test_the_same_results_give_the_same_html():
 
     recs = [_rec("a", "STS12", 0.5), _rec("b", "STS12", 0.6)]
     assert to_html(paper_tables(recs)[0]) == to_html(paper_tables(list(recs))[0])
+
+
+def test_split_tables_in_html_have_their_own_ids_marks_and_captions():
+    """``--split tables -f html``: a Pearson and a Spearman table of the same models and tasks had the same caption
+    and the same element ids (hashed from caption, columns and rows only), so each table's bold/underline CSS was
+    applied to the other's cells too. Ids now hash the note (protocol) and the position; captions name the protocol."""
+    scores = {"A": (0.5, 0.6, 0.7, 0.4), "B": (0.6, 0.5, 0.4, 0.7), "C": (0.4, 0.4, 0.5, 0.5)}
+    recs = [r for m, (a, b, c, d) in scores.items() for r in (
+        _rec(m, "STS-B", a), _rec(m, "SICK-R", b), _rec(m, "STS-B", c, correlation="pearson"), _rec(m, "SICK-R", d, correlation="pearson"))]
+    tables = paper_tables(recs, split="tables")
+    assert [t.caption for t in tables] == ["Results of 3 models on 2 STS tasks (correlation=pearson)",
+                                           "Results of 3 models on 2 STS tasks (correlation=spearman)"]
+    tables = [dataclasses.replace(t, caption="T") for t in tables]  # --caption T: one caption again
+    page = render_tables(tables, "html")
+    ids = re.findall(r'<table id="(T_t[0-9a-f]+)"', page)
+    assert len(ids) == 2 and ids[0] != ids[1]
+    bold = {cell for block in re.findall(r"([^{}]*)\{\s*font-weight: bold;", page)
+            for cell in re.findall(r"#(T_t[0-9a-f]+)_row(\d)_col(\d)", block)}
+    best = {(uid, str(i), str(j)) for uid, t in zip(ids, tables, strict=True)
+            for j, c in enumerate(t.frame.columns) for i, v in enumerate(t.frame[c]) if v == t.frame[c].max()}
+    assert bold == best  # each table's bold cells are its own best
+
+
+def test_html_escapes_task_names_in_the_column_headings():
+    """``-f html`` escaped row labels and the caption but not the column headings: a task displayed as
+    ``Q&A <v2>|100% #1_x $`` opened an element ``<v2>`` in the page."""
+    from embench.report.paper_render import to_html
+
+    name = "Q&A <v2>|100% #1_x $"
+    text = to_html(paper_tables([_rec("a", name, 0.5), _rec("b", name, 0.6)])[0])
+    assert "<v2>" not in text and ">Q&amp;A &lt;v2&gt;|100% #1_x $</th>" in text

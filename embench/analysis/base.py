@@ -90,6 +90,9 @@ def start(public: Callable[..., AnalysisResult], refs, ctx, out, options: dict[s
     """Begin an analysis: its result, or (for a per-token analysis) its generator, waiting for the pass."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if "batch_size" in public.options and "batch_size" not in options and ctx.batch_size is not None:  # type: ignore[attr-defined]
+        # the shared batch size is also the analysis' own (its per-token pass): the public keyword takes both
+        options = {**options, "batch_size": ctx.batch_size}
     return public.impl(refs, ctx, out, **options)  # type: ignore[attr-defined]
 
 

@@ -60,14 +60,14 @@ def sweep(full: int | None, truncate_dim: int | Sequence[int] | None,
 
 
 def undefined_as_empty(v: Variant, run: Callable[[], Any]) -> Any:
-    """``run()`` (a variant's evaluation); for a truncate-dim or quantize variant whose score is undefined on some
-    task (every similarity equal, as the 1-bit vectors of a tiny model can make them), the evaluation of its other
-    tasks, with a warning that says why: its undefined cells (and its Avg.) are left empty rather than stopping the
-    audit."""
+    """``run()`` (a variant's evaluation); for a variant whose score is undefined on some task (every similarity
+    equal, as the 1-bit vectors of a tiny model can make them), the evaluation of its other tasks, with a warning
+    naming the variant and why: its undefined cells (and its Avg.) are left empty rather than stopping the audit and
+    losing the variants already scored. A truncate-dim or quantize variant's other errors are said the same way."""
     try:
         return run()
     except EmbenchError as e:
-        if not set(v.knobs) & set(VECTOR_KNOBS):
+        if not set(v.knobs) & set(VECTOR_KNOBS) and not isinstance(e, UndefinedScoreError):
             raise
         warnings.warn(f"audit variant {v.label}: {e}; those cells are left empty", stacklevel=2)
         return _scored_part(e)

@@ -47,8 +47,9 @@ class Variant:
         return {k: v for k, v in self.knobs.items() if k in MODEL_KNOBS and v is not None}
 
 
-def variants(knobs: list[str]) -> list[Variant]:
-    """The baseline, the aggregation x correlation grid, then one knob at a time."""
+def variants(knobs: list[str], config: Any = None) -> list[Variant]:
+    """The baseline, the aggregation x correlation grid, then one knob at a time; with the model's ``config``, only the
+    poolings that read its text (:func:`reads_the_text`)."""
     out = [Variant("baseline", {})]
     if "aggregation" in knobs or "correlation" in knobs:
         aggs = KNOBS["aggregation"] if "aggregation" in knobs else ["all"]
@@ -64,8 +65,18 @@ def variants(knobs: list[str]) -> list[Variant]:
         if knob not in KNOBS:
             raise UnknownNameError("audit knob", knob, list(KNOBS), nearest(knob, list(KNOBS)))
         for value in KNOBS[knob][1:]:
-            out.append(Variant(f"{knob}={value}", {knob: value}))
+            if knob != "pooling" or reads_the_text(value, config):
+                out.append(Variant(f"{knob}={value}", {knob: value}))
     return out
+
+
+def reads_the_text(pooling: str, config: Any) -> bool:
+    """Whether ``pooling`` sees the text of a model with this ``config``: in a causal (decoder) model the first token
+    sees nothing of it, so cls and cls_before_pooler give every text one vector and an undefined score. The rule
+    training follows (Family.training_pooling takes the family's pooler instead), so such a variant is left out."""
+    from ..models.families import detect
+
+    return config is None or detect(config).training_pooling(pooling) == pooling
 
 
 def knob_name(raw: str) -> str:

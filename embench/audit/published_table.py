@@ -11,8 +11,15 @@ import numpy as np
 from ..core.errors import EmbenchError
 from ..core.paths import not_there
 
-# cell markup that is not part of the number: bold, underline, footnote marks
-_MARKS = re.compile(r"\\textbf\{|\\underline\{|\\emph\{|[{}$*♣♥♠♦†‡§¶⋆★∗]|\\(dagger|ddagger|star|diamond|clubsuit|heartsuit|spadesuit)|\\")
+# cell markup that is not part of the number: bold, underline (embench's markdown writes <u>), LaTeX's thin spaces,
+# footnote marks
+_MARKS = re.compile(r"\\textbf\{|\\underline\{|\\emph\{|</?u>|\\[,;:!]|[{}$*♣♥♠♦†‡§¶⋆★∗]|\\(dagger|ddagger|star|diamond|clubsuit|heartsuit|spadesuit)|\\")
+# what follows the number in its cell: a spread over seeds ("79.39±0.30", LaTeX's $\pm$) or an interval, as embench
+# prints one ("36.92 [33.92, 39.34]", LaTeX "36.92\,{\scriptsize[33.92, 39.34]}")
+_AFTER = re.compile(r"±|\\pm|\+-|\[|\{?\\scriptsize")
+# a column separator: embench writes a | or & inside a cell (a model's name) as \| in markdown and \& in LaTeX
+_MARKDOWN_CELL = re.compile(r"(?<!\\)\|")
+_LATEX_CELL = re.compile(r"(?<!\\)&")
 
 
 @dataclass
@@ -25,8 +32,8 @@ class TableIssue:
 
 
 def _number(cell: str) -> float | None:
-    s = _MARKS.sub("", cell).strip().rstrip("%")
-    s = re.split(r"±|\\pm|\+-", s)[0].strip()  # "79.39±0.30": the mean of several seeds
+    s = _AFTER.split(cell)[0]  # before the marks go: they take the backslash of \pm
+    s = _MARKS.sub("", s).strip().rstrip("%").strip()
     if not any(ch.isdigit() for ch in s):
         return None  # "-", "n/a", "(missing in text)": no number printed
 
@@ -53,20 +60,20 @@ def _tables(path: Path) -> list[list[tuple[int, list[str]]]]:
 
         return [[(i, row) for i, row in enumerate(csv.reader(lines), start=1) if row]]
     if path.suffix == ".tex" or "\\begin{tabular" in text:
-        current: list[tuple[int, list[str]]] = []
+        current: list[tuple[int, list[str]]] | None = None  # rows of the tabular open, if any (a caption is none)
         for i, line in enumerate(lines, start=1):
             if "\\begin{tabular" in line:
                 current = []
-            elif "\\end{tabular" in line:
+            elif "\\end{tabular" in line and current is not None:
                 tables.append(current)
-            elif "&" in line:
-                cells = [c.strip() for c in line.split("\\\\")[0].split("&")]
-                current.append((i, cells))
+                current = None
+            elif current is not None and len(cells := _LATEX_CELL.split(line.split("\\\\")[0])) > 1:
+                current.append((i, [c.strip() for c in cells]))
         return tables
     current = []
     for i, line in enumerate(lines, start=1):
         if line.lstrip().startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            cells = [c.strip().replace("\\|", "|") for c in _MARKDOWN_CELL.split(line.strip().strip("|"))]
             if all(re.fullmatch(r":?-{2,}:?", c) for c in cells if c):
                 continue
             current.append((i, cells))

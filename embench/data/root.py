@@ -111,7 +111,7 @@ def located(root: DataRoot, rel: str) -> Path:
 
 
 @lru_cache(maxsize=4096)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
+def _sha256(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -120,6 +120,7 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file, memoised on (path, size, mtime) for the life of the process."""
+    """sha256 of a file, memoised on (path, size, mtime, ctime, inode) for the life of the process: the change time
+    and inode because a rewrite of the same size can set the modification time back (``os.utime``), not the change time."""
     st = path.stat()
-    return _sha256(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    return _sha256(str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)

@@ -71,15 +71,27 @@ class Evaluation:
         """One row per model, tasks as columns, then Avg. (fractions, not x100); a seed group is one row,
         the mean over its seeds (their rows kept above it with ``per_seed``)."""
         frame = summary_frame(self.records)
+        order = list(frame.index)
         for name, members in self.seed_groups.items():
             mean = frame.loc[members].mean(axis=0)
             if not self.per_seed:
                 frame = frame.drop(index=members)
             frame.loc[self.group_label(name)] = mean
-        return frame.rename(index=self.labels)
+        return frame.loc[self._row_order(order)].rename(index=self.labels)
+
+    def _row_order(self, rows: list[str]) -> list[str]:
+        """The rows in the models' order, a group's row where its last seed is (it went below every model after it)."""
+        out = []
+        for row in rows:
+            groups = [name for name, members in self.seed_groups.items() if row in members]
+            if self.per_seed or not groups:
+                out.append(row)
+            out += [self.group_label(g) for g in groups if row == max(self.seed_groups[g], key=rows.index)]
+        return out
 
     def group_label(self, name: str) -> str:
-        return f"{name} (mean of {len(self.seed_groups[name])} seeds)"
+        """A group's row: its label (``run --label``) or name, then how many seeds its mean is over."""
+        return f"{self.labels.get(name, name)} (mean of {len(self.seed_groups[name])} seeds)"
 
     @property
     def spreads(self) -> dict[tuple[str, str], float]:

@@ -10,7 +10,7 @@ from ..core.errors import EmbenchError
 from ..encoding.encoder_interface import Encoder
 from .foreign import ForeignEncoder
 from .loader import load_model
-from .st_object import folder_name, source_folder
+from .st_object import folder_encoder, folder_name
 
 
 def as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None) -> Encoder:
@@ -22,8 +22,10 @@ def as_encoder(model: Any, model_opts: dict[str, Any], label: str | None = None)
         raise EmbenchError(f"model options {sorted(model_opts)} apply when the model is given by name; pass them to load_model() instead")
     if hasattr(model, "encode_batch") and hasattr(model, "cache_key"):
         return model
-    folder = source_folder(model)
-    if folder is not None:
+
+    def load(folder: Path) -> Encoder:  # the label names its row only
         device = next(model.parameters()).device.type if hasattr(model, "parameters") else None
-        return load_model(folder, name=folder_name(folder), device=device)  # the label names its row only
-    return ForeignEncoder(model, name=label)  # a SentenceTransformer, or a user's object with encode(texts)
+        return load_model(folder, name=folder_name(folder), device=device)
+
+    encoder = folder_encoder(model, load)  # else a SentenceTransformer, or a user's object with encode(texts)
+    return encoder if encoder is not None else ForeignEncoder(model, name=label)

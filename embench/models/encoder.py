@@ -21,12 +21,13 @@ from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode, text_list
 from .attention_masks import model_inputs
 from .families import apply_prompt, num_layers
-from .fast_tokens import pad_rows, token_ids
+from .fast_tokens import pad_rows
 from .kv_cache import no_kv_cache
 from .live_fingerprint import Followed
 from .poolers import VIEW_KEYS, needs_all_layers, view_keys
 from .pooling import POOLERS, PoolInput, pooled_by
 from .precision import gpu_attention
+from .prompt_fit import lowered, prompt_truncation, prompted_token_ids
 from .prompts import exclude_prompt_tokens
 from .regional_compile import compile_layers
 from .unpadded_batch import forward_packed
@@ -49,7 +50,7 @@ class EncoderSettings:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("pooling", "layer", "max_length", "dtype", "normalize", "lowercase", "prompt")}
-        d.update(self.extra)
+        d.update({**self.extra, **prompt_truncation(self.prompt)})  # a long text cut, not the prompt's end: other ids
         return d
 
 
@@ -187,15 +188,13 @@ class HFEncoder(SentenceEncode):
 
     # -- Encoder interface -------------------------------------------------------------------
     def _prepare(self, texts: list[str]) -> list[str]:
-        s = self.settings
-        if s.lowercase:
-            texts = [t.lower() for t in texts]
-        return apply_prompt(s.prompt, texts)
+        return apply_prompt(self.settings.prompt, lowered(texts, self.settings.lowercase))
 
     def pretokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        """Token ids (and type ids where the model takes them) of each text, unpadded: tokenised once, padded
-        per batch by :meth:`collate`."""
-        return token_ids(self.tokenizer, self._prepare(texts), self.settings.max_length)
+        """Token ids (and type ids where the model takes them) of each text, unpadded: tokenised once, padded per batch
+        by :meth:`collate`. A text too long for a prompt with words after it is cut, not the prompt's end (as training)."""
+        s = self.settings
+        return prompted_token_ids(self.tokenizer, s.prompt, lowered(texts, s.lowercase), s.max_length, self._prepare(texts))
 
     def token_lengths(self, texts: list[str]) -> np.ndarray:
         ids = self.pretokenize(texts)["input_ids"]

@@ -6,8 +6,8 @@ differs between families lives in one row, not in ``if model_type == ...`` branc
 
 | family | detected by | pooling | padding | dtype (GPU) | attention |
 |---|---|---|---|---|---|
-| ``sentence-transformers`` | ``modules.json`` in the folder | the folder's own | right | fp32 | model default |
-| ``causal-lm`` | a decoder config (Llama, Mistral, Qwen, ...) | ``last_token`` | left | bf16 | sdpa |
+| ``sentence-transformers`` | ``modules.json`` in the folder (of an encoder) | the folder's own | right | fp32 | model default |
+| ``causal-lm`` | a decoder config (Llama, Mistral, Qwen, ...; in a sentence-transformers folder too) | ``last_token`` (a sentence-transformers folder's own) | left | bf16 | sdpa |
 | ``gguf`` | a ``.gguf`` file | ``last_token`` | left | bf16 | model default |
 | ``encoder`` | anything else (BERT, RoBERTa, MPNet, ...) | ``cls`` (SimCSE's) | right | fp32 | model default |
 
@@ -107,13 +107,17 @@ def is_decoder(config: Any) -> bool:
 
 
 def detect(config: Any, folder: Path | None = None, gguf_file: str | None = None, st_folder: bool = False) -> Family:
-    """The family of a checkpoint: GGUF file, sentence-transformers folder, decoder LLM, else encoder."""
+    """The family of a checkpoint: GGUF file, decoder LLM, sentence-transformers folder, else encoder.
+
+    A sentence-transformers folder of a decoder (e5-mistral, gte-Qwen2, one embench trained from a Llama) is a
+    causal LM (left padding, bf16 on a GPU, the bidirectional options); the folder's own pooling, Dense, Normalize,
+    prompts and maximum length are read from it whatever its family (the loader's ``st_cfg``)."""
     if gguf_file:
         return FAMILIES.get("gguf")
-    if st_folder:
-        return FAMILIES.get("sentence-transformers")
     if is_decoder(config):
         return FAMILIES.get("causal-lm")
+    if st_folder:
+        return FAMILIES.get("sentence-transformers")
     return FAMILIES.get("encoder")
 
 
@@ -149,15 +153,25 @@ class _PromptFormatter(string.Formatter):
 _FORMAT = _PromptFormatter()
 
 
+def family_identity(fam: Family, config: Any, gguf: bool, st_folder: bool) -> dict[str, str]:
+    """``{"family": name}`` where the family gives other vectors than its settings say: it patches the model, or it is
+    forced over the checkpoint's own with another padding side or attention (a BERT as ``causal-lm``: left padding
+    moves its absolute positions). Part of the cache key and of a record's identity; nothing for the family's own."""
+    own = detect(config, gguf_file="gguf" if gguf else None, st_folder=st_folder)
+    changed = (fam.padding_side, fam.attn_implementation) != (own.padding_side, own.attn_implementation)
+    return {"family": fam.name} if fam.patch is not None or changed else {}
+
+
 def resolve_prompt(prompt: str | None) -> str | None:
     """A named template (``bellm``, ``prompteol``, ``none``) as its text; any other value unchanged."""
     return PROMPTS.get(prompt.strip().lower(), prompt) if isinstance(prompt, str) else prompt
 
 
 def check_prompt(prompt: str | None, option: str = "--prompt") -> str:
-    """A prompt template (or the name of one) must say where the text goes: ``{text}`` (once); returns the template."""
+    """A prompt template (or the name of one) must say where the text goes: ``{text}`` (once); returns the template.
+    ``{text}`` alone changes no text: it is no prompt, as ``none`` is (one cache key and record, not two)."""
     prompt = resolve_prompt(prompt)
-    if not prompt:
+    if not prompt or prompt == "{text}":
         return ""
     if "{text}" not in prompt and "{text:period}" not in prompt:
         raise EmbenchError(

@@ -1,7 +1,7 @@
 """Fingerprints of weights: what identifies a model in caches and records.
 
 A checkpoint folder is fingerprinted from its config, weight and tokenizer files (their names, sizes and bytes,
-memoised on the files' sizes and modification times, so a folder is read once per process); an in-memory model
+memoised on the files' sizes, modification and change times and inodes, so a folder is read once per process); an in-memory model
 from its parameters and config. The tokenizer's files are in it because they change the vectors as surely as
 the weights do (a vocabulary, a lower-casing flag, an added token): a folder whose tokenizer was edited in place
 must not be served the vectors cached for its old one.
@@ -51,16 +51,18 @@ def joined(*fingerprints: str) -> str:
     return hashlib.sha256("+".join(fingerprints).encode()).hexdigest()[:16]
 
 
-def stat_files(*files: Path) -> tuple[tuple[str, int, int], ...]:
-    """(path, size, mtime) of each file: the memo key of :func:`fingerprint_files`."""
-    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+def stat_files(*files: Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """(path, size, mtime, ctime, inode) of each file: the memo key of :func:`fingerprint_files`. The change time
+    and inode are in it because the modification time can be set back (``os.utime``) over new bytes of the same size,
+    the change time cannot, and a file replaced by a rename is another inode."""
+    return tuple((str(p), (st := p.stat()).st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) for p in files)
 
 
 @lru_cache(maxsize=64)
-def fingerprint_files(files: tuple[tuple[str, int, int], ...]) -> str:
+def fingerprint_files(files: tuple[tuple[str, int, int, int, int], ...]) -> str:
     """sha256 over the files' names, sizes and bytes (the directory is no part of it: a moved copy is the same model)."""
     h = hashlib.sha256()
-    for path, size, _ in files:
+    for path, size, *_ in files:
         h.update(Path(path).name.encode() + str(size).encode())
         with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 22), b""):

@@ -5,8 +5,9 @@ is called on the engine's batches (sorted by length, deduplicated), with the sen
 keywords it accepts (``batch_size``, ``show_progress_bar=False``, ``convert_to_numpy=True``).
 
 Caching and stored records need to know which weights gave the vectors. A ``torch.nn.Module`` (every
-``SentenceTransformer`` is one) is fingerprinted from its parameters and its printed module stack
-(pooling and normalisation settings are in the print, not the parameters); any other object is
+``SentenceTransformer`` is one) is fingerprinted from its parameters, its printed module stack
+(pooling and normalisation settings are in the print, not the parameters) and what its encode() applies besides
+(a truncation, prompts: :data:`ENCODE_ATTRIBUTES`); any other object is
 fingerprinted only when it says so (a ``fingerprint`` argument or attribute). Without a fingerprint the
 vectors are not cached and stored records are not reused: a changed model under an unchanged name must
 not be served old numbers.
@@ -26,6 +27,8 @@ from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode
 
 ST_KEYWORDS = {"show_progress_bar": False, "convert_to_numpy": True}
+# what a SentenceTransformer's encode() applies that neither its parameters nor its print show
+ENCODE_ATTRIBUTES = ("truncate_dim", "prompts", "default_prompt_name")
 
 
 def has_encode(obj: Any) -> bool:
@@ -44,8 +47,20 @@ def object_fingerprint(obj: Any) -> str | None:
 
         h = hashlib.sha256(module_fingerprint(obj).encode())
         h.update(repr(obj).encode())
+        own = encode_attributes(obj)
+        if own:  # hashed only where set: an object without them keeps the fingerprint it had
+            h.update(stable_hash(own, 64).encode())
         return h.hexdigest()[:16]
     return None
+
+
+def encode_attributes(obj: Any) -> dict[str, Any]:
+    """The object's truncation, prompts (those with text: sentence-transformers saves empty ones) and default prompt
+    name, where set: each changes what its encode() returns."""
+    found = {k: getattr(obj, k, None) for k in ENCODE_ATTRIBUTES}
+    if isinstance(found["prompts"], dict):
+        found["prompts"] = {k: v for k, v in found["prompts"].items() if v}
+    return {k: v for k, v in found.items() if v is not None and v != {}}
 
 
 def object_name(obj: Any) -> str:

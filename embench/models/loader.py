@@ -29,7 +29,7 @@ from .catalogue import row_for, row_settings
 from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
-from .families import FAMILIES, Family, check_prompt, detect
+from .families import FAMILIES, Family, check_prompt, detect, family_identity
 from .fingerprints import fingerprint_files, joined, stat_files, weights_fingerprint
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
 from .live_fingerprint import WeightsFingerprint
@@ -187,9 +187,8 @@ def load_model(
         # a checkpoint embench trained keeps the prompt it was trained with
         prompt=(_trained_prompt(src.trained_folder) or fam.prompt) if prompt is None else prompt,
     )
-    # what changes the vectors beyond the settings: a patched model; left padding (absolute positions)
-    if fam.patch is not None:
-        settings.extra["family"] = fam.name
+    # what changes the vectors beyond the settings: a patched or forced family; left padding (absolute positions)
+    settings.extra.update(family_identity(fam, src.config, src.source.endswith(".gguf"), bool(src.st_cfg)))
     if fam.padding_side != "right":
         settings.extra["padding_side"] = fam.padding_side
     prompts = attach_prompts(settings, with_row(read_prompt_set(Path(src.source)) if src.st_cfg else None, row),

@@ -3,41 +3,67 @@
 ``embench.evaluate(SentenceTransformer(path))`` would otherwise fingerprint the object's parameters and
 encode everything again under a key of its own, although ``embench run -m path`` (or the alias that names
 that folder) has cached the very same vectors. When the object is still what its folder holds (every
-weight equal to the folder's file, the same modules, maximum length, lower-casing and no prompt of its
-own), embench loads the folder itself: one set of weights, one cache and one record whatever the object.
-Anything that differs (a fine-tuned object, a changed ``max_seq_length``, Dense layers) keeps the
-object path of :mod:`embench.models.foreign`, which is always right, only slower.
+weight equal to the folder's file, the same modules, no ``truncate_dim``, and the maximum length, lower-casing,
+prompts and default prompt that ``load_model`` reads from the folder), embench loads the folder itself: one set
+of weights, one cache and one record whatever the object. The settings are compared with the folder as loaded, not
+with one file: sentence-transformers 6 saves no ``max_seq_length`` (the tokenizer's ``model_max_length`` is it).
+Anything that differs (a fine-tuned object, a changed ``max_seq_length``, a prompt or truncation of its own, Dense
+layers) keeps the object path of :mod:`embench.models.foreign`, which is always right, only slower.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .foreign import encode_attributes
+from .prompts import template_of
 from .st_folder import sentence_transformers_config
 
 
+def folder_encoder(obj: Any, load: Callable[[Path], Any]) -> Any | None:
+    """``load(folder)``, the encoder of the folder ``obj`` was loaded from, when ``obj`` still encodes as it: the
+    folder's modules and weights (:func:`source_folder`) and the settings the loader resolved; else None."""
+    root = source_folder(obj)
+    if root is None:
+        return None
+    encoder = load(root)
+    return encoder if _settings_as_loaded(obj, encoder) else None
+
+
 def source_folder(obj: Any) -> Path | None:
-    """The sentence-transformers folder whose load ``obj`` still is, or None (not one, or changed since)."""
+    """The sentence-transformers folder whose modules and weights ``obj`` still has, or None (not one, changed since,
+    or truncating its vectors: the folder's encoder does not)."""
     try:
-        first = obj[0]
-        model = first.auto_model
+        model = obj[0].auto_model
         folder = Path(model.name_or_path)
     except (TypeError, AttributeError, IndexError, KeyError):
         return None
     root = next((f for f in (folder, folder.parent) if (f / "modules.json").is_file()), None)
     cfg = sentence_transformers_config(root) if root is not None else None
-    if cfg is None or cfg["unsupported"] or cfg["dense"] or getattr(obj, "default_prompt_name", None):
+    if cfg is None or cfg["unsupported"] or cfg["dense"] or "truncate_dim" in encode_attributes(obj):
         return None
     kinds = [type(m).__name__ for m in obj]
     expected = ["Transformer", "Pooling"] + (["Normalize"] if cfg["normalize"] else [])
     if kinds != expected or Path(cfg["transformer_path"]).resolve() != folder.resolve():
         return None
-    if getattr(obj, "max_seq_length", None) != cfg.get("max_length") or bool(getattr(first, "do_lower_case", False)) != bool(cfg.get("lowercase")):
-        return None
     if not _pooling_as_saved(obj[1], cfg["pooling"]):
         return None
     return root if _weights_as_saved(model, folder) else None
+
+
+def _settings_as_loaded(obj: Any, encoder: Any) -> bool:
+    """``obj`` encodes as ``encoder`` (its folder loaded): the maximum length the loader resolved (a folder saved by
+    sentence-transformers 6 names none: the tokenizer's), the lower-casing, the prompts with text and the default
+    prompt, and the default prompt's tokens pooled or left out (``include_prompt``) alike."""
+    s, own = encoder.settings, encode_attributes(obj)
+    prompts = encoder.prompt_set.named() if encoder.prompt_set is not None else {}
+    prefix = own.get("prompts", {}).get(own.get("default_prompt_name"), "")
+    pooled = bool(getattr(obj[1], "include_prompt", True))
+    return (getattr(obj, "max_seq_length", None) == s.max_length and bool(getattr(obj[0], "do_lower_case", False)) == s.lowercase
+            and own.get("prompts", {}) == prompts and template_of(prefix, s.lowercase) == s.prompt
+            and (not prefix or pooled != bool(s.extra.get("prompt_tokens_excluded"))))
 
 
 def _pooling_as_saved(pooling: Any, saved: str | None) -> bool:

@@ -57,7 +57,7 @@ def patched_attention(extra: dict[str, Any]) -> str | None:
     ``extra``), or None. BeLLM's ``sum`` and ``mask`` modes open each text's causal mask, which a packed row does
     too; ``sum-code`` and ``billm`` attend the padding itself."""
     if "family" in extra:
-        return f"the {extra['family']} family patches the model"
+        return f"the {extra['family']} family changes the model (a patch, or a padding side or attention not its own)"
     if extra.get("bidirectional_last") and extra.get("bidirectional_mode") in PADDING_ATTENDED:
         return f"--bidirectional-mode {extra['bidirectional_mode']} attends padding, and a packed row has none"
     return None

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import EmbenchError, UnknownNameError
-from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS, shown
+from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS, comparable, shown
 from ..core.registry import nearest
 from .counts import counted
 
@@ -27,6 +27,8 @@ AXES_BY_KIND: dict[str, tuple[str, ...]] = {
 }
 # Encoder settings that make two rows of the same model different models in a table.
 ROW_FIELDS = tuple(f for f in (*ENCODER_FIELDS, *OPTIONAL_FIELDS) if f != "fingerprint")  # a record's identity
+# ... and other weights under one name (two folders called tinybert): rows apart, as `results show` keeps them
+LABEL_FIELDS = ("fingerprint", *ROW_FIELDS)
 
 
 class ProtocolMixError(EmbenchError):
@@ -70,24 +72,36 @@ class PaperTable:
 
 def _row_labels(records: Sequence[Any], names: Mapping[str, str]) -> dict[int, str]:
     """A display label per record: the given name of its model (or the model name), plus the encoder
-    settings that differ between rows of the same model, so that two poolings stay two rows."""
+    settings that differ between rows of the same model, so that two poolings (or two fingerprints) stay two rows."""
     by_model: dict[str, set[tuple]] = {}
     for r in records:
-        by_model.setdefault(r.model, set()).add(tuple(r.encoder.get(f) for f in ROW_FIELDS))
+        by_model.setdefault(r.model, set()).add(tuple(comparable(r.encoder.get(f)) for f in LABEL_FIELDS))
     labels = {}
     for i, r in enumerate(records):
         base = names.get(r.model, r.model)
         variants = by_model[r.model]
         if len(variants) > 1:
-            differing = [f for j, f in enumerate(ROW_FIELDS) if len({v[j] for v in variants}) > 1]
+            differing = [f for j, f in enumerate(LABEL_FIELDS) if len({v[j] for v in variants}) > 1]
             base += " (" + ", ".join(f"{f}={shown(f, r.encoder.get(f))}" for f in differing) + ")"
         labels[i] = base
+    owners: dict[str, set[str]] = {}
+    for i, r in enumerate(records):
+        owners.setdefault(labels[i], set()).add(r.model)
+    for label, models in owners.items():  # one row of two models' cells, averaged across both, was printed
+        if len(models) > 1:
+            raise EmbenchError(f"--name gives {len(models)} models the row label {label!r} ({', '.join(sorted(models))}); "
+                               "give each model its own name")
     return labels
 
 
-def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
+def _differing(groups: Iterable[tuple]) -> list[str]:
+    """The protocol axes that tell ``groups`` (protocols, as :func:`protocol_of` gives them) apart."""
     protos = [dict(p) for p in groups]
-    differing = [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
+    return [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
+
+
+def _describe_mix(kind: str, groups: Mapping[tuple, list[Any]]) -> str:
+    differing = _differing(groups)
     parts = []
     for proto, recs in groups.items():
         where = sorted({f"{r.model}/{r.task}" for r in recs})
@@ -121,9 +135,8 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
         if len(groups) > 1 and split not in SPLITS:
             raise ProtocolMixError(_describe_mix(kind, groups))
         suffix: dict[tuple, str] = {}
+        differing = _differing(groups)
         if len(groups) > 1 and split == "rows":
-            protos = [dict(p) for p in groups]
-            differing = [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
             suffix = {p: " (" + ", ".join(f"{a}={dict(p)[a]}" for a in differing) + ")" for p in groups}
             shared = tuple((a, v) for a, v in next(iter(groups)) if a not in differing)
             groups = {shared: [r for recs in groups.values() for r in recs]}
@@ -152,7 +165,9 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
             n_kinds = len(by_kind) > 1 or len(groups) > 1
             n_models = len({r.model for r in recs})
             under = f" under {counted(len(suffix), 'protocol')}" if suffix else ""
-            cap = caption or f"Results of {counted(n_models, 'model')}{under} on {counted(len(columns), f'{KIND_NAMES.get(kind, kind)} task')}"
+            # a table per protocol: its caption names the protocol that differs, or the tables read as one table twice
+            which = " (" + ", ".join(f"{a}={dict(proto)[a]}" for a in differing) + ")" if len(groups) > 1 else ""
+            cap = caption or f"Results of {counted(n_models, 'model')}{under} on {counted(len(columns), f'{KIND_NAMES.get(kind, kind)} task')}{which}"
             if n_kinds and caption:
                 cap = f"{caption} ({kind}" + (", " + ", ".join(f"{a}={v}" for a, v in proto) if len(groups) > 1 else "") + ")"
             tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better), row_groups))

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .formats import REPORT_FORMATS as TABLE_FORMATS  # noqa: E402
 from .paper import PaperTable
-from .tables import latex_escape, ranks, render
+from .tables import latex_escape, ranks, render, stacked_csv
 
 # Styler's LaTeX "CSS": ``command: --rwrap`` wraps a cell as ``\command{cell}``.
 LATEX_MARKS = {1: "textbf: --rwrap;", 2: "underline: --rwrap;"}
@@ -55,11 +55,17 @@ def latex_document(tables: list[PaperTable]) -> str:
     return LATEX_PREAMBLE + "\n".join(to_latex(t) for t in tables) + "\\end{document}\n"
 
 
-def to_html(table: PaperTable) -> str:
-    """A ``<table>`` with its caption, best bold, second underlined, and the protocol note under it."""
-    styler = _styled(table, HTML_MARKS).set_caption(html.escape(table.caption)).format_index(escape="html", axis=0)
-    # ids from the table itself, not pandas' random ones: the same results give the same page
-    uid = hashlib.sha256(f"{table.caption}|{list(table.frame.columns)}|{list(table.frame.index)}".encode()).hexdigest()[:8]
+def to_html(table: PaperTable, position: int = 0) -> str:
+    """A ``<table>`` with its caption, best bold, second underlined, and the protocol note under it; ``position``
+    is the table's place on its page."""
+    styler = _styled(table, HTML_MARKS).set_caption(html.escape(table.caption))
+    # task names are headings too: "Q&A <v2>" printed, not an element <v2> opened
+    styler = styler.format_index(escape="html", axis=0).format_index(escape="html", axis=1)
+    # ids from the table itself, not pandas' random ones: the same results give the same page. The note (protocol,
+    # encoders) and the position are in it: two tables of one caption, tasks and rows (--split tables: a Pearson and
+    # a Spearman table) shared their ids, so each one's bold and underline fell on the other's cells too
+    key = f"{position}|{table.caption}|{list(table.frame.columns)}|{list(table.frame.index)}|{table.note()}"
+    uid = hashlib.sha256(key.encode()).hexdigest()[:8]
     styler = styler.set_table_attributes('class="paper"').set_uuid(f"t{uid}")
     return styler.to_html() + f'<p class="note">{html.escape(table.note())}</p>\n'
 
@@ -71,7 +77,8 @@ def render_tables(tables: list[PaperTable], fmt: str, standalone: bool = False) 
     if fmt == "html":
         from .html_page import page
 
-        return page("embench report", [("table", to_html(t)) for t in tables]) if standalone else "\n".join(map(to_html, tables))
+        shown = [to_html(t, i) for i, t in enumerate(tables)]
+        return page("embench report", [("table", t) for t in shown]) if standalone else "\n".join(shown)
     if fmt == "csv":
         return tables_csv(tables)
     if fmt == "markdown":
@@ -89,7 +96,6 @@ def tables_csv(tables: list[PaperTable]) -> str:
     scores = list(dict.fromkeys(c for t in tables for c in t.frame.columns if c != "Avg."))
     axes = [a for a in dict.fromkeys(a for t in tables for a in t.protocol)  # those that tell the tables apart
             if len({str(t.protocol.get(a)) for t in tables}) > 1]
-    parts = [t.frame.assign(kind=t.kind, **{a: t.protocol.get(a) for a in axes}) for t in tables]
-    frame = pd.concat(parts)[["kind", *axes, *scores, *(["Avg."] if any("Avg." in t.frame for t in tables) else [])]]
-    frame.index.name = tables[0].frame.index.name
-    return render(frame, "csv", scaled=[*scores, "Avg."])
+    columns = ["kind", *axes, *scores, *(["Avg."] if any("Avg." in t.frame for t in tables) else [])]
+    parts = [t.frame.assign(kind=t.kind, **{a: t.protocol.get(a) for a in axes}).reindex(columns=columns) for t in tables]
+    return stacked_csv([({}, render(part, "csv", scaled=[*scores, "Avg."])) for part in parts])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -195,6 +195,20 @@ def render(frame: pd.DataFrame, fmt: str, scaled: Sequence[str] | None = None, t
         console.print(table)
         return console.file.getvalue() + (f"{note}\n" if note else "")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+
+
+def stacked_csv(parts: Sequence[tuple[Mapping[str, Any], str]]) -> str:
+    """Several tables as one CSV that reads back, where CSV blocks one after another read back as one garbled table.
+    Each part is ``(key, csv)``: a table as :func:`render` writes it (its own cells, x100 or not), and the values that
+    say which table a row is from (e.g. the audit's model and table), as the first columns; then every table's
+    columns in the order they first appear, empty where a table has none."""
+    frames = []
+    for key, text in parts:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)  # the cells as written
+        frames.append(pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in key.items()}), frame], axis=1))
+    buf = io.StringIO()
+    pd.concat(frames, ignore_index=True).to_csv(buf, index=False)
+    return buf.getvalue()
 
 
 # every character LaTeX gives a meaning: a model name holding \input{...} must print, never run (a file

@@ -162,10 +162,7 @@ def _usage(final: Path, meta: dict[str, Any], st_modules: list[str] | None, why_
     if st_modules:
         out += ["from sentence_transformers import SentenceTransformer", "",
                 f'model = SentenceTransformer("{final}")  # modules: {" -> ".join(st_modules)}']
-        if prefix is None:  # a template with text after the sentence: not a sentence-transformers prompt
-            out.append(f"vectors = model.encode([{meta.get('prompt')!r}.format(text=t) for t in texts])")
-        else:
-            out.append("vectors = model.encode(texts)" + ("  # the training prompt is its default prompt" if prefix else ""))
+        out.append("vectors = model.encode(texts)" + ("  # the training prompt is its default prompt" if prefix else ""))
     out += ["", "import embench", "", f'vectors = embench.load_model("{final}").encode(texts)', "```", ""]
     if not st_modules:
         # AutoModel runs every layer causally: bidirectional last layers are embench's to apply (max diff 0.2 otherwise)

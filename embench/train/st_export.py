@@ -14,17 +14,17 @@ How each embench pooler is written (the names: :mod:`embench.models.pooling_name
   embench reads the pair back as ``cls`` (:func:`embench.models.st_folder.is_pooler_head`);
 * ``cls`` without a head, ``cls_before_pooler``, ``mean``, ``max``, ``last_token``, ``weighted_mean``:
   the ``Pooling`` mode of the same name;
-* ``first_last_avg`` and ``embed_last_avg`` (two layers), a pooler head that is not dense + tanh, and
-  bidirectional decoder layers (BeLLM) have no sentence-transformers form: the folder stays a Hugging
-  Face folder and says so (the model card, ``embench_training.json``).
+* ``first_last_avg`` and ``embed_last_avg`` (two layers), a pooler head that is not dense + tanh,
+  bidirectional decoder layers (BeLLM) and a prompt with words after the text (PromptEOL, BeLLM) have no
+  sentence-transformers form: the folder stays a Hugging Face folder and says so (the model card,
+  ``embench_training.json``).
 
-A prompt template whose text comes last (``"query: {text}"``) becomes the default prompt; any other
-template cannot be a sentence-transformers prompt (a prefix), which the model card says.
+A prompt template whose text comes last (``"query: {text}"``) becomes the default prompt; sentence-transformers'
+prompts are prefixes, so any other template leaves the folder a Hugging Face one (above).
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,8 @@ import torch
 
 from ..models.families import apply_prompt
 from ..models.pooling_names import st_mode
+from ..models.prompt_fit import words_after_text
 
-log = logging.getLogger(__name__)
 PROMPT_NAME = "default"  # the name of the one prompt embench trains with, applied to every text
 SIMILARITY = "cosine"  # every embench training loss compares vectors by cosine (train/losses.py)
 
@@ -52,8 +52,8 @@ def prompt_prefix(template: str) -> str | None:
     """The text before ``{text}`` when a template is ``PREFIX{text}`` ('' for no template), else None."""
     if not template:
         return ""
-    prefix, probe = apply_prompt(template, ["", "\x00"])  # a text form ({text:period}) is no prefix either
-    return prefix if probe == prefix + "\x00" else None
+    # words after the text, or a text form ({text:period}): no prefix (the rule evaluation's truncation follows too)
+    return None if words_after_text(template) else apply_prompt(template, [""])[0]
 
 
 def unexpressible(encoder: torch.nn.Module, pooling: str, meta: dict[str, Any]) -> str | None:
@@ -71,6 +71,9 @@ def unexpressible(encoder: torch.nn.Module, pooling: str, meta: dict[str, Any]) 
         return f"its pooler head ({type(encoder.pooler).__name__}) is not a square dense layer + tanh"
     if pooling != "cls" and st_mode(pooling) is None:
         return f"sentence-transformers has no pooling mode for embench's {pooling!r}"
+    if prompt_prefix(str(meta.get("prompt") or "")) is None:  # it was written with empty prompts: other vectors
+        return (f"its prompt {meta['prompt']!r} has words after the text (or a form of the text), and "
+                "sentence-transformers' prompts are prefixes")
     return None
 
 
@@ -97,10 +100,7 @@ def write_sentence_transformers(folder: Path, encoder: torch.nn.Module, *, pooli
                              init_weight=head.weight.detach().cpu().clone(), init_bias=head.bias.detach().cpu().clone()))
     if normalize:
         modules.append(Normalize())
-    prefix = prompt_prefix(prompt)
-    if prefix is None:
-        log.warning("the prompt %r does not end with {text}: sentence-transformers' prompts are prefixes, so "
-                    "SentenceTransformer(%s) needs each text wrapped in it (the model card shows how)", prompt, folder)
+    prefix = prompt_prefix(prompt)  # a prefix: any other prompt is unexpressible() (no folder of these modules)
     # the prompt under every name: sentence-transformers adds empty "query" and "document" prompts, which mteb
     # would otherwise pick over the default one
     prompts = {PROMPT_NAME: prefix, "query": prefix, "document": prefix} if prefix else {}

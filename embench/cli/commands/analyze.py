@@ -104,7 +104,9 @@ def analyze(
              "suite": suite}
     common = dict(labels=label or None, progress=not quiet, **opts.api())
     if len(names) == 1:
-        results = [fns[name](list(model), out, **common, **build_options(name, fns[name].options, flags, set_ or []))]
+        # an option of the analysis named like a shared one (batch_size) wins: it was given twice and raised TypeError
+        own = build_options(name, fns[name].options, flags, set_ or [])
+        results = [fns[name](list(model), out, **{**common, **own})]
     else:
         results = list(run_many(names, list(model), out, _options_for_many(fns, flags, set_ or []), **common).values())
     if not quiet:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -78,51 +78,76 @@ def audit(
 
             for path in dimension_figure(result.dimensions, figures, m, stem=f"{slug(m)}-score_by_dimension"):
                 err.print(f"[dim]audit[/] figure: {escape(str(path))}", highlight=False)
-        if value(fmt) == "json":
+        if value(fmt) in ("json", "csv"):  # one document for every model, written once they are all audited
             results.append(result)
         else:
             _print_tables(result, m, value(fmt))
-    if results:  # JSON: one object for one model, a list for several
+    if results and value(fmt) == "csv":
+        from ...report.tables import stacked_csv
+
+        emit(stacked_csv([part for m, r in zip(model, results, strict=True) for part in _csv_parts(r, m)]))
+    elif results:  # JSON: one object for one model, a list for several
         emit(audit_to_json(results[0]) if len(results) == 1 else "[" + ",\n".join(audit_to_json(r) for r in results) + "]")
 
 
+def _audit_tables(result, model: str) -> list[tuple[str, str, Any, dict[str, Any]]]:
+    """The variants, the knobs ranked by effect, the dimensions grid, the forward passes and (with reported numbers)
+    the closest protocols, in print order: ``(name, title, frame, render's options)`` each."""
+    import pandas as pd
+
+    base = {("baseline", c): iv for c, iv in result.baseline_intervals.items()}
+    note = "; ".join(n for n in (result.interval_note, result.sample_note) if n) or None
+    tables = [("variants", f"{model}: protocol variants", result.rows, {"intervals": base or None, "note": note})]
+    eff = result.knob_effects.copy()
+    if not eff.empty:
+        note = ("beyond_noise: the knob's score lies outside the baseline's interval" if result.baseline_intervals else None)
+        tables.append(("knobs", "knobs ranked by how far they move Avg. (x100)", eff.set_index("knob"),
+                       {"scaled": ["delta_avg", "delta_task"], "note": note}))
+    if result.dimensions is not None and not result.dimensions.empty:
+        from ...audit.dimensions import grid_table
+
+        tables.append(("dimensions", "Avg. by dimensions kept (Matryoshka truncation) and precision", grid_table(result.dimensions), {}))
+    if result.passes.rows:
+        passes = pd.DataFrame(result.passes.rows).set_index("pass")
+        tables.append(("passes", f"forward passes: {result.passes.summary()}", passes, {"scaled": []}))
+    else:  # titled as the others: untitled, its markdown rows ran on as rows of the table above
+        tables.append(("passes", "forward passes", pd.DataFrame({"summary": [result.passes.summary()]}), {"scaled": []}))
+    if result.matches is not None:
+        m = result.matches.head(10).copy()
+        m = m[MATCH_COLUMNS + [c for c in m.columns if c.startswith("res:")]]
+        m.columns = [c.removeprefix("res:") for c in m.columns]
+        m.index.name = "rank"
+        m.index = m.index + 1
+        for c in m.columns:
+            if m[c].dtype.kind == "f":
+                m[c] = m[c].map(lambda x: f"{x:+.2f}")
+        tables.append(("matches", "closest protocol combinations (residual = ours - reported, x100)", m, {"scaled": []}))
+    return tables
+
 
 def _print_tables(result, model: str, f: str) -> None:
-    """The variants, the knobs ranked by effect, and (with reported numbers) the closest protocols and the verdict."""
+    """The audit's tables one after another, then (with reported numbers) the verdict."""
+    from ...report.tables import render
+
+    for _, title, frame, options in _audit_tables(result, model):
+        emit(render(frame, f, title=title, **options))
+    if result.matches is not None:
+        v = result.verdict
+        emit({"markdown": f"\n**Verdict:** {v}", "latex": f"% verdict: {v}"}.get(f, f"verdict: {v}"))
+
+
+def _csv_parts(result, model: str) -> list[tuple[dict[str, str], str]]:
+    """The audit's tables as parts of one CSV (``report.tables.stacked_csv``), each row keyed by its model and table;
+    the verdict is a table of its own: tables one after another, and a ``#`` line, did not read back as CSV."""
     import pandas as pd
 
     from ...report.tables import render
 
-    base = {("baseline", c): iv for c, iv in result.baseline_intervals.items()}
-    note = "; ".join(n for n in (result.interval_note, result.sample_note) if n) or None
-    emit(render(result.rows, f, title=f"{model}: protocol variants", intervals=base or None, note=note))
-    eff = result.knob_effects.copy()
-    if not eff.empty:
-        eff = eff.set_index("knob")
-        note = ("beyond_noise: the knob's score lies outside the baseline's interval" if result.baseline_intervals else None)
-        emit(render(eff, f, scaled=["delta_avg", "delta_task"], title="knobs ranked by how far they move Avg. (x100)", note=note))
-    if result.dimensions is not None and not result.dimensions.empty:
-        from ...audit.dimensions import grid_table
-
-        emit(render(grid_table(result.dimensions), f, title="Avg. by dimensions kept (Matryoshka truncation) and precision"))
-    if result.passes.rows:
-        passes = pd.DataFrame(result.passes.rows).set_index("pass")
-        emit(render(passes, f, scaled=[], title=f"forward passes: {result.passes.summary()}"))
-    else:
-        emit(render(pd.DataFrame({"forward passes": [result.passes.summary()]}), f, scaled=[]))
-    if result.matches is None:
-        return
-    m = result.matches.head(10).copy()
-    m = m[MATCH_COLUMNS + [c for c in m.columns if c.startswith("res:")]]
-    m.columns = [c.removeprefix("res:") for c in m.columns]
-    m.index.name = "rank"
-    m.index = m.index + 1
-    for c in m.columns:
-        if m[c].dtype.kind == "f":
-            m[c] = m[c].map(lambda x: f"{x:+.2f}")
-    emit(render(m, f, scaled=[], title="closest protocol combinations (residual = ours - reported, x100)"))
-    v = result.verdict
-    emit({"markdown": f"\n**Verdict:** {v}", "latex": f"% verdict: {v}", "csv": f"# verdict: {v}"}.get(f, f"verdict: {v}"))
+    parts = [({"model": model, "table": name}, render(frame, "csv", **options))
+             for name, _, frame, options in _audit_tables(result, model)]
+    if result.matches is not None:
+        parts.append(({"model": model, "table": "verdict"}, render(pd.DataFrame({"verdict": [result.verdict]}), "csv", scaled=[])))
+    return parts
 
 
 @audit_app.command("table")

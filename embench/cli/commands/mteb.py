@@ -38,13 +38,17 @@ def _scores_and_blocks(records, fmt: str) -> str:
     return scores if fmt == "csv" else scores.rstrip("\n") + "\n" + _blocks_table(records, fmt)
 
 
-def _notes(records) -> str:
-    lines = []
-    for r in records:
-        diffs = (r.scores or {}).get("data_differences") or []
-        if diffs:
-            lines.append(f"{r.display}: " + "; ".join(diffs))
-    return ("* local data differs from MTEB's copy:\n  " + "\n  ".join(lines)) if lines else ""
+def _notes(records, fmt: str) -> str:
+    """How the local data differs from MTEB's copy, once per task (every model's record of a task says the same);
+    in LaTeX as comments, as run's notes are (a task's ``_`` in the text broke pdflatex)."""
+    from ...report.tables import latex_comment
+
+    lines = dict.fromkeys(f"{r.display}: " + "; ".join(diffs) for r in records
+                          if (diffs := (r.scores or {}).get("data_differences")))
+    if not lines:
+        return ""
+    text = "* local data differs from MTEB's copy:\n  " + "\n  ".join(lines)
+    return latex_comment(text) if fmt == "latex" else text
 
 
 def mteb_task(name: str) -> str:
@@ -94,7 +98,7 @@ def run(
         records += ev.records
     fmt_ = value(fmt)
     emit(_scores_and_blocks(records, fmt_))
-    notes = _notes(records)
+    notes = _notes(records, fmt_)
     if notes and fmt_ in ("json", "csv"):  # stdout is then one document a program reads
         typer.echo(notes, err=True)
     elif notes:

@@ -55,7 +55,7 @@ def report(
                                                       "spectrum, alignment-uniformity, cosine-density, layers, cls-energy, attention-sinks, layer-removal, "
                                                       "token-dependency, knn, training-loss, training-eval, training-knn.")] = None,
     image: Annotated[list[Path] | None, typer.Option("--image", help="HTML: a PNG made elsewhere (e.g. `embench analyze tsne`) to embed as it is; repeatable.")] = None,
-    title: Annotated[str, typer.Option("--title", help="HTML page title.")] = "embench report",
+    title: Annotated[str | None, typer.Option("--title", help="HTML page title (default: embench report).")] = None,
 ) -> None:
     """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
     from ...evaluation.scan import report_tables
@@ -76,8 +76,7 @@ def report(
     if figure and not analysis:  # else drawn from nothing without a word
         raise typer.BadParameter("--figure draws from analysis outputs; give --analysis DIR (the folder of "
                                  "`embench analyze` or `embench train` outputs)", param_hint="--figure")
-    if image and fmt_ != "html":  # else left out without a word
-        raise typer.BadParameter(f"--image puts a PNG into the HTML report; give --format html (not {fmt_})", param_hint="--image")
+    _check_format_options(fmt_, image=bool(image), title=title is not None, standalone=standalone, caption=caption is not None)
     for path in image or []:  # before any table is read or figure drawn
         if not path.is_file() or path.suffix.lower() != ".png" or not _is_png(path):
             why = not_there(path) if not path.is_file() else "is not a PNG file (.png, and a PNG's first bytes)"
@@ -117,10 +116,10 @@ def report(
     for path in image or []:
         made.append((path, f"{path.parent.name}/{path.name}"))
     if fmt_ == "html":
-        sections = [("table", to_html(t)) for t in tables]
+        sections = [("table", to_html(t, i)) for i, t in enumerate(tables)]
         if made:
             sections.append(("Figures", '<div class="gallery">' + "".join(figure_html(p, c) for p, c in made) + "</div>"))
-        text = page(title, sections)
+        text = page(title or "embench report", sections)
     else:
         text = render_tables(tables, fmt_, standalone=standalone) if tables else ""
     if out is None:
@@ -129,6 +128,20 @@ def report(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         err.print(f"wrote {out}")
+
+
+# options that only one format uses: (its format, what it does there); with another format they would be ignored
+FORMAT_OPTIONS = {"image": ("html", "puts a PNG into the HTML report"), "title": ("html", "titles the HTML page"),
+                  "standalone": ("latex", "makes the LaTeX a document pdflatex compiles")}
+
+
+def _check_format_options(fmt: str, caption: bool, **given: bool) -> None:
+    """Refuse an option the format asked for does not use, where it was left out without a word."""
+    for option, (wanted, what) in FORMAT_OPTIONS.items():
+        if given[option] and fmt != wanted:
+            raise typer.BadParameter(f"--{option} {what}; give --format {wanted} (not {fmt})", param_hint=f"--{option}")
+    if caption and fmt == "csv":  # CSV has no caption (latex, markdown and html print it)
+        raise typer.BadParameter("--caption titles a LaTeX, markdown or HTML table; CSV has no caption", param_hint="--caption")
 
 
 def _warn_unused_names(names: dict[str, str], results: list[Path] | None, analysis: list[Path] | None) -> None:

@@ -99,6 +99,7 @@ def results_frame(recs):
     so a model's STS and transfer scores stand on one row, as ``report`` shows them."""
     import pandas as pd
 
+    from ...core.identity_fields import comparable
     from ...models.aliases import ALIASES
     from ...report.paper import protocol_of
     from ...tasks import TASKS
@@ -112,8 +113,8 @@ def results_frame(recs):
               and (v := next((s[k] for s in settings if s.get(k) is not None), None)) is not None}
     # an alias and its hub id (all-MiniLM-L6-v2, sentence-transformers/all-MiniLM-L6-v2) are one row
     # when their weights are the same (differing fingerprints show as a column)
-    entries = [((ALIASES.canonical(r.model) if r.model in ALIASES else r.model), tuple(s.get(k) for k in differing), r)
-               for r, s in zip(recs, settings, strict=True)]
+    entries = [((ALIASES.canonical(r.model) if r.model in ALIASES else r.model), tuple(comparable(s.get(k)) for k in differing), r)
+               for r, s in zip(recs, settings, strict=True)]  # comparable: a model's prompts (a dict) as text
     keys_of_rows = _row_keys([(m, v) for m, v, _ in entries])
     rows: dict[tuple, dict] = {key: {} for key in keys_of_rows}
     for model, values, r in entries:

@@ -88,7 +88,9 @@ def run(
             if e.evaluation is not None and e.evaluation.records:
                 emit(Evaluation.merge([*evaluations, e.evaluation], view=view).render(value(fmt)))
             raise
-        if label:
+        if label and ev.seed_groups:  # the group's row, not its seeds' (each seed's record names its own model)
+            ev.labels.update(dict.fromkeys(ev.seed_groups, label[len(evaluations)]))
+        elif label:
             # a row per --truncate-dim / --quantize: each keeps its suffix after the label
             ev.labels.update({r.model: label[len(evaluations)] + suffix(r.encoder) for r in ev.records})
         evaluations.append(ev)

@@ -43,7 +43,30 @@ def similarity(a: np.ndarray, b: np.ndarray, kind: str = "cosine") -> np.ndarray
     if kind == "dot":
         return dot
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    return dot / np.maximum(norms, 1e-12)
+    cosines = dot / np.maximum(norms, 1e-12)
+    return _exact_ties(cosines, dot, a, b) if _integers(a) and _integers(b) else cosines
+
+
+def _integers(x: np.ndarray) -> bool:
+    return bool(np.all(x == np.rint(x))) and float(np.abs(x).max(initial=0)) < 2**15
+
+
+def _exact_ties(cosines: np.ndarray, dot: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosines of integer or bit vectors (``--quantize``) with exactly equal values made equal floats.
+
+    Such cosines take few distinct values, and float64 separates equal ones (2/(sqrt2*sqrt2) = 0.9999999999999998
+    but 1/(1*1) = 1.0): ranked as different, they moved Spearman by up to 0.3 points at 7 to 16 bits against
+    exact ties. Two cosines are equal iff sign(dot)*dot^2/(|a|^2|b|^2) are equal rationals, compared in integers
+    (exact below 2^63: 384 dims of int8 give about 6e14); each group takes the float of its first member."""
+    dots = dot.astype(np.int64)
+    squares = (np.einsum("ij,ij->i", a, a).astype(np.int64) * np.einsum("ij,ij->i", b, b).astype(np.int64))
+    if len(dots) == 0 or float(np.abs(dot).max()) ** 2 >= 2**62 or int(squares.max()) >= 2**62:
+        return cosines
+    numerators = dots * dots
+    common = np.maximum(np.gcd(numerators, squares), 1)
+    keys = np.stack([np.sign(dots), numerators // common, squares // common], axis=1)
+    _, first, groups = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return cosines[first][groups.ravel()]
 
 
 def _constant(values: np.ndarray) -> bool:
