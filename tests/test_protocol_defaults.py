@@ -45,3 +45,38 @@ def test_equal_count_groups_split_gold_scores_at_their_quantiles():
     # by hand: quantiles 0, .2, .4, .6, .8, 1 of ten values (linear interpolation) -> 0, 0.9, 1.8, 2.7, 3.6, 5
     assert edges == pytest.approx((0.0, 0.9, 1.8, 2.7, 3.6, 5.0))
     assert np.bincount(gold_bins(gold, edges)).tolist() == [2, 2, 2, 2, 2]
+
+
+def test_a_record_names_only_the_axes_its_task_is_scored_under():
+    """``--sick-split full`` keyed a second record of STS13 (the same number scored again), and `report` then refused the
+    folder as a mix of protocols; ``--correlation pearson`` re-keyed, and re-trained, every transfer task."""
+    from embench.tasks import TASKS
+    from embench.tasks.recorded_protocol import task_protocol
+
+    asked = EvalProtocol(aggregation="wmean", correlation="pearson", sick_split="full", classifier="prototyping",
+                         pair_features="uv", seed=5)
+
+    def recorded(task: str, protocol: EvalProtocol = asked) -> dict:
+        return {k: v for k, v in task_protocol(TASKS.get(task), protocol).to_dict().items() if v != getattr(EvalProtocol(), k)}
+
+    assert recorded("STS13") == {"aggregation": "wmean", "correlation": "pearson"}
+    assert recorded("STSBenchmark") == {"correlation": "pearson"}
+    assert recorded("SICKRelatedness") == {"correlation": "pearson", "sick_split": "full"}
+    assert recorded("MRPC") == {"classifier": "prototyping", "pair_features": "uv", "seed": 5}
+    assert recorded("MR") == {"classifier": "prototyping", "seed": 5}  # one sentence: no pair features
+    regressor = EvalProtocol(scoring="regressor", seed=5)  # the seed trains SentEval's regressor; a SemEval year has none
+    assert recorded("STSBenchmark", regressor) == {"scoring": "regressor", "seed": 5}
+    assert recorded("STS12", regressor) == {}
+
+
+@pytest.mark.slow
+def test_a_second_run_under_an_axis_the_task_ignores_reuses_its_record(env, tiny_bert_dir, one_thread):
+    import embench
+    from embench.evaluation.scan import report_tables
+
+    first = embench.evaluate(str(tiny_bert_dir), tasks=["STS13"], progress=False)
+    again = embench.evaluate(str(tiny_bert_dir), tasks=["STS13"], sick_split="full", classifier="prototyping", progress=False)
+    assert again.status == {"STS13": "stored"} and again.records[0].main_score == first.records[0].main_score
+    assert len(list((env / "results").rglob("STS13*.json"))) == 1
+    (table,), _ = report_tables([env / "results"])  # one protocol: no mix to refuse
+    assert list(table.frame.columns) == ["STS13"]

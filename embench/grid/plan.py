@@ -24,7 +24,7 @@ from ..models.loader import load_model
 from ..report.progress import RateProgress
 from ..tasks import TASKS
 from ..tasks.names import resolve_tasks
-from ..tasks.recorded_protocol import seeded_protocol
+from ..tasks.recorded_protocol import seeded_protocol, task_protocol
 from .spec import GridSpec
 from .state import Cell, GridState
 from .status import cell_states
@@ -74,8 +74,10 @@ def make_cells(spec: GridSpec, progress: bool = False) -> tuple[list[Cell], dict
     tasks, _ = resolve_tasks(spec.suite, spec.tasks)
     suite_defaults = SUITES.get(spec.suite).protocol if spec.suite else {}
     given = [(protocol_label(p), {**suite_defaults, **{k: v for k, v in p.items() if k != "name"}}) for p in spec.protocols]
-    # each task's protocol as evaluate() runs it: an MTEB task's own seed (mteb's 42) where the entry gives none
-    protocols = [(label, {t: seeded_protocol(TASKS.get(t), EvalProtocol.from_options(**g), g.get("seed") is not None).to_dict()
+    # each task's protocol as evaluate() records it: an MTEB task's own seed (mteb's 42) where the entry gives none, and
+    # the axes a task ignores at their defaults (task_protocol: a cell keyed otherwise was never found done)
+    protocols = [(label, {t: task_protocol(TASKS.get(t), seeded_protocol(TASKS.get(t), EvalProtocol.from_options(**g),
+                                                                         g.get("seed") is not None)).to_dict()
                           for t in tasks}) for label, g in given]
     cells, pinned = [], {}
     with RateProgress(progress, "planning", "the grid", len(spec.models), "models") as bar:

@@ -3,7 +3,8 @@ was given (mteb's 42 for an MTEB task), and the task's own reading of it where t
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable
+from dataclasses import fields, replace
 from typing import Any
 
 from ..evaluation.protocols import EvalProtocol
@@ -22,3 +23,10 @@ def task_protocol(task: Any, protocol: EvalProtocol) -> EvalProtocol:
     """An mteb task's record names only what mteb reads (``recorded_protocol``); every other task's, the protocol asked."""
     own = getattr(task, "recorded_protocol", None)
     return own(protocol) if own is not None else protocol
+
+
+def with_defaults(protocol: EvalProtocol, kept: Iterable[str]) -> EvalProtocol:
+    """``protocol`` with every axis but ``kept`` at its default: the protocol the record of a task that reads only the
+    ``kept`` axes names (one record however the others were set: `--sick-split full` re-keyed STS13 and MRPC alike)."""
+    kept, default = set(kept), EvalProtocol()
+    return replace(protocol, **{f.name: getattr(default, f.name) for f in fields(EvalProtocol) if f.name not in kept})

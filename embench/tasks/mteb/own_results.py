@@ -26,10 +26,10 @@ from ...core.hashing import stable_hash
 from ...report.paper import protocol_of
 from ..senteval.datasets import TRANSFER_DATASETS
 from ..sts.datasets import STS_DATASETS
+from ..sts.scored_axes import SPLIT_OPTIONS, ignored_axes
 
 PREFIX = "embench-"
 ENGLISH = ["eng-Latn"]  # every STS and SentEval set embench reads is English
-SPLIT_OPTIONS = ("stsb_split", "sick_split")
 ROWS = {"sts": {r.name: r for r in STS_DATASETS}, "transfer": {r.name: r for r in TRANSFER_DATASETS}}  # declarations only
 
 
@@ -45,8 +45,7 @@ def protocol_axes(record: Any) -> tuple[str, ...]:
     own = (getattr(record, "provenance", None) or {}).get("task_meta", {})
     if record.kind == "sts" and data is not None:
         option = data.pair_format.split_option
-        drop = {"stsb_split", "sick_split", "scoring"} if option is None else {"aggregation", *(set(SPLIT_OPTIONS) - {option})}
-        axes = [a for a in axes if a not in drop]
+        axes = [a for a in axes if a not in ignored_axes(option)]
         if option is not None and record.protocol.get("scoring") == "regressor":
             axes.append("seed")
     elif record.kind == "sts" and own.get("task_file_kind") == "pairs":

@@ -23,6 +23,7 @@ from ...data.root import DataRoot
 from ...evaluation.items import Items, items_digest
 from ...evaluation.protocols import EvalProtocol
 from ..base import Embed, Prepared, RowTask, TaskScore
+from ..recorded_protocol import with_defaults
 from . import classifier as clf
 from . import validation
 from .datasets import TRANSFER_DATASETS, TransferData
@@ -49,6 +50,11 @@ class TransferTask(RowTask):
 
     def read(self, root: DataRoot) -> tuple[dict[str, Samples], list[Path]]:
         return read_task(root, self.data)
+
+    def recorded_protocol(self, protocol: EvalProtocol) -> EvalProtocol:
+        """The protocol this task's record names: the classifier, its seed and a pair task's features; the STS axes at
+        their defaults (``--correlation pearson`` re-keyed, and re-trained, every transfer task)."""
+        return with_defaults(protocol, ("classifier", "seed", *(("pair_features",) if self.data.line == "pair-columns" else ())))
 
     def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared:
         data, paths = self.read(root)

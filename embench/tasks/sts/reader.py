@@ -17,6 +17,7 @@ from ...data.root import DataRoot
 from ...evaluation.protocols import EvalProtocol
 from ..base import Prepared, RowTask
 from .datasets import STS_DATASETS, STSData
+from .scored_axes import recorded_sts_protocol
 from .scoring import PairGroup, regressor_prepared, similarity_prepared
 
 TEXTS = ("senteval", "raw")
@@ -95,6 +96,10 @@ class STSTask(RowTask):
                 raise MalformedDataError(inp, i, f"expected two tab-separated sentences, found {len(fields)} field(s)")
             check_field_count(inp, i, len(fields), fmt.field_counts)
             yield fields[fmt.columns[0]], fields[fmt.columns[1]], parse_score(gs, i, g.strip(), fmt.score_name, *fmt.score_range)
+
+    def recorded_protocol(self, protocol: EvalProtocol) -> EvalProtocol:
+        """The protocol this task's record names: the axes it is scored under, the others at their defaults."""
+        return recorded_sts_protocol(protocol, self.data.pair_format.split_option)
 
     def prepare(self, root: DataRoot, protocol: EvalProtocol) -> Prepared:
         option = self.data.pair_format.split_option
