@@ -258,3 +258,41 @@ def test_grid_status_says_a_file_is_a_file_and_json_is_json_alone(tmp_path):
                                    "--results", str(tmp_path / "r")])
     assert res.exit_code != 0 and "--batch-size must be at least 1, got 0" in str(res.exception or res.output)
     assert not (tmp_path / "r").exists()  # before any job (every cell failed inside its worker)
+
+
+def test_a_local_job_is_done_when_it_exits_though_a_process_it_left_holds_its_output_open(tmp_path, monkeypatch):
+    """Before, the grid read a job's output to its end: a job killed with SIGKILL whose encoding processes lived on
+    (holding the pipe) kept the grid waiting for them, over ten minutes, before it reported the killed job."""
+    import io
+    import time
+
+    from embench.grid import local
+
+    monkeypatch.setattr(local, "DRAIN_SECONDS", 0.5)
+    script = "echo started; sleep 30 & echo $!; exit 3"  # the sleep holds the pipe, as an orphaned worker did
+    log, echo, start = io.BytesIO(), io.StringIO(), time.monotonic()
+    rc = local._run_relayed(["sh", "-c", script], dict(os.environ), log, echo, "job-0", set())
+    orphan = int(log.getvalue().decode().split()[1])
+    os.kill(orphan, 9)
+    assert rc == 3 and time.monotonic() - start < 10
+    assert echo.getvalue().startswith("[job-0] started\n")
+
+
+def test_a_later_plan_of_a_model_supersedes_its_cells_of_an_older_one(tmp_path):
+    """Before, status took the union of every plan: a model whose truncated weights were repaired (a new fingerprint,
+    so new record keys) kept its old failed cells, and a grid whose re-run did every cell reported failures (rc 1)."""
+    proto = EvalProtocol().to_dict()
+    old, new = ({"fingerprint": f} for f in ("truncated", "repaired"))
+    before = [Cell("m", t, proto, record_key(t, old, proto)) for t in ("STS12", "STS13")]
+    after = [Cell("m", t, proto, record_key(t, new, proto)) for t in ("STS12", "STS13")]
+    state = GridState(tmp_path)
+    state.init()
+    os.utime(state.save_plan("first", {"cells": [c.to_dict() for c in before]}), (1, 1))  # the older plan
+    state.save_plan("second", {"cells": [c.to_dict() for c in after]})
+    for c in before:
+        state.mark(c, "failed", job="j", error="ModelLoadError: truncated")
+    for c in after:
+        ResultStore(tmp_path).save(_record(c, new))
+    cells, states = grid_status(tmp_path)
+    assert sorted(c.id for c in cells) == sorted(c.id for c in after)
+    assert summary(states) == {"done": 2, "running": 0, "failed": 0, "missing": 0, "unknown": 0}

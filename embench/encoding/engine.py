@@ -67,6 +67,7 @@ class Engine:
         self.progress = progress
         self._memory: dict[str, np.ndarray] = {}
         self._gathers: list[RowGather] = []  # the outputs of the embed() calls under way (row_gather.py)
+        self.encoded_elsewhere: set[str] = set()  # keys a split pass put in the cache for it (models/devices.py)
         self.stats = {"requested": 0, "unique": 0, "from_cache": 0, "encoded": 0, "encode_seconds": 0.0,
                       "forward_batches": 0, "oom_splits": 0, "padded_tokens": 0}  # batches' texts x longest (batching.py)
 
@@ -101,11 +102,13 @@ class Engine:
 
     def _ensure(self, groups: list[list[tuple[str, str]]]) -> list[dict[str, int]]:
         """Put every (key, text) of ``groups`` in memory: from memory, the disk cache, or one encoding pass."""
+        elsewhere = set(self.encoded_elsewhere)  # read from the cache, but encoded by this run: counted so
         owned, todo, hits = self._lookup(groups)
         rest = [k for k in todo if k not in hits]
         if rest:
             shared_pass([self], rest, [todo[k] for k in rest], [set(rest)])
-        return [{"encoded": sum(k not in hits for k in mine), "from_cache": sum(k in hits for k in mine)} for mine in owned]
+        return [{"encoded": sum(k not in hits or k in elsewhere for k in mine),
+                 "from_cache": sum(k in hits and k not in elsewhere for k in mine)} for mine in owned]
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         """The texts (once each) that neither this engine's memory nor its cache holds."""
@@ -135,8 +138,9 @@ class Engine:
         if todo and self.cache is not None:
             found = self.cache.get_many(list(todo))
             self._memory.update(found)
-            self.stats["from_cache"] += len(found)
             hits = set(found)
+            elsewhere, self.encoded_elsewhere = self.encoded_elsewhere & hits, self.encoded_elsewhere - hits
+            self.stats["from_cache"] += len(found) - len(elsewhere)  # those are in stats["encoded"] already
         return owned, todo, hits
 
     def _flush(self, keys: list[str], vecs: list[np.ndarray]) -> None:

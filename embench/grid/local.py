@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import IO
 from ..core.signals import terminated
 from .state import GridState
 
+DRAIN_SECONDS = 5.0  # how long a finished job's output is read on, once the job has exited
 _ECHO_LOCK = threading.Lock()  # lines of several workers interleave whole, never mid-line
 
 
@@ -89,17 +91,44 @@ def _run_relayed(cmd: list[str], env: dict[str, str], log: IO[bytes], echo: IO[s
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True) as proc:
         live.add(proc)
         assert proc.stdout is not None
-        for raw in iter(proc.stdout.readline, b""):
-            log.write(raw)
-            log.flush()
-            if echo is not None:
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                with _ECHO_LOCK:
-                    echo.write(f"[{job_id}] {line}\n")
-                    echo.flush()
+        stop = threading.Event()
+        relay = threading.Thread(target=_relay, args=(proc.stdout.fileno(), log, echo, job_id, stop), daemon=True)
+        relay.start()
+        # the job's exit, not the end of its output: a process it left behind (its encoding processes, when the job
+        # was killed outright) may hold the pipe open; what is left in it is read for a bound once the job is gone
         rc = proc.wait()
+        relay.join(DRAIN_SECONDS)
+        stop.set()
+        relay.join()
         live.discard(proc)
         return rc
+
+
+def _relay(fd: int, log: IO[bytes], echo: IO[str] | None, job_id: str, stop: threading.Event) -> None:
+    """Each line read from ``fd`` to ``log`` and ``echo`` until its end or ``stop`` (polled: a blocked read of a
+    pipe that something else holds open would never see it)."""
+    rest = b""
+    while not stop.is_set():
+        if not select.select([fd], [], [], 0.2)[0]:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *lines, rest = (rest + chunk).split(b"\n")
+        for raw in lines:
+            _write_line(raw + b"\n", log, echo, job_id)
+    if rest:
+        _write_line(rest, log, echo, job_id)
+
+
+def _write_line(raw: bytes, log: IO[bytes], echo: IO[str] | None, job_id: str) -> None:
+    log.write(raw)
+    log.flush()
+    if echo is not None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        with _ECHO_LOCK:
+            echo.write(f"[{job_id}] {line}\n")
+            echo.flush()
 
 
 def _mark_killed(job_file: Path, sig: int, log: Path) -> None:

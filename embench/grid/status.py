@@ -10,6 +10,7 @@ it, so a re-run leaves it). A cell a Slurm job held also names that job and its 
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,14 +49,18 @@ def cell_states(cells: Sequence[Cell], store: ResultStore, state: GridState) -> 
 
 
 def grid_cells(results: Path | str) -> list[Cell]:
-    """Every cell of every grid submitted into ``results`` (from the plans kept there; no model is loaded)."""
+    """Every cell of every grid submitted into ``results`` (from the plans kept there; no model is loaded). A later
+    plan's cell of a model (under the same options), task and protocol supersedes an earlier plan's: the model's
+    weights changed since (a repaired file, a retrained folder), so its record key did, and the older cell's failure
+    is no longer its state."""
     state = GridState(results)
     state.check_format()
     seen: dict[str, Cell] = {}
-    for plan in state.plans():
+    for plan in state.plans():  # oldest first
+        options = {k: v for k, v in ((plan.get("spec") or {}).get("model_options") or {}).items() if k != "device"}
         for raw in plan.get("cells", []):
             cell = Cell.from_dict(raw)
-            seen.setdefault(cell.id, cell)
+            seen[json.dumps([cell.model, options, cell.task, cell.protocol], sort_keys=True, default=str)] = cell
     return list(seen.values())
 
 

@@ -106,8 +106,8 @@ def grid(
     if executor == "local":  # the jobs run here: a device this machine lacks is said before any job exists
         from ...models.device_choice import pick_device
 
-        for d in [*spec.devices, *([opts["device"]] if opts["device"] else [])]:
-            pick_device(d)
+        for d, option in [*((d, "--devices") for d in spec.devices), *([(opts["device"], "--device")] if opts["device"] else [])]:
+            pick_device(d, option)
     err.print(f"grid: {len(spec.models)} model(s) x {len(spec.protocols)} protocol(s); planning ...", highlight=False)
     try:
         # every worker's lines reach stderr as they are written: a piped grid is never silent while it runs
