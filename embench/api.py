@@ -21,7 +21,7 @@ from .encoding.encoder_interface import Encoder
 from .encoding.engine import Engine
 from .encoding.prompted import shared_pass_texts
 from .encoding.vector_axes import VectorAxis, check_dims, one_axis, vector_axes
-from .evaluation.api_arguments import evaluate_arguments
+from .evaluation.api_arguments import evaluate_arguments, interval_arguments
 from .evaluation.comparison import Comparison, Side, check_test, compare_sides
 from .evaluation.evaluation_view import Evaluation
 from .evaluation.items import Items
@@ -108,8 +108,7 @@ def evaluate(
     suite_defaults = SUITES.get(suite).protocol if suite else {}
     given = {**suite_defaults, **{k: v for k, v in options.items() if v is not None}}  # None: not given (an unset option)
     protocol = EvalProtocol.from_options(**given)
-    if ci is None and (resamples is not None or ci_seed is not None):
-        raise EmbenchError("--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL (e.g. --ci 95) too")
+    interval_arguments(ci, resamples, ci_seed)
     settings = IntervalSettings.parse(ci, resamples, protocol.seed if ci_seed is None else ci_seed) if ci is not None else None
     root = DataRoot.resolve(data).require()  # before the model loads: a mistyped --data costs nothing
     devices = several_devices(model_opts.get("device"))  # --device cuda:0,cuda:1 (or all): one process per device
@@ -157,10 +156,8 @@ def evaluate(
             pending.append((name, task, key, axis, prepare(name)))
     if save and pending:  # before any encoding: an unwritable folder must not cost a run (all stored: only read)
         store.check_writable()
-    if devices and pending:
-        prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
     undefined: list[str] = []  # tasks (and rows) with no score: said once the others are scored and stored
-    for record, items in _scored(pending, engine, run_protocol, root, undefined):
+    for record, items in _scored(pending, engine, run_protocol, root, undefined, devices):
         if items is not None:
             result.items[(record.model, record.task)] = items
         if save:
@@ -238,10 +235,13 @@ def compare(
 
 def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine,
             run_protocol: Callable[[str], EvalProtocol], root: DataRoot,
-            undefined: list[str]) -> Iterator[tuple[Record, Items | None]]:
-    """Encode every pending task's texts in one pass, then score each (under ``run_protocol(task)``); yield each record
-    (and its items) when done, and add the name of each whose score is undefined to ``undefined`` instead."""
+            undefined: list[str], devices: Sequence[str] = ()) -> Iterator[tuple[Record, Items | None]]:
+    """Encode every pending task's texts in one pass (split over ``devices``, one process each, when several), then
+    score each (under ``run_protocol(task)``); yield each record (and its items) when done, and add the name of each
+    whose score is undefined to ``undefined`` instead."""
     start = time.perf_counter()
+    if devices and pending:  # inside the pass's time: the records' encode_seconds include the processes' work
+        prefill_views([engine], [t for *_, p in pending for t in p.texts], devices)
     shares = engine.prefetch([shared_pass_texts(engine.encoder, prepared) for *_, prepared in pending])
     prefetch_seconds = time.perf_counter() - start
     check_dims([p[3] for p in pending], engine.dim, engine.encoder.name)  # before any task is scored

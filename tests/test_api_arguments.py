@@ -224,3 +224,35 @@ def test_audit_refuses_a_bad_argument_before_the_model_loads(kwargs, message):
 
     with pytest.raises(EmbenchError, match=message):
         audit("no-such-model-is-loaded", knobs=["truncate-dim"], tasks="STS12", **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"knobs": ["correlation"], "truncate_dim": 16, "quantize": "int8"},
+     r"--truncate-dim and --quantize set the values of the truncate-dim and quantize knobs: add one of them to --knobs"),
+    ({"resamples": 10}, r"--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL \(e.g. --ci 95\) too"),
+])
+def test_audit_refuses_options_it_would_not_use(kwargs, message):
+    """``--truncate-dim 16 --quantize int8`` with neither knob in ``--knobs``, and ``--resamples`` without ``--ci``, were
+    dropped in silence: the audit exited 0 with the full-length float scores and no interval (``run`` refuses the
+    latter with this message)."""
+    from embench.audit.protocol import audit
+
+    with pytest.raises(EmbenchError, match=message):
+        audit("no-such-model-is-loaded", tasks="STS12", **kwargs)
+
+
+def test_a_batch_size_of_0_is_refused_before_any_model_loads(data_root, tmp_path, monkeypatch):
+    """``batch_size=0`` was said by the engine only once the model had loaded: ``compare`` and ``evaluate`` after
+    loading (a model, or model A), ``audit`` after loading the model and reading every task."""
+    import embench.api
+    from embench.audit.protocol import audit
+
+    def loads(*args, **kwargs):
+        raise AssertionError("a model loaded before the batch size was checked")
+
+    monkeypatch.setattr(embench.api, "as_encoder", loads)
+    for run in (lambda: embench.evaluate(NeverEncodes(), data=data_root, results_dir=tmp_path, batch_size=0),
+                lambda: embench.compare(NeverEncodes(), NeverEncodes(), data=data_root, results_dir=tmp_path, batch_size=0),
+                lambda: audit("no-such-model-is-loaded", tasks="STS12", batch_size=0)):
+        with pytest.raises(EmbenchError, match=r"--batch-size must be at least 1, got 0"):
+            run()

@@ -327,3 +327,29 @@ def test_mteb_run_latex_writes_the_data_notes_once_as_comments(monkeypatch):
     assert out.exit_code == 0, out.output
     after = out.stdout.rsplit("\\end{tabular}", 1)[1]
     assert after.strip().splitlines() == ["% * local data differs from MTEB's copy:", f"%   STS16*: {diffs[0]}"]
+
+
+def test_similarity_dot_is_said_not_to_apply_where_mteb_s_main_score_does_not_use_it(tiny, data_root):
+    """``-t MTEB:STSBenchmark --similarity dot`` printed mteb's main score, the cosine Spearman, under a record saying
+    dot (beside a ``spearman`` of dot products): `audit --knobs similarity` said the knob moved nothing. A task whose main
+    score never uses the model's similarity (STS, classification, clustering, pair classification) now runs and is
+    recorded with cosine, and a warning says so; retrieval keeps the similarity asked."""
+    from embench.tasks.recorded_protocol import task_protocol
+
+    for name in ("STSBenchmark", "Banking77Classification", "TwentyNewsgroupsClustering", "TwitterURLCorpus"):
+        with pytest.warns(UserWarning, match=rf"--similarity dot: mteb's main score of {name} does not use"):
+            assert task_protocol(TASKS.get("MTEB:" + name), EvalProtocol(similarity="dot")).similarity == "cosine"
+    assert task_protocol(TASKS.get("MTEB:SciFact"), EvalProtocol(similarity="dot")).similarity == "dot"  # nDCG: dot ranks
+    _, out = _score(MTEBTask("STSBenchmark", limit=100), tiny, data_root, similarity="dot")
+    assert out.scores["spearman"] == out.scores["cosine_spearman"]  # mteb was given cosine, as the record says
+
+
+def test_mteb_s_superseded_note_is_not_logged(tiny, data_root, caplog):
+    """mteb's "The task 'STSBenchmark' is superseded by 'STSBenchmark.v2'" still printed on every fresh run (under -q
+    too): mteb.evaluate says it through its logger as well, and only its ``warnings`` copy was filtered."""
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        _score(MTEBTask("STSBenchmark", limit=100), tiny, data_root)
+    assert not [r for r in caplog.records if "superseded" in r.getMessage()]
+    assert not logging.getLogger("mteb.abstasks.abstask").filters  # the filter was for the call only

@@ -382,3 +382,48 @@ def test_a_page_keeps_each_table_style_once_and_no_empty_one():
     head, body = page("t", [("one", marked), ("two", empty), ("three", marked)]).split("<body>")
     assert head.count("<style") == 2 and head.count("font-weight: bold") == 1  # the page's own, then the table's
     assert "<style" not in body and body.count("<table") == 3
+
+
+def test_report_reads_the_default_results_folder_as_results_show_does(tmp_path, monkeypatch):
+    """``EMBENCH_RESULTS=DIR embench report`` was "give --results DIR" (exit 2), where ``results show | export`` and
+    ``mteb blocks | export`` read $EMBENCH_RESULTS, then ./results."""
+    root = store(tmp_path, [record("m1", "STS12", 0.7)])
+    monkeypatch.setenv("EMBENCH_RESULTS", str(root))
+    out = CliRunner().invoke(app, ["report", "-f", "csv"])
+    assert out.exit_code == 0 and out.stdout.splitlines() == ["Model,STS12", "m1,70.00"], out.output
+    monkeypatch.delenv("EMBENCH_RESULTS")
+    monkeypatch.chdir(tmp_path)  # ./results
+    assert CliRunner().invoke(app, ["report", "-f", "csv"]).stdout == out.stdout
+    shown = " ".join(CliRunner().invoke(app, ["report", "--help"], terminal_width=400).output.split())
+    assert "$EMBENCH_RESULTS, then ./results" in shown
+
+
+@pytest.mark.slow  # results show and mteb blocks import the API (torch)
+def test_nothing_to_show_is_exit_1_alike_and_a_misspelt_task_is_an_unknown_name(tmp_path):
+    """Nothing matching ``--model`` was exit 1 in ``results show`` and exit 2 in ``report``, a missing results folder
+    exit 1 in ``results show`` and exit 2 in ``report`` and ``mteb blocks``, each worded its own way; and
+    ``report -t STS99`` said "no stored results for task(s) STS99" where every other command names the nearest tasks.
+    A task file's task is still taken by its stored name."""
+    from embench.core.errors import UnknownNameError
+
+    root = store(tmp_path, [record("m1", "STS12", 0.7), record("m1", "my-sts", 0.5)])  # my-sts: a task file's
+    (tmp_path / "empty").mkdir()
+
+    def said(*args: str) -> tuple[int, str]:
+        out = CliRunner().invoke(app, list(args))
+        return out.exit_code, " ".join(out.output.split())
+
+    for command in (["results", "show"], ["report", "-f", "csv"]):
+        assert said(*command, "--results-dir", str(root), "-m", "m9") == (
+            1, f"no stored result in {root} matches --model m9; it holds 2 record(s) of model(s) m1 on task(s) STS12, my-sts")
+        assert said(*command, "--results-dir", str(tmp_path / "empty")) == (1, f"no stored results in {tmp_path / 'empty'}")
+        typo = CliRunner().invoke(app, [*command, "--results-dir", str(root), "-t", "STS99"])
+        assert isinstance(typo.exception, UnknownNameError) and "Did you mean 'STS16'" in str(typo.exception)  # exit 2
+    for command in (["results", "show"], ["report", "-f", "csv"], ["mteb", "blocks"]):
+        assert said(*command, "--results-dir", str(tmp_path / "nowhere")) == (
+            1, f"no stored results in {tmp_path / 'nowhere'} (no such folder)")
+    assert said("report", "-f", "csv", "--results-dir", str(root), "-t", "STS13") == (
+        1, f"no stored result in {root} matches --task STS13; it holds 2 record(s) of model(s) m1 on task(s) STS12, my-sts")
+    assert CliRunner().invoke(app, ["report", "-f", "csv", "--results", str(root), "-t", "my-sts"]).stdout.splitlines() == [
+        "Model,my-sts", "m1,50.00"]
+    assert isinstance(CliRunner().invoke(app, ["report", "--results", str(root), "-t", "my-stss"]).exception, UnknownNameError)

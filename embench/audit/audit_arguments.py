@@ -12,7 +12,9 @@ from ..core.arguments import is_seed, whole_number
 from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 from ..encoding.vector_axes import axis_values
+from ..evaluation.api_arguments import batch_arguments, interval_arguments
 from ..tasks import TASKS
+from .dimensions import VECTOR_KNOBS  # the knobs whose values --truncate-dim and --quantize set
 
 
 def checked_reported(reported: Any) -> dict[str, float] | None:
@@ -29,12 +31,19 @@ def checked_reported(reported: Any) -> dict[str, float] | None:
     return out
 
 
-def check_audit_arguments(tolerance: Any, sample: Any, sample_seed: Any, truncate_dim: Any, quantize: Any) -> None:
-    """The audit's numbers within the ranges its command line takes, and its dimensions and precisions as
-    :func:`embench.evaluate` takes them (one value or several)."""
+def check_audit_arguments(tolerance: Any, sample: Any, sample_seed: Any, truncate_dim: Any, quantize: Any,
+                          knobs: list[str], batch_size: Any, batch_tokens: Any, ci: Any, resamples: Any) -> None:
+    """The audit's numbers within the ranges its command line takes, its dimensions and precisions as
+    :func:`embench.evaluate` takes them (one value or several) and only with a knob they are the values of, its batch
+    sizes as the engine takes them, and ``resamples`` only with ``ci`` (each was dropped in silence, or said once the
+    model had loaded and every task had been read)."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not math.isfinite(tolerance) or tolerance < 0:
         raise EmbenchError(f"tolerance must be a finite number of at least 0 (x100), not {tolerance!r}")
     whole_number(sample, "sample", least=1)
     if not is_seed(sample_seed):
         raise EmbenchError(f"sample_seed must be a whole number from 0 to {SEED_MAX}, not {sample_seed!r}")
-    axis_values(truncate_dim, quantize)
+    if any(axis_values(truncate_dim, quantize)) and not set(VECTOR_KNOBS) & set(knobs):
+        raise EmbenchError("--truncate-dim and --quantize set the values of the truncate-dim and quantize knobs: add one "
+                           "of them to --knobs")
+    batch_arguments(batch_size, batch_tokens)
+    interval_arguments(ci, resamples, None)

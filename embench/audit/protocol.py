@@ -150,7 +150,7 @@ def audit(
     say = on_step or (lambda _msg: None)
     knobs = [knob_name(k) for k in name_list(knobs, "knobs")] if knobs else list(KNOBS)  # as the options spell them too
     task_names, reported = _task_list(tasks), checked_reported(reported)
-    check_audit_arguments(tolerance, sample, sample_seed, truncate_dim, quantize)
+    check_audit_arguments(tolerance, sample, sample_seed, truncate_dim, quantize, knobs, batch_size, batch_tokens, ci, resamples)
     devices = several_devices(device)  # cuda:0,cuda:1 or all: every full pass is split over one process per device
     load_opts = {k: v for k, v in (("device", devices[0] if devices else device), ("prompt", prompt), ("dtype", dtype),
                                    ("prompt_name", prompt_name), ("revision", revision),

@@ -33,15 +33,21 @@ GPU_FIRST_CHUNK = 4096
 GPU_TOKENIZE_CHUNK = 4096
 
 
-def resolve_batching(device: str, batch_size: int | None, batch_tokens: int | None) -> tuple[int | None, int | None]:
-    """The (texts cap, token budget) for ``device``: the values given, else 128 texts on a CPU, and the
-    measured token budget with no texts cap on a GPU. ``batch_tokens=0`` turns the budget off."""
+def check_batching(batch_size: Any, batch_tokens: Any) -> None:
+    """A texts cap of at least 1 and a token budget of 0 (none) or more, each a whole number or None; the Python API
+    checks them with it before a model loads (:mod:`embench.evaluation.api_arguments`)."""
     whole_number(batch_size, "--batch-size", least=None)  # 1.5 or "32" from Python: said here, not in a slice
     whole_number(batch_tokens, "--batch-tokens", least=None)
     if batch_size is not None and batch_size < 1:
         raise EmbenchError(f"--batch-size must be at least 1, got {batch_size}")
     if batch_tokens is not None and batch_tokens < 0:
         raise EmbenchError(f"--batch-tokens must be 0 (no budget) or positive, got {batch_tokens}")
+
+
+def resolve_batching(device: str, batch_size: int | None, batch_tokens: int | None) -> tuple[int | None, int | None]:
+    """The (texts cap, token budget) for ``device``: the values given, else 128 texts on a CPU, and the
+    measured token budget with no texts cap on a GPU. ``batch_tokens=0`` turns the budget off."""
+    check_batching(batch_size, batch_tokens)
     gpu = not str(device).startswith("cpu")
     if batch_tokens is None:
         batch_tokens = GPU_BATCH_TOKENS if gpu else 0

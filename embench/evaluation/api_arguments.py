@@ -6,14 +6,15 @@ from typing import Any
 
 from ..core.arguments import callback, folder_argument, name_list, truth, whole_number
 from ..core.errors import EmbenchError
+from ..encoding.batching import check_batching
 
 
 def evaluate_arguments(suite: Any, tasks: Any, task_files: Any, batch_size: Any, on_task: Any,
                        folders: dict[str, Any] | None = None,
                        flags: dict[str, Any] | None = None) -> tuple[list[str] | None, list[str] | None]:
     """``tasks`` and ``task_files`` as lists (one name is a list of one); a suite that is no name, an empty list of
-    tasks, a batch size that is no whole number, a callback that cannot be called, a folder that is no path or a
-    switch that is not True or False is an error naming it."""
+    tasks, a batch size that is no whole number of at least 1, a callback that cannot be called, a folder that is no
+    path or a switch that is not True or False is an error naming it."""
     for what, value in (folders or {}).items():
         folder_argument(value, what)
     for what, value in (flags or {}).items():
@@ -24,6 +25,19 @@ def evaluate_arguments(suite: Any, tasks: Any, task_files: Any, batch_size: Any,
     tasks, task_files = name_list(tasks, "tasks"), name_list(task_files, "task_files")
     if tasks == [] and not task_files and suite is None:  # not the default suite: the caller asked for no task
         raise EmbenchError("tasks=[] names no task; leave tasks out for the default suite (sts-all)")
-    whole_number(batch_size, "batch_size", least=None)  # its range: batching.py, as --batch-size
+    batch_arguments(batch_size)
     callback(on_task, "on_task")
     return tasks, task_files
+
+
+def batch_arguments(batch_size: Any, batch_tokens: Any = None) -> None:
+    """A batch size (and token budget) the engine takes, said before a model loads (``evaluate``, ``compare``, ``audit``):
+    the engine said ``batch_size=0`` only once the model had loaded, and in ``audit`` every task had been read."""
+    whole_number(batch_size, "batch_size", least=None)  # the name the API spells; its range as --batch-size's
+    check_batching(batch_size, batch_tokens)
+
+
+def interval_arguments(ci: Any, resamples: Any, ci_seed: Any) -> None:
+    """``resamples`` and ``ci_seed`` only with ``ci``: without an interval to draw, they were dropped in silence."""
+    if ci is None and (resamples is not None or ci_seed is not None):
+        raise EmbenchError("--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL (e.g. --ci 95) too")

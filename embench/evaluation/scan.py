@@ -20,6 +20,15 @@ from .results import Record, record_problem
 from .suites import SUITES
 
 
+class NoMatchingRecords(EmbenchError):
+    """No stored record is of the models or tasks asked for; ``held`` are the records the folders do hold (the command
+    line says what they are, as ``results show`` does, and exits 1: nothing to show, not an error)."""
+
+    def __init__(self, message: str, held: list[Record]):
+        super().__init__(message)
+        self.held = held
+
+
 def scan_results(folders: Sequence[Path | str]) -> tuple[list[Record], list[tuple[Path, str]]]:
     """Records of ``<folder>/<model>/<task>-<key>.json`` in every folder, and ``(file, problem)`` for
     each file that does not decode or fails :func:`record_problem`. A missing folder is an error."""
@@ -61,7 +70,8 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
     ``models`` are model names as stored (or their last path part); ``suite``/``tasks`` pick the columns
     and their order (tasks by name or display name, any case; default: every task stored, in the
     suites' order). Records of one kind made under different protocols raise
-    :class:`~embench.report.paper.ProtocolMixError` unless ``split`` is ``"tables"`` or ``"rows"``.
+    :class:`~embench.report.paper.ProtocolMixError` unless ``split`` is ``"tables"`` or ``"rows"``. Folders holding no
+    record, or none of the models or tasks asked for, raise :class:`NoMatchingRecords`.
 
     >>> tables, skipped = report_tables(["results"], suite="sts-all")  # doctest: +SKIP
     """
@@ -74,16 +84,19 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
         known = sorted({r.model for r in records})
         missing = [m for m in models if not any(_same_model(r.model, m) for r in records)]
         if missing:
-            raise EmbenchError(f"no stored results for model(s) {', '.join(missing)} in {', '.join(map(str, results_dirs))}; "
-                               f"stored: {', '.join(known) or 'none'}")
+            said = (f"no stored results for model(s) {', '.join(missing)} in {', '.join(map(str, results_dirs))}; "
+                    f"stored: {', '.join(known) or 'none'}")
+            raise NoMatchingRecords(said, records) if len(missing) == len(models) else EmbenchError(said)  # some: a typo
         records = sorted((r for r in records if any(_same_model(r.model, m) for m in models)),
                          key=lambda r: next(i for i, m in enumerate(models) if _same_model(r.model, m)))
     order = _task_order(suite, tasks)
     if suite or tasks:
         wanted = {t.lower() for t in order}
-        records = [r for r in records if r.task.lower() in wanted or r.display.lower() in wanted]
+        held, records = records, [r for r in records if r.task.lower() in wanted or r.display.lower() in wanted]
         if not records:
-            raise EmbenchError(f"no stored results for task(s) {', '.join(order)} in {', '.join(map(str, results_dirs))}")
+            raise NoMatchingRecords(f"no stored results for task(s) {', '.join(order)} in {', '.join(map(str, results_dirs))}", held)
+    if not records and not problems:  # not a folder of damaged records (paper_tables names none to report): one with none
+        raise NoMatchingRecords(f"no stored results in {', '.join(map(str, results_dirs))}", [])
     by_name = {t.lower(): i for i, t in enumerate(order)}
     records = sorted(records, key=lambda r: by_name.get(r.task.lower(), by_name.get(r.display.lower(), len(order))))
     stored = {r.model for r in records}

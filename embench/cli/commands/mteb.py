@@ -9,8 +9,9 @@ import typer
 
 from ...core.paths import check_folder_option
 from ..option_groups import ENCODING, MODEL, STORAGE, VECTORS, Given, protocol_options, shared_options
-from ..options import SEED_MAX, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, cli_results, value
+from ..options import SEED_MAX, Fmt, FmtOpt, ModelsOpt, OverwriteOpt, QuietOpt, ResultsOpt, value
 from ..output import emit
+from .results import nothing_to_show, stored_folder
 
 mteb_app = typer.Typer(no_args_is_help=True)
 OutputOpt = Annotated[Path | None, typer.Option("--mteb-output", help="Also write the results in mteb's format here (mteb.ResultCache layout).")]
@@ -119,12 +120,12 @@ def export(
     from ...api import results
     from ...tasks.mteb.adapter import export_records
 
-    written = export_records(results(cli_results(results_dir), model=model), output)
+    folder = stored_folder(results_dir)  # none there: nothing to show (exit 1), as `results show` says it
+    written = export_records(results(folder, model=model), output)
     for p in written:
         typer.echo(str(p))
     if not written:
-        typer.echo("no stored MTEB records" + (f" in {results_dir}" if results_dir else ""), err=True)
-        raise typer.Exit(1)
+        nothing_to_show(f"no stored MTEB records in {folder}")
 
 
 @mteb_app.command("blocks")
@@ -136,8 +137,8 @@ def blocks(
     """Block averages of stored MTEB records: mean within each task type, then across types."""
     from ...api import results
 
-    recs = [r for r in results(cli_results(results_dir), model=model) if (r.scores or {}).get("mteb_type")]
+    folder = stored_folder(results_dir)
+    recs = [r for r in results(folder, model=model) if (r.scores or {}).get("mteb_type")]
     if not recs:
-        typer.echo("no stored MTEB records", err=True)
-        raise typer.Exit(1)
+        nothing_to_show(f"no stored MTEB records in {folder}")
     emit(_blocks_table(recs, value(fmt)))

@@ -15,6 +15,7 @@ from ...core.paths import check_folder_option, not_there
 from ...report.formats import REPORT_FORMATS
 from ..options import choice_enum, value
 from ..output import emit, err
+from .results import nothing_matches, stored_folder
 
 ReportFmt = choice_enum("ReportFmt", REPORT_FORMATS)
 Split = choice_enum("Split", ("tables", "rows"))
@@ -39,7 +40,7 @@ def _is_png(path: Path) -> bool:
 
 
 def report(
-    results: Annotated[list[Path] | None, typer.Option("--results-dir", "--results", help="Results folder (made by `embench run --results-dir`); repeat for several.")] = None,
+    results: Annotated[list[Path] | None, typer.Option("--results-dir", "--results", help="Results folder (made by `embench run --results-dir`); repeat for several (default, without --analysis or --image: $EMBENCH_RESULTS, then ./results).")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models (as stored); rows in this order of colours; repeatable.")] = None,
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="Only the suite's tasks, in its order.")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these tasks (after the suite's); repeatable.")] = None,
@@ -58,15 +59,15 @@ def report(
     title: Annotated[str | None, typer.Option("--title", help="HTML page title (default: embench report).")] = None,
 ) -> None:
     """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
-    from ...evaluation.scan import report_tables
+    from ...evaluation.scan import NoMatchingRecords, report_tables
     from ...report import figures as figs
     from ...report.html_page import figure_html, page
     from ...report.paper_render import render_tables, to_html
 
     fmt_ = value(fmt)
     names = _names(name or [])
-    if not results and not analysis and not image:
-        raise typer.BadParameter("give --results DIR (tables) and/or --analysis DIR (figures)", param_hint="--results")
+    if not results and not analysis and not image:  # the folder `results show` reads (and `run` writes)
+        results = [None]
     if out is not None:
         if out.is_dir():
             raise EmbenchError(f"--out {out} is a folder; give the name of the file to write")
@@ -83,10 +84,16 @@ def report(
             raise typer.BadParameter(f"{path} {why}", param_hint="--image")
     tables, problems = [], []
     if results:
-        with warnings.catch_warnings():  # its unused-name warning: _warn_unused_names below also reads the analyses
-            warnings.filterwarnings("ignore", message="names: no record has")
-            tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
-                                             split=value(split), lower_is_better=lower or (), caption=caption)
+        results = [stored_folder(r) for r in results]  # a folder that does not exist: nothing to show (exit 1)
+        _check_task_names(task, results)
+        where = ", ".join(map(str, results))
+        try:
+            with warnings.catch_warnings():  # its unused-name warning: _warn_unused_names below also reads the analyses
+                warnings.filterwarnings("ignore", message="names: no record has")
+                tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
+                                                 split=value(split), lower_is_better=lower or (), caption=caption)
+        except NoMatchingRecords as e:
+            nothing_matches(where, e.held, {"--model": model, "--suite": [suite] if suite else None, "--task": task})
     for path, problem in problems:
         err.print(f"[yellow]skipped[/] {path}: {problem} (the other records are reported)")
     _warn_unused_names(names, results, analysis)
@@ -128,6 +135,21 @@ def report(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         err.print(f"wrote {out}")
+
+
+def _check_task_names(tasks: list[str] | None, folders: list[Path]) -> None:
+    """A ``--task`` that is neither a task (name or alias, any case) nor stored (a task file's task, by its own or its
+    table's name) is the registry's error with the nearest names, as every other command says it (it was "no stored
+    results for task(s) STS99")."""
+    from ...tasks import TASKS
+
+    if unregistered := [t for t in tasks or () if t not in TASKS]:  # the records are read for these names only
+        from ...evaluation.scan import scan_results
+
+        stored = {n.lower() for r in scan_results(folders)[0] for n in (r.task, r.display)}
+        for t in unregistered:
+            if t.lower() not in stored:
+                TASKS.canonical(t)  # unknown task 'STS99'. Did you mean 'STS16', ... (an mteb name it registers)
 
 
 # options that only one format uses: (its format, what it does there); with another format they would be ignored

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -66,22 +67,39 @@ def _stored(results_dir: Path | None, model: list[str] | None, task: list[str] |
     """The records asked for; none is exit 1 with what the folder does hold when a filter left nothing."""
     from ...api import results
 
+    folder = stored_folder(results_dir)
+    recs = results(folder, model=model, task=task)
+    if not recs:
+        nothing_matches(folder, results(folder) if model or task else [], {"--model": model, "--task": task})
+    return recs
+
+
+# Nothing to show (no results folder yet, none stored, a filter that keeps none) is exit 1 with a line on stderr, not
+# an error (exit 2: a wrong path's kind, an unknown name), as `data check` exits 1 on a root without the manifest's
+# files: `results show | export`, `report` and `mteb blocks | export` say it alike.
+def stored_folder(results_dir: Path | None) -> Path:
+    """``--results-dir``, else the command line's default ($EMBENCH_RESULTS, then ./results); a path of the wrong kind
+    is an error, a folder that does not exist (the default before a first run) nothing to show."""
     folder = cli_results(results_dir)
     if folder.exists() and not folder.is_dir():  # a path of the wrong kind is said as such, not as missing
         raise EmbenchError(f"--results-dir {folder} {not_there(folder, 'folder')}")
-    if not folder.is_dir():  # nothing stored yet (the default folder before a first run): exit 1, not an error
-        err.print(f"no stored results in {folder} (no such folder)")
-        raise typer.Exit(1)
-    recs = results(folder, model=model, task=task)
-    if recs:
-        return recs
-    held = results(folder) if model or task else []
+    if not folder.is_dir():
+        nothing_to_show(f"no stored results in {folder} (no such folder)")
+    return folder
+
+
+def nothing_matches(folder: Any, held: Sequence, filters: dict[str, Sequence[str] | None]) -> NoReturn:
+    """Nothing to show: ``folder`` holds no record, or only the records ``held``, which ``filters`` (an option -> the
+    values given) did not keep."""
     if not held:
-        err.print(f"no stored results in {folder}")
-    else:  # the filter's fault, not the folder's
-        asked = " and ".join(f"{flag} {', '.join(v)}" for flag, v in (("--model", model), ("--task", task)) if v)
-        err.print(f"no stored result in {folder} matches {asked}; it holds {len(held)} record(s) of model(s) "
-                  f"{_some({r.model for r in held})} on task(s) {_some({r.display for r in held})}")
+        nothing_to_show(f"no stored results in {folder}")
+    asked = " and ".join(f"{flag} {', '.join(v)}" for flag, v in filters.items() if v)
+    nothing_to_show(f"no stored result in {folder} matches {asked}; it holds {len(held)} record(s) of model(s) "
+                    f"{_some({r.model for r in held})} on task(s) {_some({r.display for r in held})}")
+
+
+def nothing_to_show(message: str) -> NoReturn:
+    err.print(message, markup=False, highlight=False)  # a '[' in a folder's name is no markup
     raise typer.Exit(1)
 
 

@@ -7,7 +7,8 @@ already encoded for ``sts-all`` with the same model, pooling and text is read fr
 encoded again. The adapter never sees the model itself; it only sees ``embed``.
 
 Similarity is mteb's own cosine (``mteb.similarity_functions``) unless the protocol asks for
-``dot``; mteb's evaluators call ``similarity``/``similarity_pairwise`` through this object.
+``dot``; mteb's evaluators call ``similarity``/``similarity_pairwise`` through this object. Where a task's main
+score never calls it (:func:`main_score_reads_similarity`), the task is given cosine whatever was asked.
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def model_meta(name: str = "embench/encoder", revision: str | None = None, simil
         name = f"embench/{name}"  # mteb expects "organisation/model"
     return ModelMeta.create_empty({"name": name, "revision": revision or "no_revision_available", "similarity_fn_name": fn,
                                    "framework": ["PyTorch"], **fields})
+
+
+# mteb task types whose main score is a classifier's, a regressor's or k-means' fitted on the vectors themselves
+FITTED_TYPES = frozenset({"Classification", "MultilabelClassification", "Regression", "Clustering"})
+
+
+def main_score_reads_similarity(metadata: Any) -> bool:
+    """Whether mteb's main score of a task (its ``TaskMetadata``) is computed with the model's similarity: retrieval's,
+    reranking's, bitext mining's... are; STS's and summarisation's ``cosine_*`` are cosine whatever the model's, pair
+    classification's ``max_*`` the best over cosine, dot, euclidean, manhattan and the model's own (one of the first
+    two), and classification's and clustering's read the vectors only (mteb 2's evaluators)."""
+    best_of_all = metadata.type == "PairClassification" and metadata.main_score.startswith("max_")
+    return not (metadata.main_score.startswith("cosine_") or best_of_all or metadata.type in FITTED_TYPES)
 
 
 class EngineEncoder:

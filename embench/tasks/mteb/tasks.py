@@ -17,8 +17,11 @@ mteb is imported inside functions only, so ``import embench`` stays fast.
 from __future__ import annotations
 
 import json
+import logging
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,7 @@ from ...evaluation.suites import MTEB_PREFIX as PREFIX
 from ..base import TASKS, Embed, Prepared, TaskScore
 from ..senteval.datasets import TRANSFER_DATASETS
 from ..sts.datasets import STS_DATASETS
-from .adapter import MTEB_SEED, EngineEncoder
+from .adapter import MTEB_SEED, EngineEncoder, main_score_reads_similarity
 from .load import load_into, local_copy, task_kind
 from .local_data import LOCAL
 
@@ -82,11 +85,26 @@ class MTEBTask:
         task = mteb.get_task(self.mteb_name)
         return task if seed == task.seed else type(task)(seed=seed)
 
+    def similarity(self, asked: str) -> str:
+        """The similarity mteb is given: the one asked where mteb's main score of this task uses the model's similarity
+        (retrieval, reranking...), else cosine (STS's main score is its cosine Spearman whatever the model's: under
+        ``--similarity dot`` a record said dot of the cosine score)."""
+        if asked == "cosine":  # either way: mteb is not imported to know it (grid plans, a default run's keys)
+            return asked
+        from mteb.get_tasks import _TASKS_REGISTRY
+
+        metadata = _TASKS_REGISTRY[self.mteb_name].metadata  # the task class's: no task object, none of its notes
+        return asked if main_score_reads_similarity(metadata) else "cosine"
+
     def recorded_protocol(self, protocol: EvalProtocol) -> EvalProtocol:
         """The protocol this task's record names: the similarity and seed mteb is given, every other axis at its default
         (mteb reads none of them: ``--correlation pearson`` keyed a second record of one result, and said it was used)."""
-        kept = EvalProtocol(similarity=protocol.similarity, seed=protocol.seed)
-        if ignored := [f"--{k.replace('_', '-')} {v}" for k, v in protocol.to_dict().items() if v != getattr(kept, k)]:
+        kept = EvalProtocol(similarity=self.similarity(protocol.similarity), seed=protocol.seed)
+        if kept.similarity != protocol.similarity:
+            warnings.warn(f"--similarity {protocol.similarity}: mteb's main score of {self.mteb_name} does not use the "
+                          f"model's similarity; its record names {kept.similarity}", stacklevel=2)
+        if ignored := [f"--{k.replace('_', '-')} {v}" for k, v in protocol.to_dict().items()
+                       if k != "similarity" and v != getattr(kept, k)]:
             warnings.warn(f"{', '.join(ignored)}: MTEB tasks are scored by mteb, which takes only the similarity and the "
                           "seed; their records keep the defaults", stacklevel=2)
         return kept
@@ -119,8 +137,10 @@ class MTEBTask:
             "limit": self.limit,
         })
 
+        scored = replace(protocol, similarity=self.similarity(protocol.similarity))  # the one its record names
+
         def score(embed: Embed) -> TaskScore:
-            return run_mteb(task, embed, protocol, meta)
+            return run_mteb(task, embed, scored, meta)
 
         return Prepared(texts=texts, files=files, score=score, meta=meta)
 
@@ -130,9 +150,7 @@ def run_mteb(task: Any, embed: Embed, protocol: EvalProtocol, meta: dict[str, An
     import mteb
 
     encoder = EngineEncoder(embed, similarity=protocol.similarity)
-    with warnings.catch_warnings():
-        # embench runs the task versions the leaderboard published; mteb's "superseded by .v2" note is noise here
-        warnings.filterwarnings("ignore", message=".*is superseded by.*")
+    with superseded_note_hidden():
         result = mteb.evaluate(
             encoder, task, cache=None, overwrite_strategy="always", show_progress_bar=False,
             co2_tracker=False, encode_kwargs={"batch_size": 4096, "show_progress_bar": False},
@@ -154,6 +172,24 @@ def run_mteb(task: Any, embed: Embed, protocol: EvalProtocol, meta: dict[str, An
         "mteb_result": json.loads(json.dumps(task_result.to_dict(), default=str)),
     }
     return TaskScore(main=main, scores=scores, meta={"texts_requested_by_mteb": encoder.texts_requested})
+
+
+@contextmanager
+def superseded_note_hidden() -> Iterator[None]:
+    """mteb's "is superseded by .v2" note, hidden for the call: embench runs the task versions the leaderboard published.
+    ``mteb.evaluate`` says it as a warning and as a WARNING line of its task logger (printed under ``-q`` too)."""
+    logger = logging.getLogger("mteb.abstasks.abstask")
+
+    def keep(record: logging.LogRecord) -> bool:
+        return "is superseded by" not in record.getMessage()
+
+    logger.addFilter(keep)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is superseded by.*")
+            yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def resolve(name: str) -> str | None:
