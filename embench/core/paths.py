@@ -16,13 +16,11 @@ def resolved(path: Path | str) -> Path:
     the path (pathlib raises a RuntimeError, or on Python 3.13 an OSError, that would end in a traceback)."""
     try:
         return Path(path).resolve()
-    except RuntimeError:
-        pass
-    except OSError as e:
-        if e.errno != errno.ELOOP:
+    except (RuntimeError, OSError) as e:
+        if isinstance(e, OSError) and e.errno != errno.ELOOP:
             raise
-    raise EmbenchError(f"{path} is a symlink loop (a link that leads back to itself); remove the link or point it at "
-                       "a real file or folder")
+        raise EmbenchError(f"{path} is a symlink loop (a link that leads back to itself); remove the link or point it "
+                           "at a real file or folder") from None
 
 
 def within(root: Path | str, relative: Path | str, what: str) -> Path:
