@@ -102,6 +102,10 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     holds to the cache, as on Ctrl-C), then, after a bound, SIGTERM. A process ended mid-write leaves no shard that
     is read as good: a shard is written under a temporary name and renamed whole."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # concurrent.futures keeps them there
+    # the pool's manager thread reaps the processes too, and shutdown(wait=False) drops the pool's reference to it (so
+    # the ``with`` block's own shutdown cannot wait for it): kept here, and joined last, else a process it was reaping
+    # still reads as alive after this returns
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         with contextlib.suppress(OSError):
@@ -113,6 +117,8 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.terminate()
             p.join(STOP_SECONDS)
+    if manager is not None:
+        manager.join(STOP_SECONDS)
 
 
 def prefill_views(engines: Sequence[Engine], texts: Sequence[str], devices: Sequence[str]) -> None:
