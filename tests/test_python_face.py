@@ -199,6 +199,24 @@ def test_an_object_s_truncation_and_prompts_are_in_its_key_and_a_prompt_not_its_
     assert isinstance(as_encoder(own, {}), ForeignEncoder)
 
 
+@pytest.mark.slow  # imports sentence-transformers
+def test_an_object_s_maximum_length_and_lower_casing_are_in_its_key(tiny_st_dir, tmp_path):
+    """sentence-transformers 6 prints neither max_seq_length nor do_lower_case, and the key hashed the print: an object
+    set to 16 tokens and then to 8 kept one key, and `evaluate` served the 16-token vectors for the 8-token model."""
+    from sentence_transformers import SentenceTransformer
+
+    obj = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    long_text = ["word " * 40 + "end", "another " * 30 + "end"]
+    keys, vectors = set(), []
+    for length, lower in ((16, False), (8, False), (8, True)):
+        obj.max_seq_length, obj[0].do_lower_case = length, lower
+        enc = ForeignEncoder(obj)
+        keys.add(enc.cache_key())
+        vectors.append(enc.encode_batch(long_text))
+    assert len(keys) == 3
+    assert not np.allclose(vectors[0], vectors[1])  # the lengths give other vectors: one key would serve the wrong ones
+
+
 def test_encode_batch_names_an_item_that_is_not_a_string_as_encode_does(tiny_bert_dir):
     """encode_batch([1, 2]) raised the tokenizers library's TypeError (TextEncodeInput must be Union[...])."""
     model = embench.load_model(tiny_bert_dir)

@@ -47,7 +47,7 @@ def object_fingerprint(obj: Any) -> str | None:
 
         h = hashlib.sha256(module_fingerprint(obj).encode())
         h.update(repr(obj).encode())
-        own = encode_attributes(obj)
+        own = encode_attributes(obj) | _text_settings(obj)
         if own:  # hashed only where set: an object without them keeps the fingerprint it had
             h.update(stable_hash(own, 64).encode())
         return h.hexdigest()[:16]
@@ -61,6 +61,17 @@ def encode_attributes(obj: Any) -> dict[str, Any]:
     if isinstance(found["prompts"], dict):
         found["prompts"] = {k: v for k, v in found["prompts"].items() if v}
     return {k: v for k, v in found.items() if v is not None and v != {}}
+
+
+def _text_settings(obj: Any) -> dict[str, Any]:
+    """A sentence-transformers object's maximum length and lower-casing, where it has them: each changes the
+    vectors, and the print of sentence-transformers 6 shows neither (``obj.max_seq_length = 16`` kept the key, and the
+    256-token vectors were served)."""
+    try:
+        found = {"max_seq_length": getattr(obj, "max_seq_length", None), "do_lower_case": getattr(obj[0], "do_lower_case", None)}
+    except (TypeError, IndexError, KeyError, AttributeError):  # no first module: only what the object has itself
+        found = {"max_seq_length": getattr(obj, "max_seq_length", None)}
+    return {k: v for k, v in found.items() if isinstance(v, (int, bool))}
 
 
 def object_name(obj: Any) -> str:
