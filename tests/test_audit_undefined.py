@@ -104,3 +104,16 @@ def test_the_pooling_knob_leaves_out_first_token_poolers_of_a_decoder():
     assert poolings("llama") == poolings("qwen2") == ["mean", "first_last_avg", "embed_last_avg"]
     assert poolings("bert") == ["cls", "mean", "first_last_avg", "embed_last_avg", "cls_before_pooler"]
     assert poolings(None) == poolings("bert")
+
+
+@pytest.mark.slow
+def test_the_pooling_knob_keeps_first_token_poolers_of_a_decoder_whose_last_layer_sees_both_ways(tiny_llama_dir, data_root,
+                                                                                                tmp_path):
+    """Under --bidirectional-last the first token of a decoder attends to the whole text in the last layers (BeLLM's
+    Eq. 5), so pooling=cls reads it; the audit left the cls variant out all the same."""
+    from embench.audit.protocol import audit
+
+    result = audit(str(tiny_llama_dir), knobs=["pooling"], tasks=["STS12"], data=data_root, results_dir=tmp_path / "r",
+                   cache_dir=tmp_path / "c", device="cpu", bidirectional_last=1, sample=200)
+    cls = result.rows.loc["pooling=cls"]  # a KeyError before: no such row
+    assert cls.notna().all() and cls["Avg."] != result.rows.loc["baseline", "Avg."]

@@ -47,9 +47,10 @@ class Variant:
         return {k: v for k, v in self.knobs.items() if k in MODEL_KNOBS and v is not None}
 
 
-def variants(knobs: list[str], config: Any = None) -> list[Variant]:
+def variants(knobs: list[str], config: Any = None, bidirectional: bool = False) -> list[Variant]:
     """The baseline, the aggregation x correlation grid, then one knob at a time; with the model's ``config``, only the
-    poolings that read its text (:func:`reads_the_text`)."""
+    poolings that read its text (:func:`reads_the_text`: a decoder's first token sees none of it), every pooling where
+    the last layers see both ways (``bidirectional``, BeLLM's)."""
     out = [Variant("baseline", {})]
     if "aggregation" in knobs or "correlation" in knobs:
         aggs = KNOBS["aggregation"] if "aggregation" in knobs else ["all"]
@@ -65,7 +66,7 @@ def variants(knobs: list[str], config: Any = None) -> list[Variant]:
         if knob not in KNOBS:
             raise UnknownNameError("audit knob", knob, list(KNOBS), nearest(knob, list(KNOBS)))
         for value in KNOBS[knob][1:]:
-            if knob != "pooling" or reads_the_text(value, config):
+            if knob != "pooling" or bidirectional or reads_the_text(value, config):
                 out.append(Variant(f"{knob}={value}", {knob: value}))
     return out
 

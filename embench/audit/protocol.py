@@ -161,7 +161,7 @@ def audit(
     common = {"data": data, "results_dir": results_dir, "cache_dir": cache_dir, "progress": progress, **load_opts,
               **({"device": device} if devices else {})}  # evaluate() splits a variant's full pass itself
     base = load_model(model, **load_opts)  # fail early, with the list of what was tried, on a bad name
-    vs = variants(knobs, base.config)  # a decoder's first token sees no text: no cls pooling variants
+    vs = variants(knobs, base.config, bool(getattr(base, "settings", None) and base.settings.extra.get("bidirectional_last")))
     root = DataRoot.resolve(data)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     log = PassLog()
