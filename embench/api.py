@@ -212,7 +212,7 @@ def compare(
     its paired-bootstrap interval and p-value, a paired permutation test and Steiger's test; ``test``
     picks the one behind the verdict. A seed group (a folder from ``train --seeds``) is compared by a
     hierarchical bootstrap over its seeds and the items instead (``embench/evaluation/seed_comparison.py``).
-    ``options`` are :func:`evaluate`'s.
+    ``options`` are :func:`evaluate`'s; ``ci_seed`` defaults to the protocol's seed, as there.
     """
     one_axis(options.get("truncate_dim"), options.get("quantize"))  # a paired test: one configuration of each model
     check_test(test, alpha, task_kinds(suite, name_list(tasks, "tasks")))  # before either model loads
@@ -221,9 +221,11 @@ def compare(
     groups = [read_seed_group(m) if isinstance(m, (str, Path)) else None for m in (model_a, model_b)]
     if any(groups):
         check_group_test(test)  # before any encoding
-    settings = IntervalSettings.parse(ci, resamples, ci_seed)
-    kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": settings.seed}
+    settings = IntervalSettings.parse(ci, resamples, ci_seed)  # checked before either model loads
+    # no ci_seed: the protocol's seed, as `run --ci` draws (1111 here re-saved the intervals run had stored under --seed)
+    kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": ci_seed}
     ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **options) for m in (model_a, model_b))
+    settings = ev_a.interval_settings or settings
     if any(groups):
         sides = [seed_side(g.name if g else ev.records[0].model, ev.records, ev.items, group=g is not None)
                  for g, ev in zip(groups, (ev_a, ev_b), strict=True)]

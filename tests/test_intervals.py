@@ -59,7 +59,7 @@ def test_cli_intervals_in_every_format_and_bad_options(env, tiny_bert_dir, one_t
     base = ["run", "--model", str(tiny_bert_dir), "--task", "STS16", "-q"]
     csv = runner.invoke(app, [*base, "--ci", "95", "-f", "csv"])
     assert csv.exit_code == 0, csv.output
-    assert csv.stdout.splitlines()[0] == "model,STS16,STS16 low,STS16 high,Avg.,Avg. low,Avg. high"
+    assert csv.stdout.splitlines()[0] == "table,model,STS16,STS16 low,STS16 high,Avg.,Avg. low,Avg. high,note"
     md = runner.invoke(app, [*base, "--ci", "95", "-f", "markdown"])
     assert "[" in md.stdout.splitlines()[2] and "95% intervals: percentile bootstrap" in md.stdout
     latex = runner.invoke(app, [*base, "--ci", "95", "-f", "latex"])

@@ -77,7 +77,7 @@ LayerOpt = Annotated[int | None, typer.Option(help="Hidden layer to pool (0 = em
 MaxLengthOpt = Annotated[int | None, typer.Option(help="Maximum tokens per text (default: the model's).")]
 OverwriteOpt = Annotated[bool, typer.Option(help="Recompute tasks that already have a stored record.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output on stderr.")]
-CIOpt = Annotated[float | None, typer.Option("--ci", help="Add a bootstrap confidence interval at this level (e.g. 95) to every score and Avg.; from stored per-item outcomes, no encoding.")]
+CIOpt = Annotated[float | None, typer.Option("--ci", help="Add a bootstrap confidence interval at this level (95 or 0.95: below 1 a fraction, from 1 to 100 a percentage) to every score and Avg.; from stored per-item outcomes, no encoding.")]
 ResamplesOpt = Annotated[int | None, typer.Option("--resamples", help="Bootstrap resamples for intervals and paired tests (default 1000).")]
 CISeedOpt = Annotated[int | None, typer.Option("--ci-seed", help="Seed of the bootstrap (default: the protocol's seed, 1111).",
                                                min=0, max=SEED_MAX)]

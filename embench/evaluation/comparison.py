@@ -64,12 +64,19 @@ def check_comparable(a: Side, b: Side) -> None:
                            f"{a.items.digest} vs {b.items.digest}): different texts or gold scores (another data root or version?)")
 
 
-def _steiger(a: Items, b: Items) -> float:
+def _steiger(a: Items, b: Items) -> tuple[float, str | None]:
+    """Steiger's p, or NaN and why it is undefined (3 pairs or fewer, a perfect or an undefined correlation): a
+    small task must not stop the bootstrap and permutation tests, for which Steiger's column is only informational."""
     if a.kind != "correlation":
-        return float("nan")
+        return float("nan"), None
     x, y, g = np.concatenate(a.values), np.concatenate(b.values), np.concatenate(a.gold)
     r_a, r_b, r_ab = (float(weighted_pearson(u, v)) for u, v in ((x, g), (y, g), (x, y)))
-    return steiger_test(r_a, r_b, r_ab, len(g))[1]
+    if not all(np.isfinite([r_a, r_b, r_ab])):
+        return float("nan"), "a Pearson correlation is undefined (the similarities or the gold scores are all equal)"
+    try:
+        return steiger_test(r_a, r_b, r_ab, len(g))[1], None
+    except ValueError as e:
+        return float("nan"), str(e)
 
 
 @dataclass
@@ -130,9 +137,15 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
                   alpha: float = 0.05) -> Comparison:
     """Paired tests of A against B on every task of ``pairs``, Holm across tasks, and Avg."""
     check_test(test, alpha)
-    rows, diffs = {}, []
+    rows, diffs, no_steiger = {}, [], {}
     for a, b in pairs:
         check_comparable(a, b)
+        p_steiger, why = _steiger(a.items, b.items)  # before the resampling: --test steiger refuses at once
+        if why is not None and test == "steiger":
+            raise EmbenchError(f"{a.record.display}: --test steiger cannot compare this task: {why}; "
+                               "use --test bootstrap or permutation")
+        if why is not None:
+            no_steiger[a.record.display] = why
         dist = distributions([a.record, b.record], [a.items, b.items], settings)
         d = dist[0] - dist[1]
         diffs.append(d)
@@ -143,7 +156,7 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
         rows[a.record.display] = {
             "A": a.record.main_score, "B": b.record.main_score, "diff": a.record.main_score - b.record.main_score,
             "diff low": lo, "diff high": hi, "p bootstrap": paired_bootstrap_p(d), "p permutation": p_perm,
-            "p steiger": _steiger(a.items, b.items), "n": a.items.n,
+            "p steiger": p_steiger, "n": a.items.n,
         }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame["p holm"] = holm(frame[f"p {test}"].tolist())
@@ -165,6 +178,7 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
     ]
     if test == "steiger" and any(s.record.protocol.get("correlation") != "pearson" for s, _ in pairs):
         notes.append("Steiger's test compares Pearson correlations on all pairs pooled; the scores shown are the protocol's.")
+    notes += [f"p steiger is empty for {task}: {why}." for task, why in no_steiger.items()]
     return Comparison(pairs[0][0].record.model, pairs[0][1].record.model, frame, test, alpha, settings, notes,
                       names={a.record.task: a.record.display for a, _ in pairs})
 
@@ -177,8 +191,9 @@ def _p(x: float) -> str:
 
 
 def render_comparison(c: Comparison, fmt: str) -> str:
-    """The comparison table (scores x100, p-values to three decimals) with its notes under it."""
-    from ..report.tables import render
+    """The comparison table (scores x100, p-values to three decimals) with its notes under it; in CSV, the notes
+    (and the scale, which JSON says in its own field) as rows of their own (:func:`~embench.report.tables.csv_with_notes`)."""
+    from ..report.tables import csv_with_notes, render
 
     frame = c.frame.copy()
     if fmt not in ("json", "csv"):
@@ -195,4 +210,7 @@ def render_comparison(c: Comparison, fmt: str) -> str:
         return json.dumps({"scale": "fractions: 0.8203 is printed 82.03 in the tables (x100); p-values as they are",
                            "model_a": c.model_a, "model_b": c.model_b, "test": c.test, "alpha": c.alpha,
                            "notes": c.notes, "rows": rows}, indent=2)
-    return render(frame, fmt, scaled=scaled, note=" ".join(c.notes) if fmt != "csv" else None)
+    if fmt == "csv":  # p-values are not scaled: the CSV says so, as JSON's "scale" does
+        scale = f"Scores x100 ({', '.join(scaled)}); p-values and n as they are."
+        return csv_with_notes(render(frame, fmt, scaled=scaled), [scale, *c.notes], "comparison")
+    return render(frame, fmt, scaled=scaled, note=" ".join(c.notes))

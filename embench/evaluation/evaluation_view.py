@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..encoding.vector_axes import suffix
-from ..report.tables import breakdown_frame, render, summary_frame
+from ..report.tables import breakdown_frame, csv_with_notes, render, summary_frame
 from ..stats.bootstrap import AGGREGATIONS  # the rows breakdown_frame adds after a task's subsets
 from .items import Items
 from .results import Record
@@ -121,6 +121,9 @@ class Evaluation:
             note = "; ".join(filter(None, [note, "seed groups: mean +- sample standard deviation over seeds"]))
         # several models: best bold, second underlined
         intervals = {(self.labels.get(m, m), c): iv for (m, c), iv in self.intervals.items()}
+        if fmt == "csv":  # render drops a note in CSV: it comes as rows of its own, saying how the intervals were drawn
+            text = render(self.frame, fmt, intervals=intervals or None, spreads=self.spreads or None)
+            return csv_with_notes(text, [note] if note else [], "scores")
         return render(self.frame, fmt, highlight=True, intervals=intervals or None, note=note,
                       spreads=self.spreads or None)
 

@@ -11,15 +11,16 @@ from .significance import IntervalSettings, average_interval, distributions, int
 
 
 def add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultStore | None) -> None:
-    """Every record's interval (kept in the record with its settings), and Avg.'s from the same replicates."""
+    """Every record's interval (kept in the record with its settings), and each row's Avg. from its own records'
+    replicates: a run of several ``truncate_dim``/``quantize`` rows holds several rows in one result."""
     result.interval_settings = settings
     with_items = [(r, result.items[(r.model, r.task)]) for r in result.records if (r.model, r.task) in result.items]
     # tasks are independent and numpy releases the GIL in the bootstrap's array passes: one thread per core
     with ThreadPoolExecutor(max_workers=max(1, min(len(with_items), os.cpu_count() or 1))) as pool:
         all_dists = list(pool.map(lambda ri: distributions([ri[0]], [ri[1]], settings)[0], with_items))
-    dists = []
+    rows: dict[str, list] = {}  # a row's (model, dim, precision) own replicates: its Avg. pools no other row's
     for (r, items), dist in zip(with_items, all_dists, strict=True):
-        dists.append(dist)
+        rows.setdefault(r.model, []).append(dist)
         entry = interval_entry(r, items, dist, settings)
         result.intervals[(r.model, r.display)] = (entry["low"], entry["high"])
         if r.ci != entry:
@@ -29,5 +30,6 @@ def add_intervals(result: Evaluation, settings: IntervalSettings, store: ResultS
                     store.save(r)
                 except OSError as e:  # the interval is still shown; only keeping it in the record failed
                     result.unsaved[result.key(r)] = f"{e.filename or store.path(r)}: {e.strerror or e}"
-    if result.records and len(dists) == len(result.records):
-        result.intervals[(result.records[0].model, "Avg.")] = average_interval(dists, settings.level)
+    for model, dists in rows.items():  # Avg. only where every task of the row has one (none is left out silently)
+        if len(dists) == sum(r.model == model for r in result.records):
+            result.intervals[(model, "Avg.")] = average_interval(dists, settings.level)

@@ -30,6 +30,7 @@ DEFAULT_RESAMPLES = 1000
 # left: each resample of each system holds 8 bytes and the percentiles sort them all, in C, where Ctrl-C and
 # SIGTERM cannot stop it (1e9 resamples ran over ten minutes and ignored both).
 MAX_RESAMPLES = 1_000_000
+LEVEL_RULE = "a confidence level: a fraction between 0 and 1 (0.95) or a percentage from 1 to below 100 (95)"
 METHOD = "percentile bootstrap over items (STS: pairs, within each subset; transfer: test examples)"
 
 
@@ -44,14 +45,15 @@ class IntervalSettings:
     @classmethod
     def parse(cls, level: float | str | None, resamples: int | str | None = None, seed: int | str | None = None,
               option: str = "--ci") -> IntervalSettings:
-        """From user input: ``level`` as a percentage (95) or a fraction (0.95); named options in every error."""
+        """From user input: ``level`` as a fraction below 1 (0.95) or else a percentage below 100 (95, and 1 is
+        1 %: read as the fraction 1.0, it was refused); named options in every error."""
         try:
             lv = float(DEFAULT_LEVEL if level is None else level)
         except (TypeError, ValueError):
-            raise EmbenchError(f"{option} {level!r}: a confidence level such as 95 (percent) or 0.95") from None
-        lv = lv / 100 if lv > 1 else lv
-        if not (0 < lv < 1) or not math.isfinite(lv):
-            raise EmbenchError(f"{option} {level!r}: the confidence level must lie strictly between 0 and 100 percent")
+            raise EmbenchError(f"{option} {level!r}: {LEVEL_RULE}") from None
+        if isinstance(level, bool) or not math.isfinite(lv) or not 0 < lv < 100:
+            raise EmbenchError(f"{option} {level!r}: {LEVEL_RULE}")
+        lv = lv if lv < 1 else lv / 100
         n = DEFAULT_RESAMPLES if resamples is None else resamples
         if isinstance(n, str) and n.strip().isdigit():
             n = int(n)

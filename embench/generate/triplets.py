@@ -80,6 +80,13 @@ def _existing_keys(out: Path, warn: Callable[[str], None]) -> dict[int, str]:
     return keys
 
 
+def _premises_id(premises: str | os.PathLike) -> str:
+    """``snli``, or the premises file's resolved path: ``prem.txt`` and ``./prem.txt`` are one file, and a resume
+    compared the spellings and refused it."""
+    spec = str(premises)
+    return "snli" if spec.lower() == "snli" else str(Path(spec).expanduser().resolve())
+
+
 def _check_premises(out: Path, written: dict[int, str], premises: str, found: list[Premise]) -> None:
     """A resume skips premises by key (line number or SNLI position): each written row's premise must still be the one
     at its key, or an edited premises file would have some premises skipped and others generated twice."""
@@ -118,7 +125,7 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
     if Path(premises).exists() and out.resolve() == Path(premises).resolve():
         raise EmbenchError(f"--out {out} is the premises file itself: give another --out")
     decoding = _decoding(DecodeSettings(max_new_tokens, omega if contrastive else 0.0, sample, temperature, top_p))
-    settings = {"llm": str(llm), "premises": str(premises), "contrastive": contrastive, "omega": omega if contrastive else None,
+    settings = {"llm": str(llm), "premises": _premises_id(premises), "contrastive": contrastive, "omega": omega if contrastive else None,
                 "decoding": decoding, "seed": seed, "chat": chat, "templates": prompts.templates}
     done: dict[int, str] = {}
     meta = settings_path(out)
@@ -127,8 +134,11 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
         done = _existing_keys(out, warn)
         if meta.is_file():
             before = json.loads(meta.read_text(encoding="utf-8")).get("settings", {})
-            # the model is compared by its weights' fingerprint once loaded (its path may move); the rest as given
+            # the model is compared by its weights' fingerprint once loaded (its path may move), the premises file by
+            # its resolved path; the rest as given
             before["decoding"] = _decoding(before.get("decoding"))  # a file written before greedy runs dropped them
+            if isinstance(before.get("premises"), str):  # an older file kept the path as given: resolved from here
+                before["premises"] = _premises_id(before["premises"])
             differ = [k for k in settings if k != "llm" and before.get(k) != settings[k]]
             if differ:
                 raise EmbenchError(f"{out} was written with other settings ({', '.join(differ)}): give --overwrite to "

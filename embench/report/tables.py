@@ -211,6 +211,15 @@ def stacked_csv(parts: Sequence[tuple[Mapping[str, Any], str]]) -> str:
     return buf.getvalue()
 
 
+def csv_with_notes(text: str, notes: Sequence[str], name: str) -> str:
+    """A table's CSV (``text``) with the notes the other formats print under it, as :func:`stacked_csv` parts: a
+    ``table`` column says which rows are ``name``'s and which are ``notes``, each in the ``note`` column. Not ``#``
+    lines: they do not read back as CSV (pandas without ``comment=``, the csv module, spreadsheets)."""
+    if not notes:
+        return text
+    return stacked_csv([({"table": name}, text), ({"table": "notes"}, render(pd.DataFrame({"note": list(notes)}), "csv", scaled=[]))])
+
+
 # every character LaTeX gives a meaning: a model name holding \input{...} must print, never run (a file
 # of the reader's machine would be read into the PDF)
 _LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",

@@ -24,7 +24,7 @@ def compare(
     protocol: dict[str, str] | None = None,
     test: Annotated[Test, typer.Option("--test", help="The test behind each verdict: paired bootstrap, paired permutation, or Steiger's (Pearson). A seed group is always compared by a hierarchical bootstrap over its seeds and the items.")] = Test.bootstrap,  # type: ignore[valid-type]
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, after Holm's correction over tasks.")] = 0.05,
-    ci: Annotated[float, typer.Option("--ci", help="Level of the difference's bootstrap interval, in percent.")] = 95,
+    ci: Annotated[float, typer.Option("--ci", help="Level of the difference's bootstrap interval: 95 or 0.95 (below 1 a fraction, from 1 to 100 a percentage).")] = 95,
     resamples: ResamplesOpt = None,
     ci_seed: CISeedOpt = None,
     opts: Given | None = None,
