@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.arguments import name_list
+from .core.boundary import python_api
 from .core.errors import EmbenchError, UndefinedScoreError
 from .core.paths import not_there
 from .data.root import DataRoot, file_sha256
@@ -48,6 +49,7 @@ MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize
                  "bidirectional_mode", "adapter", "batch_tokens", "compile", "cuda_graphs", "unpadded", "revision", "prompt_name")
 
 
+@python_api("evaluate")  # its errors in its parameters (ci=, not --ci); the caller's random state kept
 def evaluate(
     model: str | Path | Encoder | Any,
     suite: str | None = None,
@@ -122,7 +124,9 @@ def evaluate(
     engine = Engine(encoder, batch_size=batch_size, cache_dir=cache, progress=progress)
     if hasattr(encoder, "use_engines"):  # an ensemble: each member once through the engine and its cache
         encoder.use_engines(lambda member: Engine(member, batch_size=batch_size, cache_dir=cache))
-    result = Evaluation(records=[], view=view, labels={encoder.name: label} if label else {}, axis_rows=len(axes) > 1)
+    # the label names each row as the rows are named, with its " (dim 64, int8)": keyed by the bare name it matched none
+    labels = {axis.row_name(encoder.name): axis.row_name(label) for axis in axes} if label else {}
+    result = Evaluation(records=[], view=view, labels=labels, axis_rows=len(axes) > 1)
 
     def done(name: str, status: str, record: Record) -> None:
         result.records.append(record)
@@ -190,6 +194,7 @@ def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str]
     return out
 
 
+@python_api("compare")
 def compare(
     model_a: str | Path,
     model_b: str | Path,
@@ -274,6 +279,7 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
         ), outcome.items
 
 
+@python_api("results")
 def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
             task: str | Sequence[str] | None = None) -> list[Record]:
     """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task

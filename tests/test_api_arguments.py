@@ -1,4 +1,5 @@
-"""The Python API's arguments are checked as the CLI's options are: before any model loads or text is encoded."""
+"""The Python API's arguments are checked as the CLI's options are: before any model loads or text is encoded, and
+named as the function spells them (``ci_seed=-1``, not the command line's ``--ci-seed -1``: tests/test_python_spellings.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class Random:
     ({"batch_size": "32"}, r"batch_size must be a whole number, not str .32."),
     ({"batch_size": 2.5}, r"batch_size must be a whole number, not float 2.5"),
     ({"on_task": 5}, r"on_task must be a function \(or None\), not int 5"),
-    ({"ci": 95, "ci_seed": -1}, r"--ci-seed -1: a whole number from 0 to 4294967295"),
+    ({"ci": 95, "ci_seed": -1}, r"ci_seed=-1: a whole number from 0 to 4294967295"),
     ({"overwrite": "no"}, r"overwrite must be True or False, not str 'no'"),  # a truthy string: it recomputed
     ({"progress": "no"}, r"progress must be True or False, not str 'no'"),
     ({"data": 5}, r"data must be a folder \(a path\), not int 5"),  # failed inside pathlib, unnamed
@@ -54,9 +55,9 @@ def test_one_task_name_as_a_string_is_that_task(data_root, tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"layer": "3"}, r"--layer must be a whole number, not str '3'"),
-    ({"layer": 1.5}, r"--layer must be a whole number, not float 1.5"),
-    ({"max_length": "64"}, r"--max-length must be a whole number, not str '64'"),
+    ({"layer": "3"}, r"^layer must be a whole number, not str '3'"),
+    ({"layer": 1.5}, r"^layer must be a whole number, not float 1.5"),
+    ({"max_length": "64"}, r"^max_length must be a whole number, not str '64'"),
     ({"name_or_path": " "}, r"the model name is empty: give a name, an alias or a folder"),
     ({"normalize": "no"}, r"normalize must be True or False, not str 'no'"),  # it normalised, and recorded "no"
     ({"compile": 1}, r"compile must be True or False, not int 1"),
@@ -67,12 +68,12 @@ def test_load_model_refuses_a_count_that_is_no_whole_number_or_an_empty_name(kwa
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"alpha": 1.5}, r"--alpha 1.5: a significance level between 0 and 1"),
-    ({"alpha": "0.05"}, r"--alpha '0.05': a significance level between 0 and 1"),
-    ({"test": "bootstrapp"}, r"--test 'bootstrapp': choose one of bootstrap, permutation, steiger"),
-    ({"tasks": "MR", "test": "steiger"}, r"--test steiger compares two correlations with one gold; MR is scored by accuracy"),
+    ({"alpha": 1.5}, r"alpha=1.5: a significance level between 0 and 1"),
+    ({"alpha": "0.05"}, r"alpha='0.05': a significance level between 0 and 1"),
+    ({"test": "bootstrapp"}, r"test='bootstrapp': choose one of bootstrap, permutation, steiger"),
+    ({"tasks": "MR", "test": "steiger"}, r"test='steiger' compares two correlations with one gold; MR is scored by accuracy"),
     ({"tasks": ["STS13", "MTEB:STS12"]}, r"MTEB:STS12: an MTEB task keeps no per-item outcomes"),
-    ({"ci_seed": -3}, r"--ci-seed -3: a whole number from 0 to 4294967295"),
+    ({"ci_seed": -3}, r"ci_seed=-3: a whole number from 0 to 4294967295"),
 ])
 def test_compare_refuses_a_bad_argument_before_either_model_loads(data_root, tmp_path, kwargs, message):
     with pytest.raises(EmbenchError, match=message):
@@ -100,7 +101,7 @@ def test_compare_refuses_a_model_path_of_the_wrong_kind_before_evaluating_the_ot
 
 def test_a_results_folder_that_is_a_file_is_said_as_such(data_root, tmp_path):
     (tmp_path / "r").write_text("x")
-    with pytest.raises(EmbenchError, match=r"results folder .*r is a file, not a folder; choose another --results-dir"):
+    with pytest.raises(EmbenchError, match=r"results folder .*r is a file, not a folder; choose another results_dir"):
         embench.evaluate(NeverEncodes(), tasks="STS13", data=data_root, results_dir=tmp_path / "r", use_cache=False)
 
 
@@ -126,7 +127,7 @@ def test_report_tables_takes_one_folder_model_or_task_as_a_string_and_checks_spl
 
     with pytest.raises(EmbenchError, match=r"results folder .*nowhere does not exist"):
         report_tables(str(tmp_path / "nowhere"))  # was 'results folder t does not exist'
-    with pytest.raises(EmbenchError, match=r"--split 'cols': choose one of tables, rows"):
+    with pytest.raises(EmbenchError, match=r"split='cols': choose one of tables, rows"):
         report_tables([tmp_path], split="cols")
     with pytest.raises(EmbenchError, match=r"no stored results for task\(s\) STS13 in"):  # one task, not S, T, S, 1, 3
         report_tables(tmp_path, tasks="STS13")
@@ -216,8 +217,8 @@ def test_load_labelled_takes_one_split_as_a_string(data_root):
     ({"sample": 2.5}, r"sample must be a whole number of at least 1, not float 2.5"),
     ({"sample": 0}, r"sample must be a whole number of at least 1, not 0"),  # re-encoded nothing, reported no change
     ({"tolerance": -1}, r"tolerance must be a finite number of at least 0"),
-    ({"truncate_dim": "64"}, r"--truncate-dim '64': a truncation is a number of dimensions"),  # was dims 6 and 4
-    ({"quantize": "int4"}, r"--quantize 'int4' is not a precision"),
+    ({"truncate_dim": "64"}, r"truncate_dim='64': a truncation is a number of dimensions"),  # was dims 6 and 4
+    ({"quantize": "int4"}, r"quantize='int4' is not a precision"),
 ])
 def test_audit_refuses_a_bad_argument_before_the_model_loads(kwargs, message):
     from embench.audit.protocol import audit
@@ -228,8 +229,8 @@ def test_audit_refuses_a_bad_argument_before_the_model_loads(kwargs, message):
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"knobs": ["correlation"], "truncate_dim": 16, "quantize": "int8"},
-     r"--truncate-dim and --quantize set the values of the truncate-dim and quantize knobs: add one of them to --knobs"),
-    ({"resamples": 10}, r"--resamples and --ci-seed set how intervals are drawn: give --ci LEVEL \(e.g. --ci 95\) too"),
+     r"^truncate_dim and quantize set the values of the truncate-dim and quantize knobs: add one of them to knobs"),
+    ({"resamples": 10}, r"^resamples and ci_seed set how intervals are drawn: give ci=LEVEL \(e.g. ci=95\) too"),
 ])
 def test_audit_refuses_options_it_would_not_use(kwargs, message):
     """``--truncate-dim 16 --quantize int8`` with neither knob in ``--knobs``, and ``--resamples`` without ``--ci``, were
@@ -254,5 +255,5 @@ def test_a_batch_size_of_0_is_refused_before_any_model_loads(data_root, tmp_path
     for run in (lambda: embench.evaluate(NeverEncodes(), data=data_root, results_dir=tmp_path, batch_size=0),
                 lambda: embench.compare(NeverEncodes(), NeverEncodes(), data=data_root, results_dir=tmp_path, batch_size=0),
                 lambda: audit("no-such-model-is-loaded", tasks="STS12", batch_size=0)):
-        with pytest.raises(EmbenchError, match=r"--batch-size must be at least 1, got 0"):
+        with pytest.raises(EmbenchError, match=r"^batch_size must be at least 1, got 0"):
             run()

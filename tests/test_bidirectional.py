@@ -166,15 +166,15 @@ def test_the_setting_is_in_the_cache_key_provenance_and_record_identity(tiny_lla
 
 
 def test_bad_bidirectional_settings_and_prompts_are_clear_errors(tiny_llama_dir, tiny_bert_dir):
-    with pytest.raises(EmbenchError, match=r"--bidirectional-last 1: .*tiny-bert.* is not a decoder LLM"):
+    with pytest.raises(EmbenchError, match=r"bidirectional_last=1: .*tiny-bert.* is not a decoder LLM"):
         embench.load_model(tiny_bert_dir, bidirectional_last=1)
-    with pytest.raises(EmbenchError, match=r"--bidirectional-last 3 is more than the 2 layers of"):
+    with pytest.raises(EmbenchError, match=r"bidirectional_last=3 is more than the 2 layers of"):
         embench.load_model(tiny_llama_dir, bidirectional_last=3)
-    with pytest.raises(EmbenchError, match=r"--bidirectional-last must be 0 or more"):
+    with pytest.raises(EmbenchError, match=r"bidirectional_last must be 0 or more"):
         embench.load_model(tiny_llama_dir, bidirectional_last=-1)
-    with pytest.raises(EmbenchError, match=r"--bidirectional-mode 'summ': choose one of sum, sum-code, mask, billm"):
+    with pytest.raises(EmbenchError, match=r"bidirectional_mode='summ': choose one of sum, sum-code, mask, billm"):
         embench.load_model(tiny_llama_dir, bidirectional_last=1, bidirectional_mode="summ")
-    with pytest.raises(EmbenchError, match=r"--bidirectional-mode billm needs --bidirectional-last K"):
+    with pytest.raises(EmbenchError, match=r"bidirectional_mode='billm' needs bidirectional_last=K"):
         embench.load_model(tiny_llama_dir, bidirectional_mode="billm")
     with pytest.raises(EmbenchError, match=r"has no \{text\}.*bellm, bellm-code, bellm-eval, prompteol, none"):
         embench.load_model(tiny_llama_dir, prompt="The representative word is:")

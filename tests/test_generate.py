@@ -324,13 +324,13 @@ def test_greedy_decoding_keeps_no_temperature_so_a_resume_may_change_it():
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"alpha": 7.0}, r"--alpha 7.0 is outside the scores' 0-5 scale"),
-    ({"beta": -1.0}, r"--beta -1.0 is outside the scores' 0-5 scale"),
-    ({"gamma": -3.0}, r"--gamma -3.0 is not a margin"),
-    ({"max_new_tokens": 0}, r"--max-new-tokens must be at least 1, got 0"),
-    ({"rule": "code", "gamma": 0.5}, r"--gamma is the paper rule's margin; the code rule .* has none"),
-    ({"out": "."}, r"--out .* is a folder; give the CSV file of the kept triplets"),
-    ({"scores": "p.txt"}, r"--scores .*p.txt: not a scores file of 'embench generate curate'; give another --scores"),
+    ({"alpha": 7.0}, r"^alpha=7.0 is outside the scores' 0-5 scale"),  # its parameters, not the command line's --alpha
+    ({"beta": -1.0}, r"^beta=-1.0 is outside the scores' 0-5 scale"),
+    ({"gamma": -3.0}, r"^gamma=-3.0 is not a margin"),
+    ({"max_new_tokens": 0}, r"^max_new_tokens must be at least 1, got 0"),
+    ({"rule": "code", "gamma": 0.5}, r"^gamma is the paper rule's margin; the code rule .* has none"),
+    ({"out": "."}, r"^out='.*' is a folder; give the CSV file of the kept triplets"),
+    ({"scores": "p.txt"}, r"^scores='.*p.txt': not a scores file of 'embench generate curate'; give another scores"),
 ])
 def test_curation_refuses_bad_options_before_asking_the_llm(tmp_path, options, message):
     from embench.generate import curate_triplets

@@ -88,7 +88,7 @@ def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_c
     with pytest.raises(EmbenchError, match=r"p.yaml: entry 2: unknown protocol option\(s\): agregation"):
         read_protocols(f)
     f.write_text("- {aggregation: median}\n")
-    with pytest.raises(EmbenchError, match=r"entry 1: invalid value 'median' for option --aggregation"):
+    with pytest.raises(EmbenchError, match=r"entry 1: invalid value 'median' for option aggregation"):
         read_protocols(f)
     f.write_text("- {name: a}\n- {name: b, aggregation: all}\n")  # the default spelt out is the same protocol
     with pytest.raises(EmbenchError, match=r"p.yaml: entries 1 and 2 are the same protocol \(aggregation=all\)"):
@@ -98,7 +98,7 @@ def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_c
         read_protocols(f)
     for seed in ("abc", -1, 2**32, "true"):  # a seed that is no whole number 0 .. 2**32-1 was stored as given
         f.write_text(f"- {{seed: 7}}\n- {{seed: {seed}}}\n")
-        with pytest.raises(EmbenchError, match=r"entry 2: invalid value .* for option --seed; give a whole number"):
+        with pytest.raises(EmbenchError, match=r"entry 2: invalid value .* for option seed; give a whole number"):
             read_protocols(f)
 
 

@@ -86,7 +86,7 @@ def test_last_token_with_right_and_left_padding(tiny_bert_dir, hidden):
 
 
 def test_layer_out_of_range_names_the_range(tiny_bert_dir):
-    with pytest.raises(EmbenchError, match=r"--layer 5 .* layers 0 \(embedding output\) to 2"):
+    with pytest.raises(EmbenchError, match=r"^layer=5 .* layers 0 \(embedding output\) to 2"):
         embench.load_model(tiny_bert_dir, layer=5)
 
 
@@ -285,7 +285,7 @@ def test_a_max_length_with_no_room_for_a_token_besides_the_special_tokens_is_ref
     """BERT's tokenizer adds [CLS] and [SEP]: it truncates nothing below 2 (--max-length 1 encoded every text whole,
     recorded as max_length 1), and at 2 every text is [CLS][SEP]. The least that holds a word is 3."""
     for bad in (1, 2):
-        with pytest.raises(EmbenchError, match=rf"--max-length {bad} holds no text: .* 2 special token.* at least 3$"):
+        with pytest.raises(EmbenchError, match=rf"^max_length={bad} holds no text: .* 2 special token.* at least 3$"):
             embench.load_model(tiny_bert_dir, max_length=bad)
     ids = embench.load_model(tiny_bert_dir, max_length=3).pretokenize(TEXTS)["input_ids"]
     assert {len(row) for row in ids} == {3}

@@ -164,7 +164,7 @@ def test_a_lower_is_better_column_that_is_in_no_table_is_named_with_the_nearest(
     root = store(tmp_path, [record("m1", "STS12", 0.7), record("m1", "STS13", 0.6)])
     tables, _ = report_tables([root], lower_is_better=["STS13"])
     assert tables[0].lower_is_better == frozenset({"STS13"})
-    with pytest.raises(EmbenchError, match=r"unknown column of --lower-is-better 'STS31'. Did you mean 'STS13'"):
+    with pytest.raises(EmbenchError, match=r"unknown column of lower_is_better='STS31'. Did you mean 'STS13'"):
         report_tables([root], lower_is_better=["STS31"])
 
 

@@ -240,11 +240,12 @@ def test_a_label_names_a_seed_groups_row_which_stays_in_the_models_order(monkeyp
         return Record(task="STSBenchmark", display="STS-B", kind="sts", model=model, main_score=score, scores={},
                       protocol=EvalProtocol().to_dict(), encoder={})
 
-    def evaluate(model, suite=None, **kw):
+    def evaluate(model, suite=None, label=None, **kw):  # names the rows by ``label`` as embench.evaluate does
+        labels = {("grp" if model == "runs/grp" else model): label} if label else {}
         if model == "runs/grp":
             return embench.Evaluation(records=[rec(f"seed-{i}", 0.1 * i) for i in (1, 2, 3)],
-                                      seed_groups={"grp": ["seed-1", "seed-2", "seed-3"]})
-        return embench.Evaluation(records=[rec(model, 0.5)])
+                                      seed_groups={"grp": ["seed-1", "seed-2", "seed-3"]}, labels=labels)
+        return embench.Evaluation(records=[rec(model, 0.5)], labels=labels)
 
     monkeypatch.setattr(embench.api, "evaluate", evaluate)
     out = _run("run", "-m", "runs/grp", "-m", "models/tiny_two", "--label", "My group", "--label", "Tiny", "-t", "STS-B", "-q", "-f", "json")

@@ -96,13 +96,13 @@ def test_analyze_and_audit_split_their_passes_over_two_processes(env, tiny_bert_
 
 
 @pytest.mark.parametrize(("device", "message"), [
-    ("cpu,cuda:99", "--device 'cuda:99': this machine has"), ("cpu,gpu", "--device 'gpu' is not a device"),
-    (",", "--device ',': no device named; e.g. --device cuda:0"),
+    ("cpu,cuda:99", "device='cuda:99': this machine has"), ("cpu,gpu", "device='gpu' is not a device"),
+    (",", "device=',': no device named; e.g. device='cuda:0,cuda:1'"),
 ])
 def test_every_listed_device_is_checked_before_the_model_loads_naming_run_s_option(env, device, message):
     """Before, only the first device was checked up front: a device this machine lacks was found by its worker once
     the model had loaded and the other workers had encoded their share, and ``--device ,`` named ``--devices``,
-    an option run does not have."""
+    an option run does not have. (From Python the option is evaluate's parameter, ``device=``.)"""
     import embench
 
     with pytest.raises(EmbenchError, match=re.escape(message)):  # a model that does not exist: never loaded

@@ -134,8 +134,10 @@ def test_an_unknown_precision_is_an_error_listing_the_choices():
 def test_compare_takes_one_configuration():
     one_axis(128, "int8")
     with pytest.raises(EmbenchError, match=r"compare takes one configuration of each model: give one --truncate-dim "
-                                           r"and one --quantize \(truncate_dim= and quantize= in Python"):
-        one_axis([128, 64])  # the Python API's names too: embench.compare(..., quantize=[...]) named the CLI's alone
+                                           r"and one --quantize \(run it once per dimension"):
+        one_axis([128, 64])
+    with pytest.raises(EmbenchError, match=r"give one truncate_dim and one quantize \(run"):  # the Python API's names
+        embench.compare("M", "N", quantize=["int8", "binary"])
 
 
 def test_cli_names_are_the_precisions():

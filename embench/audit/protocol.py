@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..api import evaluate
 from ..core.arguments import name_list
+from ..core.boundary import python_api
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
 from ..evaluation.suites import SUITES
@@ -96,6 +97,7 @@ def _why_full_pass(v: Variant) -> str:
             "batch_size": "--full-batch-check"}.get(knob, "a different encoder setting")
 
 
+@python_api("audit")  # its errors name knobs, ci=95, not the command line's --knobs, --ci 95
 def audit(
     model: str,
     *,
@@ -263,14 +265,8 @@ def knob_effects(frame: pd.DataFrame, vs: list[Variant], intervals: dict[str, tu
             t = max(tasks, key=lambda c: abs(d[c]) if not math.isnan(d[c]) else -1)
             if best_task is None or abs(d[t]) > abs(best_task[2]):
                 best_task = (v.knobs[knob], t, float(d[t]), float(frame.loc[v.label, t]))
-        row = {
-            "knob": knob,
-            "value": str(best_avg[0]),
-            "delta_avg": best_avg[1],
-            "largest_task": best_task[1],
-            "largest_task_value": str(best_task[0]),
-            "delta_task": best_task[2],
-        }
+        row = {"knob": knob, "value": str(best_avg[0]), "delta_avg": best_avg[1], "largest_task": best_task[1],
+               "largest_task_value": str(best_task[0]), "delta_task": best_task[2]}
         if intervals:
             row["avg_beyond_noise"] = beyond(best_avg[2], intervals.get("Avg."))
             row["task_beyond_noise"] = beyond(best_task[3], intervals.get(best_task[1]))

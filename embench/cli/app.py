@@ -10,6 +10,7 @@ import warnings
 import typer
 from rich.markup import escape
 
+from ..core.boundary import command_line
 from ..core.errors import EmbenchError
 from ..core.out_of_memory import is_out_of_memory
 from ..core.signals import terminate_as_interrupt, terminated
@@ -33,6 +34,13 @@ for _name in COMMANDS:
         app.add_typer(_command, name=_name, help=COMMANDS.description(_name))
     else:
         app.command(_name)(_command)
+
+
+@app.callback()
+def _spelled_as_typed(ctx: typer.Context) -> None:
+    # every command: the Python API's errors keep the options as the command line spells them (--ci, not ci=), until
+    # the command ends (a test, or a notebook, may call the API after a command in the same process)
+    ctx.call_on_close(command_line())
 
 
 class _LogFormat(logging.Formatter):

@@ -165,6 +165,6 @@ def one_axis(truncate_dim: Any = None, quantize: Any = None, what: str = "compar
     """``what`` (a paired comparison, a seed group's mean) takes one configuration of each model: several dimensions
     or precisions are an error, before any encoding."""
     if len(vector_axes(truncate_dim, quantize)) > 1:
+        # (the Python API says truncate_dim and quantize: core/spellings.py)
         raise EmbenchError(f"{what} takes one configuration of each model: give one --truncate-dim and one --quantize "
-                           "(truncate_dim= and quantize= in Python; run it once per dimension or precision, the vectors "
-                           "come from the cache)")
+                           "(run it once per dimension or precision, the vectors come from the cache)")

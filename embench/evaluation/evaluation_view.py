@@ -103,8 +103,10 @@ class Evaluation:
     @property
     def breakdown(self) -> pd.DataFrame:
         """Every subset with its all/mean/wmean rows; a task of one subset (STS-B, SICK-R) shows that row
-        alone, since its three aggregates repeat it."""
+        alone, since its three aggregates repeat it. The model column names each row as :attr:`frame` does."""
         frame = breakdown_frame(self.records)
+        if "model" in frame.columns:  # a label (run --label) names the model's rows here too, not its own name
+            frame["model"] = frame["model"].map(lambda m: self.labels.get(m, m))
         if frame.empty or "subset" not in frame.columns:
             return frame
         aggregate = frame["subset"].isin(AGGREGATIONS)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
 from ..core.arguments import is_seed
+from ..core.boundary import python_api
 from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 
@@ -74,6 +75,7 @@ class EvalProtocol:
     pair_features: str = "senteval-code"  # MRPC/SICK-E classifier input: SentEval code's [|u-v|,u*v], or [u,v,|u-v|,u*v]
     seed: int = 1111  # SentEval's default seed; used by every task that samples or trains
 
+    @python_api("EvalProtocol")  # EvalProtocol(sick_split="x") from Python says sick_split=, not --sick-split
     def __post_init__(self) -> None:
         for name, choice in CHOICES.items():
             value = getattr(self, name)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.arguments import name_list
+from ..core.boundary import python_api
 from ..core.errors import EmbenchError
 from ..core.paths import not_there
 from ..report.paper import SPLITS, PaperTable, paper_tables
@@ -62,6 +63,7 @@ def _task_order(suite: str | None, tasks: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(t for _, suite in SUITES.items() for t in suite.tasks))
 
 
+@python_api("report_tables")  # its errors say models=, split=, not the command line's --model, --split
 def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = (), suite: str | None = None,
                   tasks: Sequence[str] | None = None, names: dict[str, str] | None = None, split: str | None = None,
                   lower_is_better: Sequence[str] = (), caption: str | None = None) -> tuple[list[PaperTable], list[tuple[Path, str]]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic import write_json
+from ..core.boundary import python_api
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, decode
 from .prompts import SCORING, render, uses_chat
@@ -68,6 +69,7 @@ def _scored(path: Path, triplets: list[tuple[str, str, str]], flag: str = "--sco
     return done
 
 
+@python_api("curate_triplets")  # its errors say rule=, out=, not the command line's --rule, --out
 def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLike | None = None, *, rule: str = "paper",
                     alpha: float = 3.0, beta: float = 3.0, gamma: float | None = None, limit: int | None = None,
                     chat: bool | None = None, max_new_tokens: int = 8, batch_size: int = 16, device: str | None = None,

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..core.boundary import python_api
 from ..core.errors import EmbenchError, ModelLoadError
 from ..encoding.cuda_graphs import shape_graphs
 from .aliases import alias_name
@@ -68,6 +69,7 @@ class _Source:
     follow: Callable[[], str] | None = None  # an in-memory module's fingerprint of its weights now (live_fingerprint.py)
 
 
+@python_api("load_model")  # its errors say layer=, not the command line's --layer
 def load_model(
     name_or_path: str | os.PathLike | torch.nn.Module,
     *,
@@ -128,8 +130,7 @@ def load_model(
         str(name_or_path), {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in dict(
             pooling=pooling, layer=layer, max_length=max_length, dtype=dtype, normalize=normalize, name=name, prompt=prompt,
             family=family, trust_remote_code=trust_remote_code, bidirectional_last=bidirectional_last,
-            bidirectional_mode=bidirectional_mode, adapter=adapter,
-            batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs or None, unpadded=unpadded or None, revision=revision, prompt_name=prompt_name).items() if v is not None})
+            bidirectional_mode=bidirectional_mode, adapter=adapter, batch_tokens=batch_tokens, compile=compile, cuda_graphs=cuda_graphs or None, unpadded=unpadded or None, revision=revision, prompt_name=prompt_name).items() if v is not None})
     if not isinstance(name_or_path, torch.nn.Module) and is_ensemble(name_or_path):  # ensemble:A+B, or a twin's folder
         if revision is not None or prompt_name is not None:
             raise EmbenchError("--revision and --prompt-name name one checkpoint's; an ensemble's members take their own")

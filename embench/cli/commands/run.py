@@ -81,6 +81,7 @@ def run(
             ev = evaluate(
                 name, suite, tasks=task, overwrite=overwrite, progress=not quiet, on_task=on_task, **(protocol or {}),
                 seed=seed, **opts.api(), ci=ci, resamples=resamples, ci_seed=ci_seed,
+                label=label[len(evaluations)] if label else None,  # evaluate names the rows (a group's, each dim's)
             )
         except KeyboardInterrupt:
             raise interrupted("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.") from None
@@ -88,11 +89,6 @@ def run(
             if e.evaluation is not None and e.evaluation.records:
                 emit(Evaluation.merge([*evaluations, e.evaluation], view=view).render(value(fmt)))
             raise
-        if label and ev.seed_groups:  # the group's row, not its seeds' (each seed's record names its own model)
-            ev.labels.update(dict.fromkeys(ev.seed_groups, label[len(evaluations)]))
-        elif label:
-            # a row per --truncate-dim / --quantize: each keeps its suffix after the label
-            ev.labels.update({r.model: label[len(evaluations)] + suffix(r.encoder) for r in ev.records})
         evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed

@@ -47,8 +47,10 @@ class FitResult:
 
 def init_linear(dim: int, nclasses: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """nn.Linear's initial weights right after ``torch.manual_seed(seed)``, as SentEval builds them."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):  # the caller's CPU RNG is restored after
+        # the CPU generator alone: torch.manual_seed reseeds every CUDA device too, which fork_rng(devices=[]) does not
+        # restore (a run on a GPU reseeded the caller's CUDA RNG); the weights are drawn on the CPU, so they are the same
+        torch.default_generator.manual_seed(seed)
         lin = torch.nn.Linear(dim, nclasses)
     return lin.weight.detach().T.contiguous(), lin.bias.detach().clone()  # (dim, C), (C,)
 

@@ -54,8 +54,12 @@ def fit_predict(
     """(best dev Pearson, test predictions) of SentEval's relatedness regressor."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     rng = np.random.RandomState(seed)
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(train_x.shape[1], NCLASSES), torch.nn.Softmax(dim=-1)).to(device)
+    # SentEval seeds torch's global RNG before it builds the layer, which reseeded the caller's: a fork of the CPU
+    # generator is seeded instead (the weights are drawn there, so they are the same) and the caller's RNG kept
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)  # not torch.manual_seed: that reseeds every CUDA device too
+        layer = torch.nn.Linear(train_x.shape[1], NCLASSES)
+    model = torch.nn.Sequential(layer, torch.nn.Softmax(dim=-1)).to(device)
     loss_fn = torch.nn.MSELoss(reduction="sum")
     opt = torch.optim.Adam(model.parameters(), weight_decay=0.0)
     tx = torch.from_numpy(train_x).to(device)

@@ -90,7 +90,7 @@ class FileTask(RowTask, ABC):
         not computed from)."""
         if stamp(self.decl.path) != self.stamp:
             raise EmbenchError(f"task file {self.decl.path} has changed since it was read; give it again "
-                               "(--task-file, or task_files= in Python) to use it")
+                               "(--task-file) to use it")  # evaluate(task_files=) says task_files
         return self.decl
 
     def stored_problem(self, record: Any, root: DataRoot) -> str | None:
