@@ -87,7 +87,7 @@ def test_a_folders_default_prompt_is_applied_and_named_in_the_record_and_cache_k
 
 def test_prompt_options_that_cannot_apply_are_errors_naming_them(tmp_path, tiny_bert_dir):
     folder = st_folder(tmp_path, tiny_bert_dir)
-    with pytest.raises(EmbenchError, match="--prompt-name 'querry'.*Did you mean 'query'"):
+    with pytest.raises(EmbenchError, match="prompt_name='querry'.*Did you mean 'query'"):
         embench.load_model(folder, prompt_name="querry")
     with pytest.raises(EmbenchError, match="not both"):
         embench.load_model(folder, prompt_name="query", prompt="bellm")
@@ -275,7 +275,7 @@ def test_a_revision_that_cannot_be_had_is_an_error_naming_it(hub_cache, tiny_ber
     other = "f" * 40  # a commit the cache does not hold, offline: looked for in the cache alone
     with pytest.raises(ModelLoadError, match=f"at revision '{other}', which the local Hugging Face cache does not hold"):
         embench.load_model("embench-test/tiny", revision=other)
-    with pytest.raises(EmbenchError, match="--revision 'v9' names a hub revision; .* is a local folder"):
+    with pytest.raises(EmbenchError, match="revision='v9' names a hub revision; .* is a local folder"):
         embench.load_model(tiny_bert_dir, revision="v9")
     # a known model's pinned commit is asked for when none is given
     with pytest.raises(ModelLoadError, match="at revision '1c644c92ad3ba1efdad3f1451a637716616a20e8'"):

@@ -57,7 +57,7 @@ def test_run_on_two_devices_scores_as_on_one(env, tiny_bert_dir, monkeypatch):
     assert prov["texts_encoded"] == one.records[0].provenance["texts_encoded"] and prov["texts_from_cache"] == 0
     assert prov["encode_seconds"] > 0.5 and two.encode_stats["encode_seconds"] > 0.5  # the processes' load and pass
     assert abs(two.records[0].main_score - one.records[0].main_score) < 1e-6
-    with pytest.raises(EmbenchError, match="drop --no-cache"):
+    with pytest.raises(EmbenchError, match="drop use_cache=False"):
         embench.evaluate(str(tiny_bert_dir), tasks=["STS12"], device="cpu,cpu", save=False, use_cache=False)
     import embench.models.devices as devices
 

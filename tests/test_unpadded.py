@@ -197,7 +197,7 @@ def test_where_it_cannot_run_load_model_says_why_and_stays_padded(tiny_bert_dir,
     assert "sliding-window" in why_not_unpadded(MistralConfig(sliding_window=4096), "cuda", torch.bfloat16)
     # the model passes; only this machine's reasons remain (no GPU here)
     assert why_not_unpadded(Qwen2Config(), "cuda", torch.bfloat16, training=True) == why_not_flash("cuda", torch.bfloat16)
-    with pytest.raises(EmbenchError, match="--cuda-graphs and --unpadded cannot be combined"):
+    with pytest.raises(EmbenchError, match="cuda_graphs and unpadded cannot be combined"):
         embench.load_model(tiny_bert_dir, device="cpu", unpadded=True, cuda_graphs=True)
 
 

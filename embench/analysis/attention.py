@@ -39,7 +39,7 @@ from ..report.per_layer import Measure, per_layer_figure
 from .attention_maps import plot_maps
 from .base import AnalysisResult, analysis
 from .inputs import expand_ensembles, stsb, unique, write_csv, write_json
-from .token_pass import TokenRequest, token_pass
+from .token_pass import TokenRequest, ensure_eager, token_pass, value_modules
 
 EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
 
@@ -87,6 +87,22 @@ def head_reduce(att: np.ndarray, heads) -> np.ndarray:
     return att[h]
 
 
+def check_models(targets, heads=None, values: bool = False) -> None:
+    """What a model could refuse, asked of every model before any runs: the pass runs one model after another, so a
+    head number only the first model has, or a model without eager attention or value projections, was an error after
+    the first model's whole pass."""
+    if heads not in (None, "mean") and not str(heads).isdigit():
+        raise EmbenchError(f"--heads {heads!r}: the attention maps take mean or one head's number")
+    for label, encoder in targets:
+        ensure_eager(encoder)
+        if values:
+            value_modules(encoder.model, encoder.num_layers)
+        config = getattr(encoder.model, "config", None)
+        count = next((getattr(config, a) for a in ("num_attention_heads", "n_head", "n_heads") if isinstance(getattr(config, a, None), int)), None)
+        if heads not in (None, "mean") and count is not None and int(heads) >= count:
+            raise EmbenchError(f"--heads {heads} is out of range for {label}: the model has heads 0 to {count - 1}")
+
+
 def final_punctuation(tokens: list[str], ids: list[int], special: set[int]) -> int | None:
     """Position of the last non-special token when it is a punctuation mark, else None."""
     for pos in range(len(ids) - 1, -1, -1):
@@ -125,6 +141,7 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     sums: dict[str, dict[str, dict[int, dict[str, float]]]] = {}  # model -> sentence -> layer -> shares
     requests = []
     targets, _ = expand_ensembles(refs)  # an ensemble's members one by one (each has its own attention)
+    check_models(targets, heads)
     for label, enc_model in targets:
         tok, special = enc_model.tokenizer, _special_ids(enc_model.tokenizer)
 
@@ -204,6 +221,7 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     energies: dict[str, dict[str, list[float]]] = {}  # model -> sentence -> E_CLS per layer
     requests = []
     targets, groups = expand_ensembles(refs)  # an ensemble's members one by one (each has its own context tensors)
+    check_models(targets, values=True)
     pivots = {}
     for label, encoder in targets:
         special = _special_ids(encoder.tokenizer)

@@ -2,7 +2,8 @@
 
 An analysis module defines ``impl(refs, ctx, out, **options) -> AnalysisResult``; ``@analysis(name)``
 turns it into ``fn(models, out, *, labels, data, ..., **options)`` taking model names, which loads
-the models, the data root and the embedding cache and checks the options. The registry
+the models, the data root and the embedding cache and checks the options, and once the analysis has finished
+writes its provenance beside its outputs (:mod:`embench.analysis.provenance`). The registry
 (:mod:`embench.analysis.registry`) names the decorated functions.
 """
 
@@ -67,7 +68,7 @@ def analysis(name: str, scores: dict[str, str] | None = None):
                               revision=revision,
                               prompt_name=prompt_name)
             ctx = make_context(data, cache_dir, use_cache, batch_size, progress, devices)
-            return finish(start(public, refs, ctx, out, options))
+            return record(public, finish(start(public, refs, ctx, out, options)), refs, ctx, out, options)
 
         public.options = params  # type: ignore[attr-defined]  # option -> default (the CLI coerces by it)
         public.scores = declared  # type: ignore[attr-defined]  # column -> "higher" | "lower" (train/callbacks.py)
@@ -86,14 +87,28 @@ def check_options(name: str, known: dict[str, Any], options: dict[str, Any]) -> 
     check_set_names(options)
 
 
+def own_options(public: Callable[..., AnalysisResult], ctx, options: dict[str, Any]) -> dict[str, Any]:
+    """The options the analysis runs with, as given (its defaults fill the rest)."""
+    if "batch_size" in public.options and "batch_size" not in options and ctx.batch_size is not None:  # type: ignore[attr-defined]
+        # the shared batch size is also the analysis' own (its per-token pass): the public keyword takes both
+        options = {**options, "batch_size": ctx.batch_size}
+    return options
+
+
 def start(public: Callable[..., AnalysisResult], refs, ctx, out, options: dict[str, Any]):
     """Begin an analysis: its result, or (for a per-token analysis) its generator, waiting for the pass."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if "batch_size" in public.options and "batch_size" not in options and ctx.batch_size is not None:  # type: ignore[attr-defined]
-        # the shared batch size is also the analysis' own (its per-token pass): the public keyword takes both
-        options = {**options, "batch_size": ctx.batch_size}
-    return public.impl(refs, ctx, out, **options)  # type: ignore[attr-defined]
+    return public.impl(refs, ctx, out, **own_options(public, ctx, options))  # type: ignore[attr-defined]
+
+
+def record(public: Callable[..., AnalysisResult], result: AnalysisResult, refs, ctx, out, options: dict[str, Any]) -> AnalysisResult:
+    """A finished analysis' provenance beside its outputs, the files its previous run left there removed
+    (:mod:`embench.analysis.provenance`)."""
+    from .provenance import write_provenance
+
+    resolved = {**public.options, **own_options(public, ctx, options)}  # type: ignore[attr-defined]
+    return write_provenance(public.analysis_name, result, refs, ctx, out, resolved)  # type: ignore[attr-defined]
 
 
 def finish(started) -> AnalysisResult:

@@ -70,6 +70,11 @@ class ModelRef:
             return self.encoder(layer, **overrides, normalize=False)
         return enc
 
+    def made(self) -> list[HFEncoder]:
+        """Every encoder this reference has made so far (the model as first loaded, then its views), for the
+        run's provenance; none loads here."""
+        return list({id(e): e for e in self._encoders.values()}.values())
+
 
 def is_normalised(encoder: Any) -> bool | None:
     """Whether ``encoder`` L2-normalises its vectors (None: an object embench does not configure)."""
@@ -225,10 +230,11 @@ def write_csv(frame, out: Path, stem: str) -> Path:
 
 def write_json(obj: Any, out: Path, stem: str) -> Path:
     """``out/<stem>.json`` (numpy numbers as numbers), written atomically."""
-    return atomic.write_json(out / f"{stem}.json", obj, default=_jsonable)
+    return atomic.write_json(out / f"{stem}.json", obj, default=jsonable)
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
+    """What JSON cannot hold as what it can: numpy numbers as numbers, arrays as lists, anything else as text."""
     if isinstance(x, (np.floating, np.integer)):
         return x.item()
     if isinstance(x, np.ndarray):

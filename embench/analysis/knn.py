@@ -40,7 +40,7 @@ from .option_values import METRICS, TRANSFORMS, check_values
 __all__ = [
     "knn",
     "LABELLED", "METRICS", "TRANSFORMS", "LabelledSet", "binomial_stderr", "fit_transform", "knn_accuracy",
-    "labelled_files", "load_labelled", "split_indices",
+    "check_split", "labelled_files", "load_labelled", "split_indices",
 ]
 
 
@@ -66,6 +66,16 @@ def split_indices(y: np.ndarray, test_size: float, seed: int, stratify: bool = T
     return np.sort(tr), np.sort(te)
 
 
+def check_split(y, k: int, test_size: float, seed: int, stratify: bool = True, test_mask=None, name: str = "") -> None:
+    """The split :func:`knn_accuracy` will make of labels ``y``, and ``k`` against its training points, checked
+    before any model encodes: both depend on the labels only, and were said after the first model's vectors."""
+    mask = None if test_mask is None else np.asarray(test_mask, dtype=bool)
+    n_train = int((~mask).sum()) if mask is not None else len(split_indices(np.asarray(y), test_size, seed, stratify)[0])
+    if k > n_train:
+        raise EmbenchError(f"--k {k} is larger than the {n_train} training points{f' of {name}' if name else ''} "
+                           "(use a smaller k, or more labelled examples)")
+
+
 def fit_transform(train: np.ndarray, test: np.ndarray, transform: str, rtol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """Apply ``raw``, ``centred`` or ``whitened`` (PCA whitening), fitted on ``train`` only."""
     if transform not in TRANSFORMS:
@@ -76,13 +86,13 @@ def fit_transform(train: np.ndarray, test: np.ndarray, transform: str, rtol: flo
     train_c = train - mean
     test_c = test - mean
     if transform == "centred":
-        return train_c.astype(np.float32), test_c.astype(np.float32)
+        return train_c, test_c
     # Covariance eigenvectors from the SVD of the centred training matrix: Cov = V diag(s^2/(n-1)) V^T.
     _, s, vt = np.linalg.svd(train_c.astype(np.float64), full_matrices=False)
     var = s**2 / max(len(train) - 1, 1)
     keep = var > rtol * var.max()
     w = vt[keep].T / np.sqrt(var[keep])
-    return (train_c @ w).astype(np.float32), (test_c @ w).astype(np.float32)
+    return train_c @ w, test_c @ w
 
 
 def knn_accuracy(
@@ -114,7 +124,10 @@ def knn_accuracy(
     if metric not in METRICS:
         raise EmbenchError(f"invalid kNN metric {metric!r}; choose one of: {', '.join(METRICS)}")
     check_values("knn", {}, {"k": k, "test_size": test_size, "seed": seed}, where="knn_accuracy")  # before sklearn's words
-    X = np.asarray(X, dtype=np.float32)
+    # float64 distances: in a near-collapsed space (a random model's unit vectors) neighbours differ in the 7th digit,
+    # where float32 round-off reorders them, so Euclidean and cosine disagreed on unit vectors that rank alike (0.400
+    # against 0.433); n x d float64 rows and sklearn's chunked distances stay small at analysis sizes.
+    X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     if y.ndim != 1:  # a string of labels is one label, not n of them
         raise EmbenchError(f"kNN needs a sequence of labels, one per row of X; got labels of shape {y.shape} "
@@ -178,6 +191,8 @@ def knn(refs, ctx, out, datasets: tuple = ("twentynewsgroups", "banking77", "emo
             train, test = (load_labelled(d, ctx.root, splits=[s], limit=limit, seed=seed) for s in ("train", "test"))
             sets.append(LabelledSet(train.name, train.texts + test.texts, train.labels + test.labels, train.files + test.files))
             masks[train.name] = np.arange(len(sets[-1].texts)) >= len(train.texts)
+    for s in sets:
+        check_split(s.labels, k, test_size, seed, stratify, masks.get(s.name), s.name)
     rows = []
     for ref in refs:
         enc = ref.unnormalised()  # the paper's non-normalised embeddings, unless --normalize says otherwise

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..core.errors import EmbenchError
 from ..report.per_layer import Measure, per_layer_figure
 from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
-from .layers import _suite_spec, parse_layers, stsb_spearman, suite_texts, with_suite_average
+from .layers import _suite_spec, layer_list, stsb_spearman, suite_texts, with_suite_average
 
 
 @analysis("layer-removal")
@@ -38,9 +39,8 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
     pairs = stsb(ctx.root, split, text)
     sentences = unique(pairs.left + pairs.right)
     rows = []
-    for ref in refs:
+    for ref, kept in zip(refs, kept_counts(refs, layers), strict=True):
         full = ref.encoder()
-        kept = [n for n in parse_layers(layers, full.num_layers) if n > 0]  # N = 0 keeps no layer at all
         views = [ref.encoder(layer=n, final_norm=True) for n in kept]
         texts = unique(sentences + (suite_texts(suite, ctx) if suite else []))
         ctx.fill_views(views, texts)  # every N from one pass; the suite then reads the cache
@@ -60,3 +60,23 @@ def layer_removal(refs, ctx, out, layers=None, split: str = "dev", text: str = "
                               xlabel="layers kept (the rest removed from the top; final norm kept)")
     return AnalysisResult("layer-removal", {"layer_removal": frame}, files)
 
+
+def kept_counts(refs, layers) -> list[list[int]]:
+    """Each model's N (layers kept, counted from the bottom: 1 to L, -1 = L), checked for every model before any
+    encodes. N = 0 keeps no layer at all: given alone it left nothing to encode (an IndexError), among others it was
+    dropped without a word; it is an error (said before a model loads), as is an N a model does not have."""
+    what = "layer-removal's N is the number of layers kept, counted from the bottom"
+    given = None if layers is None or layers == "all" else [int(n) for n in (
+        layer_list(layers) if isinstance(layers, str) else [layers] if isinstance(layers, int) else layers)]
+    if given is not None and 0 in given:
+        raise EmbenchError(f"--layers 0: {what} (1 to L; -1 keeps all L, -2 removes the top one); N = 0 keeps no layer")
+    out = []
+    for ref in refs:
+        total = ref.encoder().num_layers  # loaded once; the pass reuses it
+        kept = [n + total + 1 if n < 0 else n for n in given] if given is not None else list(range(1, total + 1))
+        for n, k in zip(given or [], kept, strict=False):
+            if not 1 <= k <= total:
+                why = f"{ref.label} has {total} layers" if n > 0 else f"{n} would keep {k}"
+                raise EmbenchError(f"--layers {n}: {what}, 1 to {total} for {ref.label} (-1 keeps all {total}); {why}")
+        out.append(sorted(set(kept)))
+    return out

@@ -8,7 +8,8 @@ each stored in the embedding cache under its own key (``embench run --layer N`` 
 Measures per layer:
 
 * STS-B Spearman of cosine similarities (``split``, default test);
-* kNN accuracy (k = 10, Euclidean, raw; see :mod:`embench.analysis.knn`) on ``dataset``;
+* kNN accuracy (k = 10, Euclidean, raw by default; see :mod:`embench.analysis.knn`) on ``dataset``, the
+  ``knn_k``, ``knn_metric`` and ``knn_transform`` columns (and the figure's label) saying which;
 * optionally a suite's score per layer (``suite``, e.g. ``mteb-lite``) through
   :func:`embench.api.evaluate`, whose texts are encoded for every layer in the same single pass (the
   tasks then read each layer's vectors from the embedding cache): for MTEB tasks the cropping
@@ -32,7 +33,7 @@ from ..report.per_layer import Measure, per_layer_figure
 from .base import AnalysisResult, analysis
 from .cosine_density import cosines
 from .inputs import is_normalised, stsb, unique, write_csv
-from .knn import knn_accuracy, load_labelled, split_indices
+from .knn import check_split, knn_accuracy, load_labelled
 
 
 def layer_list(text: str) -> list[int]:
@@ -47,7 +48,7 @@ def layer_list(text: str) -> list[int]:
     return out
 
 
-def parse_layers(layers, num_layers: int) -> list[int]:
+def parse_layers(layers, num_layers: int, label: str | None = None) -> list[int]:
     """``None``/``"all"`` -> 0..L; else a list (or "0,2,4") of layer numbers, negatives from the end."""
     if layers is None or layers == "all":
         return list(range(num_layers + 1))
@@ -59,9 +60,16 @@ def parse_layers(layers, num_layers: int) -> list[int]:
     for layer in layers:
         n = int(layer) + (num_layers + 1 if int(layer) < 0 else 0)
         if not 0 <= n <= num_layers:
-            raise EmbenchError(f"--layers {layer} is out of range: the model has layers 0 (embedding output) to {num_layers}")
+            whose = f" for {label}" if label else ""
+            raise EmbenchError(f"--layers {layer} is out of range{whose}: the model has layers 0 (embedding output) to {num_layers}")
         out.append(n)
     return sorted(set(out))
+
+
+def layers_of_every_model(refs, layers) -> list[list[int]]:
+    """Each model's layers, every one checked before any model encodes: a layer only the first model has was
+    an error after that model's pass over every layer (a model is loaded once; its encoder is kept for the pass)."""
+    return [parse_layers(layers, ref.encoder().num_layers, ref.label) for ref in refs]
 
 
 @analysis("layers")
@@ -79,13 +87,12 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
     pairs = stsb(ctx.root, split, text)
     sentences = unique(pairs.left + pairs.right)
     labelled = load_labelled(dataset, ctx.root, limit=limit, seed=seed) if dataset else None
-    if labelled is not None:  # a subset too small to split is said now, not after the pass over every layer
-        split_indices(np.asarray(labelled.labels), 0.1, seed, stratify)
+    if labelled is not None:  # a subset too small to split (or for k) is said now, not after the pass over every layer
+        check_split(labelled.labels, k, 0.1, seed, stratify, name=labelled.name)
     extra = suite_texts(suite, ctx) if suite else []
     rows = []
-    for ref in refs:
+    for ref, chosen in zip(refs, layers_of_every_model(refs, layers), strict=True):
         overrides = {} if ref.options.get("pooling") else {"pooling": "mean"}
-        chosen = parse_layers(layers, ref.encoder().num_layers)
         encoders = [ref.unnormalised(layer=layer, **overrides) for layer in chosen]  # Figure 4b-c: non-normalised
         # Every layer from ONE forward pass per batch over the STS-B, kNN and suite texts together.
         texts = unique(sentences + (labelled.texts if labelled is not None else []) + extra)
@@ -97,13 +104,15 @@ def layers(refs, ctx, out, layers=None, dataset: str | None = "banking77", limit
             if labelled is not None:
                 r = knn_accuracy(np.stack([emb[t] for t in labelled.texts]), labelled.labels, k=k, metric=metric,
                                  transform=transform, seed=seed, stratify=stratify)
-                row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"]})
+                row.update({"knn_dataset": labelled.name, "knn_accuracy": r["accuracy"], "knn_stderr": r["stderr"], "knn_n_test": r["n_test"],
+                            # after the existing columns (kept as they were): runs of another k, metric or transform differ here
+                            "knn_k": k, "knn_metric": metric, "knn_transform": transform})
             rows.append(with_suite_average(row, enc, suite, ctx, out))
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "layers")]
     measures = [Measure("stsb_spearman", f"STS-B {split} Spearman (x100)")]
     if labelled is not None:
-        measures.append(Measure("knn_accuracy", f"kNN accuracy on {labelled.name} (%)", "knn_stderr"))
+        measures.append(Measure("knn_accuracy", f"{k}-NN accuracy on {labelled.name}, {metric}, {transform} (%)", "knn_stderr"))
     if suite:
         _, tasks, column, is_mteb = _suite_spec(suite)
         what = "MTEB tasks" if tasks else suite

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..core.boundary import python_api
 from ..core.plugins import function_with
 from ..core.registry import Registry
 
@@ -42,11 +43,13 @@ def get(name: str):
     return ANALYSES.get(name)
 
 
+@python_api("analysis")  # its errors say layers=, heads=, not the command line's --layers, --heads
 def run(name: str, models, out, **options: Any):
     """Run analysis ``name`` on ``models`` and write its tables and figures into ``out``."""
     return get(name)(models, out, **options)
 
 
+@python_api("analysis")
 def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] | None = None, *,
              labels: list[str] | None = None, data=None, cache_dir=None, use_cache: bool = True, batch_size: int | None = None,
              progress: bool = False, **model_options: Any) -> dict[str, Any]:
@@ -60,7 +63,7 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
     from ..core.errors import EmbenchError
     from ..core.paths import check_folder_option
     from ..models.devices import several_devices
-    from .base import check_options, finish, start
+    from .base import check_options, finish, record, start
     from .inputs import MODEL_OPTIONS, make_context, model_refs
     from .token_pass import run_together
 
@@ -87,4 +90,5 @@ def run_many(names: list[str], models, out, options: dict[str, dict[str, Any]] |
     started = {n: start(fn, refs, ctx, out, options.get(n, {})) for n, fn in fns.items()}
     token = [n for n, s in started.items() if inspect.isgenerator(s)]
     results = dict(zip(token, run_together([started[n] for n in token]), strict=True))
-    return {n: results[n] if n in results else finish(started[n]) for n in names}
+    done = {n: results[n] if n in results else finish(started[n]) for n in names}
+    return {n: record(fns[n], done[n], refs, ctx, out, options.get(n, {})) for n in names}

@@ -65,7 +65,7 @@ def analyze(
     dataset: Annotated[list[str] | None, typer.Option("--dataset", help="Labelled set(s): twentynewsgroups, banking77, emotion, agnews, trec.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Use a seeded random subset of this many examples/sentences.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for splits, subsets and t-SNE.", min=0, max=SEED_MAX)] = None,
-    layers: Annotated[str | None, typer.Option(help="layers: which hidden layers, e.g. '0,3,6' (default all).")] = None,
+    layers: Annotated[str | None, typer.Option(help="layers: which hidden layers, e.g. '0,3,6' (default all); layer-removal: numbers of layers kept, 1 to L.")] = None,
     sentence: Annotated[list[str] | None, typer.Option("--sentence", help="attention: sentence(s) whose maps are drawn.")] = None,
     heads: Annotated[str | None, typer.Option(help="attention: mean or a head number; cls-energy: concat or mean.")] = None,
     metric: Annotated[list[str] | None, typer.Option("--metric", help="kNN distance: euclidean, cosine (repeatable for knn).")] = None,
