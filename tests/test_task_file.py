@@ -250,10 +250,10 @@ def test_the_record_keeps_each_files_checksum_and_a_changed_file_is_computed_aga
     assert first.records[0].provenance["task_meta"]["task_file"] == str(task_file.resolve())
     assert run(tiny, tmp_path, data_root, task_files=[task_file]).status == {"my-sts": "stored"}
     data.write_text(data.read_text().replace(f"\t{rows[0][2]}\t", "\t0.000\t", 1))  # one gold score edited
-    with pytest.warns(UserWarning, match=r"not reused: its data file .*pairs.tsv has changed since"):
-        again = run(tiny, tmp_path, data_root, task_files=[task_file])
+    again = run(tiny, tmp_path, data_root, task_files=[task_file])  # other data: a record of its own (test_task_file_keys)
     assert again.status == {"my-sts": "computed"} and again.records[0].main_score != first.records[0].main_score
     assert again.records[0].provenance["data_files"][str(data.resolve())] == sha(data)
+    assert again.records[0].key != first.records[0].key and len(embench.results(tmp_path / "results")) == 2
     # another task file of the same name, over identical data elsewhere: its own record, not the stored one
     other = write_pairs(tmp_path / "elsewhere", [(r[0], r[1], "0.000" if i == 0 else r[2], r[3]) for i, r in enumerate(rows)])
     with pytest.warns(UserWarning, match=r"not reused: it was computed from other files"):
@@ -308,7 +308,8 @@ ERRORS = {  # task file text (with {file}), data file text -> the message, with 
     "no score range": ("name: x\nkind: pairs\nfiles: {file}\n", None, r"task.yaml: score_range: missing"),
     "bad score range": ("name: x\nkind: pairs\nfiles: {file}\nscore_range: [5, 0]\n", None,
                         r"task.yaml:4: score_range: expected \[min, max\] with min < max"),
-    "invalid yaml": ("name: x\nkind: [pairs\n", None, r"task.yaml:2: not valid YAML: expected ',' or '\]', but got '<stream end>' \(while parsing a flow sequence\)"),
+    "invalid yaml": ("name: x\nkind: [pairs\n", None, r"task.yaml:3:1: not valid YAML: expected ',' or '\]', but got '<stream end>' "
+                     r"\(while parsing a flow sequence at line 2, column 7\)"),
     "undeclared label": ("name: x\nkind: classification\nfiles: {file}\ncolumns: {{text: sentence1, label: genre}}\n"
                          "labels: [g, h]\n", "sentence1\tsentence2\tscore\tgenre\na\tb\t1\tg\nc\td\t2\tk\n",
                          r"pairs.tsv:3: label 'k' is not one of the declared labels: g, h"),

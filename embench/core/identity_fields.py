@@ -19,7 +19,8 @@ OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "p
                    "prompt_tokens_excluded",  # Pooling(include_prompt=False): the prompt's tokens left out of the vector
                    "family",  # a family forced over the checkpoint's own, or one that patches it: padding, attention, hook
                    "final_norm", "remove_layernorm",  # a layer view through the final norm; an ensemble member's cut norms
-                   "prompt_truncation")  # a long text cut, not the end of a prompt with words after it (models/prompt_fit.py)
+                   "prompt_truncation",  # a long text cut, not the end of a prompt with words after it (models/prompt_fit.py)
+                   "pooler_code")  # a plug-in pooler's distribution, version and code hash (core/code_identity.py)
 # settings in the embedding cache key (every one of an encoder's settings) that a record's identity leaves out, and
 # why: each follows from a field that is in it (tests/test_faults_records.py holds every other setting to the key)
 NOT_IDENTITY = {
@@ -33,7 +34,7 @@ NOT_IDENTITY = {
 UNSET = {"layer": "last", "max_length": "default", "prompt": "none", "prompt_name": "none", "prompts": "none",
          "revision": "default", "truncate_dim": "full", "quantize": "as encoded", "bidirectional_last": 0,
          "bidirectional_mode": "none", "prompt_tokens_excluded": 0, "family": "its own", "final_norm": False,
-         "remove_layernorm": 0, "prompt_truncation": "right"}
+         "remove_layernorm": 0, "prompt_truncation": "right", "pooler_code": "embench's"}
 
 
 def comparable(value: Any) -> Any:

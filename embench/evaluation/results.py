@@ -10,6 +10,7 @@ once in a warning and computed again; it never stops a run.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -29,6 +30,7 @@ from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS
 from ..core.paths import plain_name, unwritable
 from .items import Items
 from .record_checks import score_problem
+from .task_data import KEY, TASK_DATA, data_digest
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +159,9 @@ class ResultStore:
 
     def find(self, model: str, task: str, key: str) -> Record | None:
         p = self.path(model, task, key)
-        return read_record(p, model, task, key) if p.is_file() else None  # a damaged file is redone, not trusted
+        if p.is_file():
+            return read_record(p, model, task, key)  # a damaged file is redone, not trusted
+        return _keyed_before_its_data(p.parent, task, key)  # a task file's record from before its data was in the key
 
     def check_writable(self) -> None:
         """Called before any encoding, so an unwritable results folder stops a run before work is done."""
@@ -210,6 +214,28 @@ class ResultStore:
                 continue
             out.append(r)
         return out
+
+
+def _keyed_before_its_data(folder: Path, task: str, key: str) -> Record | None:
+    """The record of task file ``task`` in a model's ``folder`` stored without ``task_data`` (evaluation/task_data.py)
+    whose key, with the digest of the checksums its provenance names added, is ``key``: the same task, encoder,
+    protocol and data files. None when there is none."""
+    for path in sorted(folder.glob(f"{glob.escape(task)}-*.json")) if folder.is_dir() else ():
+        stem = path.name.removesuffix(".json")
+        if not (stem.startswith(task + "-") and KEY.fullmatch(stem[len(task) + 1:])):
+            continue  # another task's whose name begins with this one's
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        if b'"task_file"' not in raw or b'"task_data"' in raw:  # not a task file's record, or keyed by its data already
+            continue
+        record = read_record(path, task=task)
+        files = ((record.provenance or {}).get("data_files") or {}) if record is not None else {}
+        if files and TASK_DATA not in record.protocol and record_key(
+                task, record.encoder, {**record.protocol, TASK_DATA: data_digest(files.values())}) == key:
+            return record
+    return None
 
 
 def _json_default(o: Any) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
+from ..core.yaml_text import load_yaml, yaml_error
 from ..evaluation.protocols import EvalProtocol
 from ..models.model_names import local_path_problem
 
@@ -106,15 +107,18 @@ def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise EmbenchError(f"--protocols {path}: cannot read it ({e.strerror or e})") from None
-    try:
-        if path.suffix == ".json":
+    if path.suffix == ".json":
+        try:
             raw = json.loads(text)
-        else:
-            import yaml
+        except (ValueError, RecursionError) as e:  # the parser's message names the line
+            raise EmbenchError(f"--protocols {path}: not valid JSON: {e}") from None
+    else:
+        import yaml
 
-            raw = yaml.safe_load(text)
-    except Exception as e:  # yaml and json both: the parser's message names the line
-        raise EmbenchError(f"--protocols {path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from None
+        try:
+            raw = load_yaml(text)  # one key twice in an entry is refused (PyYAML kept the last, silently)
+        except yaml.YAMLError as e:
+            raise EmbenchError(f"--protocols {yaml_error(str(path), e)}") from None
     if isinstance(raw, dict) and "protocols" in raw:
         raw = raw["protocols"]
     if not isinstance(raw, list) or not raw:

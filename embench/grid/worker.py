@@ -25,6 +25,7 @@ from ..core.signals import terminate_as_interrupt, terminated
 from ..data.root import DataRoot
 from ..evaluation.results import ResultStore, record_key
 from ..models.loader import load_model
+from ..tasks.recorded_protocol import TASK_KEYS
 from .sharded import prefill_sharded
 from .state import Cell, GridState, read_json
 
@@ -103,9 +104,12 @@ def mark_unfinished(job_file: Path | str, error: str, log: str | Path | None = N
 
 
 def _by_protocol(cells: Sequence[Cell]) -> list[tuple[dict[str, Any], list[Cell]]]:
+    """The cells by the protocol options they run under: a record's ``task_code`` (a plug-in task's code, in its key)
+    is the task's, no option of evaluate()."""
     groups: dict[str, tuple[dict[str, Any], list[Cell]]] = {}
     for c in cells:
-        groups.setdefault(json.dumps(c.protocol, sort_keys=True), (c.protocol, []))[1].append(c)
+        options = {k: v for k, v in c.protocol.items() if k not in TASK_KEYS}
+        groups.setdefault(json.dumps(options, sort_keys=True), (options, []))[1].append(c)
     return list(groups.values())
 
 

@@ -6,13 +6,14 @@ of the group ``embench.poolers`` in a package of its own); one that reads the ch
 
 from __future__ import annotations
 
+from ..core.code_identity import outside_code
 from ..core.plugins import function_with
 from ..core.registry import Registry
 
 POOLERS: Registry = Registry("pooler", plugins="embench.poolers",
                             expects=function_with((), "a function of a PoolInput giving one vector per text (embench.models.pooling)"))
 # Keys a view's pooling adds to its settings' extra (so to its cache key and record), where vectors once differed
-VIEW_KEYS = ("pooler_head_layer", "first_real_token")
+VIEW_KEYS = ("pooler_head_layer", "first_real_token", "pooler_code")
 
 
 def needs_all_layers(pooling: str) -> bool:
@@ -27,8 +28,11 @@ def view_keys(pooling: str, layer: int, num_layers: int, extra: dict) -> dict:
     """The extra keys of ``pooling`` at ``layer``: ``cls`` below the last layer goes through the pooler head
     (``pooler_head_layer``; it once took the raw states there), and ``cls``/``cls_before_pooler`` under left padding
     read each text's first real token (``first_real_token``; they once read column 0, padding in most texts).
-    Keyed apart, no cached vector or stored record of the old reading is reused."""
+    Keyed apart, no cached vector or stored record of the old reading is reused. A pooler from outside embench (a
+    plug-in, ``POOLERS.add``) adds ``pooler_code``, its origin and code (:mod:`embench.core.code_identity`)."""
     keys: dict = {}
+    if code := outside_code(POOLERS.get(pooling), POOLERS.plugin(pooling)):  # a plug-in's code: a changed one re-encodes
+        keys["pooler_code"] = code
     if pooling == "cls" and layer < num_layers:
         keys["pooler_head_layer"] = layer
     if pooling in ("cls", "cls_before_pooler") and extra.get("padding_side") == "left":

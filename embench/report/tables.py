@@ -15,6 +15,18 @@ if TYPE_CHECKING:  # records are read by their fields only: report imports nothi
 from .formats import FORMATS  # noqa: E402,F401  (re-exported: the formats tables render to)
 
 
+def column_names(records: Sequence[Record]) -> list[str]:
+    """Each record's column: its display, except that an mteb record whose display another task's records have too
+    is shown by its task name (``MTEB:<name>``, ``*`` kept). An mteb task's display names itself apart from a task
+    file or plug-in task of its name once that is registered (``MTEBTask.display``), but a record stored before that
+    keeps the display it was stored with, and under one column a table kept one of the two scores."""
+    tasks: dict[str, set[str]] = {}
+    for r in records:
+        tasks.setdefault(r.display, set()).add(r.task)
+    return [r.task + "*" * r.display.endswith("*") if r.kind == "mteb" and len(tasks[r.display]) > 1
+            and not r.display.startswith(r.task) else r.display for r in records]
+
+
 def summary_frame(records: Sequence[Record]) -> pd.DataFrame:
     """One row per model, one column per task (display name, in first-seen order), then ``Avg.``.
 
@@ -23,10 +35,10 @@ def summary_frame(records: Sequence[Record]) -> pd.DataFrame:
     """
     columns: list[str] = []
     rows: dict[str, dict[str, float]] = {}
-    for r in records:
-        if r.display not in columns:
-            columns.append(r.display)
-        rows.setdefault(r.model, {})[r.display] = r.main_score
+    for r, column in zip(records, column_names(records), strict=True):
+        if column not in columns:
+            columns.append(column)
+        rows.setdefault(r.model, {})[column] = r.main_score
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame["Avg."] = frame.mean(axis=1, skipna=False)
     frame.index.name = "model"

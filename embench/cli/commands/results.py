@@ -120,11 +120,16 @@ def results_frame(recs):
     from ...core.identity_fields import comparable
     from ...models.aliases import ALIASES
     from ...report.paper import protocol_of
+    from ...report.tables import column_names
     from ...tasks import TASKS
+    from ...tasks.recorded_protocol import TASK_KEYS
 
     # only the protocol axes a record's kind of task depends on: STS-B's score has no aggregation, MR's no correlation
     fields = _identity_fields(recs)
-    settings = [{"fingerprint": r.encoder.get("fingerprint"), **dict(protocol_of(r)), **_encoder_settings(r, fields)} for r in recs]
+    # a task file's data digest and a plug-in task's code too (each in the record's key): two versions of one task's
+    # data are two rows, not one cell that shows whichever record was read last
+    settings = [{"fingerprint": r.encoder.get("fingerprint"), **dict(protocol_of(r)), **_encoder_settings(r, fields),
+                 **{k: r.protocol[k] for k in TASK_KEYS if k in r.protocol}} for r in recs]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     differing = [k for k in keys if len({repr(s.get(k)) for s in settings if s.get(k) is not None}) > 1]
     shared = {k: v for k in keys if k not in differing
@@ -135,12 +140,13 @@ def results_frame(recs):
                for r, s in zip(recs, settings, strict=True)]  # comparable: a model's prompts (a dict) as text
     keys_of_rows = _row_keys([(m, v) for m, v, _ in entries])
     rows: dict[tuple, dict] = {key: {} for key in keys_of_rows}
-    for model, values, r in entries:
+    columns = column_names(recs)  # an mteb task and a task file of its name: a column each
+    for (model, values, r), column in zip(entries, columns, strict=True):
         for key in keys_of_rows:
             if key[0] == model and _agrees(values, key[1:]):
-                rows[key][r.display] = r.main_score
+                rows[key][column] = r.main_score
     order = {n: i for i, n in enumerate(TASKS.names())}
-    shown = {r.display: order.get(r.task, len(order)) for r in recs}
+    shown = {column: order.get(r.task, len(order)) for r, column in zip(recs, columns, strict=True)}
     tasks = sorted({c for row in rows.values() for c in row}, key=lambda c: shown.get(c, len(order)))
     ordered = sorted(rows.items(), key=lambda kv: [_sortable(v) for v in kv[0]])  # layer 6 before 12
     records = [{"model": key[0], **dict(zip(differing, key[1:], strict=True)), **{t: row.get(t) for t in tasks}}

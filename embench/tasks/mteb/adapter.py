@@ -145,17 +145,37 @@ def mteb_model_name(record_model: str, encoder: dict | None = None) -> str:
     ``embench/<name>`` (a local folder: its last part, wherever it was). A record's vector axis (``(dim 128, int8)``
     after the name: ``encoder``'s truncate_dim and quantize) is not part of it: the checkpoint is the same, and the
     revision's hash (:func:`mteb_revision`) keeps each configuration apart."""
-    from ...models.aliases import HUB_IDS
+    from ...models.aliases import ALIASES, HUB_IDS
 
     name = record_model.removesuffix(suffix(encoder or {}))
     if name in HUB_IDS:
         return HUB_IDS[name]
+    if name in ALIASES and ALIASES.canonical(name) in HUB_IDS:  # the hub id of an installed copy, its source a folder
+        return HUB_IDS[ALIASES.canonical(name)]
     plain = name.rstrip("/\\").replace("\\", "/")
-    if plain.startswith(("/", "~", "./", "../")) or plain.count("/") > 1 or Path(name).expanduser().exists():
+    if plain.startswith(("/", "~", "./", "../")) or plain.count("/") > 1 or read_from_folder(name, encoder or {}):
         return f"embench/{slug(folder_name(plain))}"  # a local folder: its name, not the path it had here
     if plain.count("/") == 1 and all(_SAFE.fullmatch(part) for part in plain.split("/")):
         return plain  # an org/name hub id: mteb's own folder name for it
     return f"embench/{slug(name)}"
+
+
+def read_from_folder(name: str, encoder: dict) -> bool:
+    """Whether the record's weights were read from a local folder rather than a copy of the hub id ``name`` (``org/name``
+    reads as either). The record's ``source`` says, wherever the export runs: a hub copy is the hub cache's snapshot
+    (``models--org--name/snapshots/<revision>``) or embench's model folder's (``models/local_models.py``). Asking
+    whether ``name`` exists from the export's working folder filed ``-m hunt.plug/tiny``, run from /tmp, as the hub
+    id ``hunt.plug/tiny`` when exported from /tmp/hunt.plug. A record with no folder as its source (an in-memory
+    module, a record from before sources were kept) falls back to whether ``name`` is a folder here."""
+    from ...models.local_models import candidates
+
+    source = str(encoder.get("source") or "")
+    if not Path(source).is_absolute():
+        return Path(name).expanduser().exists()
+    parts = Path(source).parts
+    if "snapshots" in parts and any(part.startswith("models--") for part in parts):
+        return False
+    return Path(source) not in {c.expanduser().resolve() for c in candidates(name)}
 
 
 def mteb_revision(record) -> str:

@@ -69,8 +69,10 @@ class MTEBTask:
         if differs is None:
             spec = LOCAL.get(self.mteb_name)
             differs = bool(spec and spec.notes) or self.limit is not None
-        shown = self.mteb_name + ("*" if differs else "")
-        return self.name if shown in NATIVE_DISPLAYS else shown
+        # the name is tested before the data note is added: STS16's "STS16*" is no column of embench's, yet the
+        # column was SentEval's name with a star beside SentEval's own, where the README promises MTEB:STS16(*)
+        shown = self.name if taken_by_another_task(self.mteb_name) else self.mteb_name
+        return shown + ("*" if differs else "")
 
     def data_files(self, root: DataRoot) -> list[Path]:
         if self.mteb_name in LOCAL:
@@ -206,6 +208,19 @@ def resolve(name: str) -> str | None:
     if canonical not in TASKS:
         TASKS.add(canonical, MTEBTask(lowered[bare.lower()]))
     return canonical
+
+
+def taken_by_another_task(name: str) -> bool:
+    """Whether ``name`` is the column of a task that is not mteb's: one of embench's own, or the name or display of a
+    task file or plug-in task registered in this process (a task file named Banking77Classification shared the
+    column of MTEB:Banking77Classification, and a table kept one of the two scores)."""
+    from ..task_file import REGISTERED
+
+    if name in NATIVE_DISPLAYS or any(name in (t.name, t.display) for t in REGISTERED.values()):
+        return True
+    # a plug-in task's name, known without importing it (a built-in task's name that is not its column, STSBenchmark
+    # beside STS-B, takes nothing from mteb's)
+    return name in TASKS and TASKS.plugin(name) is not None
 
 
 _NAMES: list[str] = []

@@ -20,6 +20,7 @@ from typing import Any
 from ...core.errors import EmbenchError
 from ...core.paths import not_there, resolved
 from ...core.registry import nearest
+from ...core.yaml_text import load_yaml_node, yaml_error
 
 # kind -> the roles its rows must have, and the optional ones
 ROLES: dict[str, tuple[str, ...]] = {
@@ -89,16 +90,15 @@ def _yaml(path: Path, text: str) -> tuple[Any, dict[str, int]]:
                     lines.setdefault(f"{prefix}{k.value}", k.start_mark.line + 1)
                     walk(v, f"{prefix}{k.value}.")
 
-        walk(yaml.compose(text, Loader=yaml.SafeLoader), "")
-        return yaml.safe_load(text), lines
-    except yaml.YAMLError as e:  # the parser's own message names "<unicode string>": this names the file and line
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        at = f":{mark.line + 1}" if mark is not None else ""
-        what = f"{e.problem} ({e.context})" if getattr(e, "context", None) else getattr(e, "problem", None) or e
-        raise EmbenchError(f"{path}{at}: not valid YAML: {what}") from None
+        raw, node = load_yaml_node(text)  # a key given twice is refused, naming its line (PyYAML kept the last)
+        walk(node, "")
+        return raw, lines
+    except yaml.YAMLError as e:  # the parser's own message names "<unicode string>": this names the file, line, column
+        raise EmbenchError(yaml_error(str(path), e)) from None
 
 
 def _toml(path: Path, text: str) -> tuple[Any, dict[str, int]]:
+    text = text.removeprefix("\ufeff")  # a byte-order mark (a Windows editor's): tomllib refuses it, YAML and data files skip it
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:  # its message names the line and column

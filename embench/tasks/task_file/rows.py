@@ -23,7 +23,10 @@ Row = tuple[int, dict[str, object]]  # (line number, role -> value)
 
 
 def _lines(path: Path) -> list[str]:
-    lines = [line.removesuffix("\r") for line in read_text(path).split("\n")]  # only \n and \r\n end a line, never a U+2028
+    text = read_text(path)
+    if "\r" in text and "\n" not in text:  # old Mac OS line endings (a CR alone, as some spreadsheets still export):
+        text = text.replace("\r", "\n")  # read as one line, the header named every row of the file as its columns
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # only \n and \r\n end a line, never a U+2028
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
@@ -109,9 +112,11 @@ def _text(path: Path, line: int, role: str, value: object) -> str:
     return value
 
 
-def _label(path: Path, line: int, value: object) -> str:
+def _label(path: Path, line: int, value: object, role: str = "label") -> str:
+    """A label, or (``role="subset"``) a subset's name: a non-empty string or an integer, as written."""
     if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str) and not value.strip()):
-        raise MalformedDataError(path, line, f"label {value!r} is not a label (a string or an integer)")
+        what = "is empty" if isinstance(value, str) else f"is {type(value).__name__} {value!r}"
+        raise MalformedDataError(path, line, f"{role} {what}; a {role} is a non-empty string or an integer")
     return str(value).strip()
 
 
@@ -151,7 +156,7 @@ def read_pairs(decl: Declaration, split: str) -> Pairs:
             raise MalformedDataError(path, i, f"score {score!r} is not a number")
         gold.append(parse_score(path, i, str(score).strip(), "score", lo, hi))
         if "subset" in r:
-            subsets.append(_label(path, i, r["subset"]))
+            subsets.append(_label(path, i, r["subset"], "subset"))
     _nonempty(decl, split, len(gold))
     return Pairs(left, right, np.asarray(gold, dtype=np.float64), subsets if subsets else None)
 

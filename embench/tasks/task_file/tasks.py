@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import EmbenchError
-from ...data.root import DataRoot
+from ...data.root import DataRoot, file_sha256
 from ...evaluation.protocols import EvalProtocol
+from ...evaluation.task_data import data_digest
 from ..base import Prepared, RowTask
+from ..recorded_protocol import keyed
 from ..sts.reader import senteval_text
 from ..sts.scoring import PairGroup, regressor_prepared, similarity_prepared
 from .declaration import Declaration, read_declaration
@@ -92,6 +94,11 @@ class FileTask(RowTask, ABC):
             raise EmbenchError(f"task file {self.decl.path} has changed since it was read; give it again "
                                "(--task-file) to use it")  # evaluate(task_files=) says task_files
         return self.decl
+
+    def recorded_protocol(self, protocol: EvalProtocol) -> EvalProtocol:
+        """The protocol asked, with the digest of this task's files (``task_data``): a task file of this name over
+        other data keys records of its own, instead of replacing this one's (evaluation/task_data.py)."""
+        return keyed(protocol, task_data=data_digest(file_sha256(p) for p in self.files()))
 
     def stored_problem(self, record: Any, root: DataRoot) -> str | None:
         """Why a stored record of this name is not of this task file (another file of the same name), or None.
