@@ -208,11 +208,105 @@ def test_a_plugin_options_dataclass_without_string_annotations_is_type_checked_t
     strings, and ``--set start_temperature=abc`` went unchecked into the loss (a TypeError traceback)."""
     import dataclasses
 
-    from embench.train.resolution import _check_types
+    from embench.train.resolution import typed
+
+    def named(name):
+        return f"--set {name}"
 
     options = dataclasses.make_dataclass("Options", [("start_temperature", float, 0.2), ("steps", int, 3)])
-    _check_types(options, {"start_temperature": 1, "steps": 4}, "--set ")
+    typed(options, {"start_temperature": 1, "steps": 4}, named)
     with pytest.raises(EmbenchError, match=r"--set start_temperature must be a number, got 'abc'"):
-        _check_types(options, {"start_temperature": "abc"}, "--set ")
+        typed(options, {"start_temperature": "abc"}, named)
     with pytest.raises(EmbenchError, match=r"--set steps must be an integer, got 2.5"):
-        _check_types(options, {"steps": 2.5}, "--set ")
+        typed(options, {"steps": 2.5}, named)
+
+
+def _set(*items):
+    """The options as `embench train --set` gives them to make_config."""
+    from embench.train.config import parse_override
+
+    return dict(parse_override(item) for item in items)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("False", False), ("false", False), ("NO", False), ("off", False),
+                                               ("0", False), ("True", True), ("yes", True), ("On", True), ("1", True)])
+def test_a_yes_no_option_given_as_text_reads_the_word_not_its_length(raw, expected):
+    """`--set select_initial=False` was the string 'False', true as any non-empty string: step 0 could be kept."""
+    from embench.train import resolve
+
+    cfg = resolve(make_config(method="sup-simcse", **_set(f"select_initial={raw}", f"unpadded={raw}",
+                                                           f"fn_protect_hard={raw}", f'resume="{raw}"')))
+    assert (cfg.select_initial, cfg.unpadded, cfg.method_options.fn_protect_hard, cfg.resume) == (expected,) * 4
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ("group_by_length=maybe", "--set group_by_length must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
+    ("unpadded=2", "--set unpadded must be true or false (or yes/no, on/off, 1/0), got 2"),
+    ('resume=""', "--resume must be true or false (or yes/no, on/off, 1/0), got ''"),
+    ("fn_protect_hard=maybe", "--set fn_protect_hard must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
+    ("eval_tasks=[1]", "--eval-task must be a name or a list of names, got [1]"),
+    ("model_config=3", "--set model_config must be a mapping of name: value, got 3"),
+    ("data_root=[1]", None),  # a text option keeps what was written: the folder named '[1]'
+])
+def test_a_value_its_option_cannot_take_is_refused_naming_the_option_and_value(item, message):
+    from embench.train import resolve
+
+    if message is None:
+        assert resolve(make_config(method="sup-simcse", **_set(item))).data_root == "[1]"
+        return
+    with pytest.raises(EmbenchError, match=f"^{re.escape(message)}$"):
+        resolve(make_config(method="sup-simcse", **_set(item)))
+
+
+def test_text_options_keep_what_set_wrote_and_a_config_file_names_a_wrong_type(tmp_path):
+    from embench.train import resolve
+
+    cfg = resolve(make_config(method="unsup-simcse", **_set("revision=2024", "out=007", 'prompt="x {text}"')))
+    assert (cfg.revision, cfg.out, cfg.prompt) == ("2024", "007", "x {text}")  # a tag, a folder; a JSON string read
+    path = tmp_path / "c.yaml"
+    for line, said in (("out: 5", "out must be text (a name or a path), got 5; in a config file, quote it"),
+                       ("out:", "out needs a value, got none (null)"),
+                       ("select_initial: maybe", "select_initial must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
+                       ("eval_tasks: {STS12: 1}", "eval_tasks must be a name or a list of names, got {'STS12': 1}")):
+        path.write_text(line + "\n")
+        with pytest.raises(EmbenchError, match=f"^--config {re.escape(str(path))}: {re.escape(said)}$"):
+            make_config(path, method="unsup-simcse")
+    path.write_text('select_initial: "false"\ngroup_by_length: "No"\nresume: 0\n')  # quoted in YAML: still the word
+    cfg = resolve(make_config(path, method="unsup-simcse"))
+    assert (cfg.select_initial, cfg.group_by_length, cfg.resume) == (False, False, False)
+
+
+def test_one_eval_task_or_analysis_given_as_text_is_a_list_of_one(tmp_path):
+    """`eval_tasks: STSBenchmark-dev` in a config file was iterated letter by letter: "unknown task 'S'"."""
+    from embench.train import resolve
+    from embench.train.callbacks import task_specs
+
+    path = tmp_path / "c.yaml"
+    path.write_text("eval_tasks: STSBenchmark-dev\neval_steps: 5\n")
+    assert make_config(path, method="unsup-simcse").eval_tasks == ["STSBenchmark-dev"]  # what --seeds records too
+    cfg = resolve(make_config(method="unsup-simcse", **_set("eval_tasks=STS12", "eval_analyses=knn:20newsgroups")))
+    assert (cfg.eval_tasks, cfg.eval_analyses) == (["STS12"], ["knn:20newsgroups"])
+    assert [s.key for s in task_specs(cfg.eval_tasks)] == ["STS12"]
+    assert resolve(make_config(method="unsup-simcse", data="a.txt", lora_targets="q_proj")).lora_targets == "q_proj"
+
+
+def test_messages_name_the_flags_the_command_has():
+    from embench.train.config import option_flag
+
+    assert [option_flag(n) for n in ("eval_tasks", "eval_analyses", "lora_targets", "data", "data_root", "progress",
+                                     "select_initial", "max_steps")] == [
+        "--eval-task", "--eval-analysis", "--lora-target", "--train-data", "--data", "--set progress",
+        "--set select_initial", "--max-steps"]
+
+
+@pytest.mark.slow  # the CLI's imports
+def test_show_refuses_a_bad_yes_no_value_and_shows_the_read_ones():
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    base = ["train", "--method", "unsup-simcse", "-m", "m", "--show"]
+    bad = CliRunner().invoke(app, [*base, "--set", "select_initial=maybe"])
+    assert isinstance(bad.exception, EmbenchError) and "--set select_initial must be true or false" in str(bad.exception)
+    shown = CliRunner().invoke(app, [*base, "--set", "select_initial=False", "--set", "eval_tasks=STS12"]).output
+    assert "select_initial: false  # set here" in shown and "eval_tasks:  # set here\n- STS12\n" in shown

@@ -210,3 +210,20 @@ def test_the_frozen_encoder_stays_frozen_in_eval_mode_and_out_of_the_checkpoint(
     logged = [r for r in result.history if "fn_masked_share" in r]
     assert logged and all(0.0 <= r["fn_masked_share"] <= 1.0 and r["fn_masked_pairs"] >= 0 for r in logged)
     assert 0.0 <= logged[-1]["fn_masked_share_so_far"] <= 1.0  # over every step, whatever --log-steps
+
+
+def test_unprotected_hard_negatives_count_the_same_cells_as_the_share_by_hand():
+    """fn_protect_hard: false (the multicsr-code recipe) masks an anchor's own hard negative too; fn_masked_pairs
+    counted those cells while the shares left them out, so fn_masked_share_so_far reached 1.03 over a run."""
+    method = _with_guide(_method(false_negative_filter="x", sigma=0.9, fn_mask_variant="code", fn_loss="bce",
+                                 fn_protect_hard=False), POS, HARD)
+    # by hand ('>' 0.9, own positive kept): anchor 0 masks positive 1 (0.95) and its own hard 0 (0.95); anchor 1
+    # positive 2 (0.91), hard 0 (0.93) and its own hard 1 (0.96); anchor 2 positive 0 (0.92) and hard 1 (0.99):
+    # 7 cells, 2 of them own hard negatives, so 5 of the 12 negatives of other examples
+    mask = false_negative_mask(POS, HARD, 0.9, protect_hard=False, strict=True)
+    assert int(mask.sum()) == 7 and bool(mask[0, 3]) and bool(mask[1, 4])
+    for _ in range(2):  # the share over the run stays the steps' share
+        _, logs = _objective(method)
+        assert float(logs["fn_masked_pairs"]) == 5
+        assert float(logs["fn_masked_share"]) == pytest.approx(5 / 12)
+        assert float(logs["fn_masked_share_so_far"]) == pytest.approx(5 / 12)

@@ -273,6 +273,29 @@ def test_resume_continues_from_the_saved_step_and_matches_an_uninterrupted_run(t
 
 
 @pytest.mark.slow
+def test_resume_inside_the_warm_up_takes_the_rates_and_weights_of_an_uninterrupted_run(tiny_bert_dir, data_root, tmp_path,
+                                                                                        monkeypatch):
+    def run(out, **kw):
+        return train(_small_crop_config(tiny_bert_dir, data_root, tmp_path / out, max_steps=6, save_steps=2,
+                                        warmup_steps=4, **kw))
+
+    def rates(out):
+        return [json.loads(x)["lr"] for x in (tmp_path / out / "metrics.jsonl").read_text().splitlines()]
+
+    full = run("full")
+    with _failing_loss(monkeypatch, at_call=4, kind="interrupt"), pytest.raises(KeyboardInterrupt):
+        run("cut")
+    assert json.loads((tmp_path / "cut/checkpoint-last/step.json").read_text())["step"] == 2  # inside the warm-up
+    resumed = run("cut", resume=True)
+    # the rate for the step after each logged one, transformers' schedule: s / 4 up to step 4, then (6 - s) / 2
+    assert rates("full") == rates("cut") == pytest.approx([1e-3 * f for f in (0.25, 0.5, 0.75, 1.0, 0.5, 0.0)])
+    from safetensors.torch import load_file
+
+    a, b = load_file(full.best_dir / "model.safetensors"), load_file(resumed.best_dir / "model.safetensors")
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
+
+
+@pytest.mark.slow
 def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_overwrite_clears_that_run(tiny_bert_dir, data_root, tmp_path):
     """Else the new run's series interleaves with the old one's, and the old best/ can stand as the new run's."""
     out = tmp_path / "run"
@@ -375,6 +398,26 @@ def test_twenty_newsgroups_documents_kept_for_cropping_as_by_the_authors(data_ro
     corpus = CropCorpus.build(docs, t=2)
     # the authors' chunking (text-embed-augm's data_stuff.py) keeps 6,589 of these 11,296 documents
     assert (corpus.total, corpus.skipped, len(corpus)) == (11296, 4707, 6589)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    # a quote opened on line 3 swallows the rest: it was named by line 4, where the lenient reader ended the record
+    ('sent0,sent1,hard_neg\na,b,c\n"unclosed,quote,row\nA,B,C\n',
+     "bad.csv:3: expected 3 comma-separated fields, found 1 (a quote opened in this record is never closed: the "
+     "record runs from line 3 to the end, line 4)"),
+    # the same with the field count right by chance: it was read as a triplet whose negative held the rest
+    ('sent0,sent1,hard_neg\na,b,"c\nd,e,f\n',
+     "bad.csv:2: a quote opened in this record is never closed: the record runs from line 2 to the end, line 3"),
+    ('sent0,sent1,hard_neg\n"x\ny",p\nA,B,C\n',
+     "bad.csv:2: expected 3 comma-separated fields, found 2 (a quoted field runs the record from line 2 to line 3)"),
+])
+def test_a_csv_record_over_several_lines_is_named_by_the_line_it_starts_on(tmp_path, text, said):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text)
+    with pytest.raises(MalformedDataError, match=re.escape(said) + "$"):
+        read_triplets_csv(bad)
+    bad.write_text('sent0,sent1,hard_neg\na,b,"c\nd"\n')  # a closed quote over two lines is one sentence
+    assert read_triplets_csv(bad) == [("a", "b", "c\nd")]
 
 
 def test_malformed_csv_line_names_the_file_and_line(tmp_path):
@@ -603,22 +646,40 @@ def test_the_untrained_model_is_never_kept_as_best_unless_asked(tiny_bert_dir, d
     assert (chosen.best_step, chosen.best_score) == (0, 0.50)
 
 
-def test_constant_schedule_keeps_the_peak_after_the_warm_up():
+def _rates(kind, total, warmup, make=None):
     from embench.train.schedule import make_scheduler
 
-    def rates(kind):
-        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-        sched = make_scheduler(opt, total=6, warmup=2, kind=kind)
-        out = []
-        for _ in range(6):
-            out.append(sched.get_last_lr()[0])
-            opt.step()
-            sched.step()
-        return out
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = (make or make_scheduler)(opt, total, warmup, kind)
+    out = []
+    for _ in range(total):
+        out.append(sched.get_last_lr()[0])
+        opt.step()
+        sched.step()
+    return out
 
-    # by hand: warm-up (step + 1) / 2 for steps 0-1, then 1 (constant) or (6 - step) / 4 (linear)
-    assert rates("constant") == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
-    assert rates("linear") == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
+
+def test_constant_schedule_keeps_the_peak_after_the_warm_up():
+    # by hand: warm-up step / 2 for steps 0-1 (transformers' form), then 1 (constant) or (6 - step) / 4 (linear)
+    assert _rates("constant", 6, 2) == [0.0, 0.5, 1.0, 1.0, 1.0, 1.0]
+    assert _rates("linear", 6, 2) == [0.0, 0.5, 1.0, 0.75, 0.5, 0.25]
+
+
+def test_the_warm_up_is_the_one_of_transformers_the_recipes_cite():
+    """The crop recipe's code calls get_linear_schedule_with_warmup, BeLLM's and SimCSE's train through transformers'
+    Trainer (the same schedule): step s of the warm-up at s / W. embench's own (s + 1) / W ran one step ahead."""
+    assert _rates("linear", 10, 4)[:6] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0, 5 / 6])  # transformers', by hand
+
+
+@pytest.mark.slow  # transformers.optimization imports peft and bitsandbytes: 5 s
+def test_the_schedules_equal_transformers_own_functions():
+    from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+    for total, warmup in ((10, 4), (7, 0), (5, 5), (40, 3), (3, 8)):
+        assert _rates("linear", total, warmup) == _rates(
+            "linear", total, warmup, lambda opt, t, w, _: get_linear_schedule_with_warmup(opt, w, t))
+        assert _rates("constant", total, warmup) == _rates(
+            "constant", total, warmup, lambda opt, t, w, _: get_constant_schedule_with_warmup(opt, w))
 
 
 def test_warmup_steps_replace_the_ratio_and_stop_at_the_run_end():

@@ -88,3 +88,15 @@ def test_an_empty_subset_cell_is_said_to_be_an_empty_subset_not_a_label(tmp_path
     labelled = "name: mine\nkind: classification\nfiles: {all: pairs.tsv}\ncolumns: {text: sentence1, label: subset}\n"
     with pytest.raises(EmbenchError, match=r"pairs\.tsv:3: label is empty; a label is a non-empty string"):
         _task(tmp_path, labelled, ROWS.replace("\t2\ty\n", "\t2\t \n")).split("all")
+
+
+def test_a_training_config_refuses_a_key_given_twice_and_names_the_line(tmp_path):
+    """A training config read by yaml.safe_load kept the last of two `lr:` lines without a word."""
+    from embench.train.config import read_config_file
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("lr: 1e-4\nbatch_size: 8\nlr: 2e-4\n")
+    with pytest.raises(EmbenchError, match=r"--config .*c\.yaml:3:1: .*the key 'lr' is given twice \(first at line 1"):
+        read_config_file(cfg)
+    cfg.write_text("lr: 1e-4\nbatch_size: 8\n")
+    assert read_config_file(cfg) == {"lr": 1e-4, "batch_size": 8}

@@ -91,9 +91,10 @@ def read_triplets_csv(path: str | Path, allow_empty: bool = False) -> list[tuple
     reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[tuple[str, str, str]] = []
     header: list[str] | None = None
+    start = line = 1  # where the next record starts: a quoted field can run over lines, and reader.line_num is its end
     try:
         for fields in reader:
-            line = reader.line_num
+            line, start = start, reader.line_num + 1
             if header is None:
                 header = [h.strip() for h in fields]
                 if tuple(header[:3]) != TRIPLET_HEADER:
@@ -102,15 +103,42 @@ def read_triplets_csv(path: str | Path, allow_empty: bool = False) -> list[tuple
             if not fields or all(not x.strip() for x in fields):
                 continue
             if len(fields) != len(header):
-                raise MalformedDataError(p, line, f"expected {len(header)} comma-separated fields, found {len(fields)}")
+                raise MalformedDataError(p, line, f"expected {len(header)} comma-separated fields, found {len(fields)}"
+                                         + _spanned(text, line, reader.line_num))
             if not allow_empty and any(not x.strip() for x in fields[:3]):
                 raise MalformedDataError(p, line, "an empty sentence in sent0, sent1 or hard_neg")
             rows.append((fields[0], fields[1], fields[2]))
     except csv.Error as e:
-        raise MalformedDataError(p, reader.line_num, f"bad CSV ({e})") from None
+        raise MalformedDataError(p, start, f"bad CSV ({e})") from None
+    if header is not None and reader.line_num > line and _unclosed_quote(text):  # swallowed the rest into its last field
+        raise MalformedDataError(p, line, UNCLOSED.format(start=line, end=reader.line_num))
     if not rows:
         raise EmbenchError(f"{p}: no triplet (the file has no row after its header)")
     return rows
+
+
+UNCLOSED = "a quote opened in this record is never closed: the record runs from line {start} to the end, line {end}"
+
+
+def _spanned(text: str, start: int, end: int) -> str:
+    """What a record running from line ``start`` to ``end`` suggests: a quote never closed, or a quoted field
+    over several lines."""
+    if end <= start:
+        return ""
+    if _unclosed_quote(text):
+        return f" ({UNCLOSED.format(start=start, end=end)})"
+    return f" (a quoted field runs the record from line {start} to line {end})"
+
+
+def _unclosed_quote(text: str) -> bool:
+    """Whether a quoted field of ``text`` is never closed: the lenient reader takes it to the end of the file, a
+    strict one says so."""
+    try:
+        for _ in csv.reader(io.StringIO(text, newline=""), strict=True):
+            pass
+    except csv.Error as e:
+        return "unexpected end of data" in str(e)
+    return False
 
 
 def snli_triplets(root: DataRoot, splits: tuple[str, ...] = ("dev", "test")) -> list[tuple[str, str, str]]:

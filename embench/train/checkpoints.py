@@ -62,6 +62,17 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
     return replace_folder(tmp, folder)
 
 
+def resume_every(cfg: Any) -> int:
+    """Steps between resume states: ``save_steps``, else each evaluation's, else 500 (transformers' ``save_steps``)."""
+    return cfg.save_steps or cfg.eval_steps or 500
+
+
+def resumable(out: Path | str) -> bool:
+    """Whether the run in ``out`` can be continued: its resume state ``checkpoint-last/state.pt`` is there (written
+    every ``save_steps``; a run stopped before the first has none)."""
+    return (Path(out) / RESUME_DIR / "state.pt").is_file()
+
+
 def rng_state() -> dict[str, Any]:
     """Every random state as tensors and plain values, so ``torch.load(weights_only=True)`` reads it back."""
     kind, keys, pos, has_gauss, cached = np.random.get_state()

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from ..core.paths import not_there
+from ..core.yaml_text import load_yaml, yaml_error
 
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "fp16-mixed", "bf16")
 OPTIMIZERS = ("adamw", "adam")  # torch.optim.AdamW, torch.optim.Adam (schedule.make_optimizer)
@@ -106,9 +107,27 @@ SET_ONLY = frozenset({
     "eval_max_length", "export_max_length", "eval_batch_size", "log_steps", "method_options"})
 
 
+def option_kinds(f: dataclasses.Field) -> set[str]:
+    """The types a dataclass field's annotation allows, as written: ``{"int", "None"}`` for ``int | None``, whether
+    annotations are strings (``from __future__ import annotations``) or the types themselves (a plug-in's)."""
+    text = f.type.__name__ if isinstance(f.type, type) else str(f.type).replace("typing.", "")
+    if text.startswith("Optional[") and text.endswith("]"):  # typing.Optional[int], as a plug-in may write it
+        text = text[len("Optional["):-1] + " | None"
+    return {kind.strip() for kind in text.split("|")}
+
+
+# options that take text alone: a --set value is kept as written (--set revision=2024 is the tag, not a number)
+TEXT_OPTIONS = frozenset(name for name, f in FIELDS.items() if option_kinds(f) <= {"str", "None"})
+
+
+# options whose flag is not their name with dashes (--progress does not exist: --quiet turns it off)
+FLAGS = {"data": "--train-data", "data_root": "--data", "eval_tasks": "--eval-task", "eval_analyses": "--eval-analysis",
+         "lora_targets": "--lora-target", "progress": "--set progress"}
+
+
 def option_flag(name: str) -> str:
     """How the command line spells the option ``name``: ``--max-length``, or ``--set eval_max_length``."""
-    return f"--set {name}" if name in SET_ONLY else "--" + name.replace("_", "-")
+    return FLAGS.get(name) or (f"--set {name}" if name in SET_ONLY else "--" + name.replace("_", "-"))
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -130,14 +149,14 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
                 raise EmbenchError(f"--config {p}: YAML aliases (*name) are not accepted in a training config; "
                                    "write each value out")
-            raw = _exponent_numbers(yaml.safe_load(text) or {})
+            raw = _exponent_numbers(load_yaml(text) or {})  # a key given twice refused, as in every YAML embench reads
         else:
             raise EmbenchError(f"--config {p}: expected a .yaml, .yml or .toml file")
     except (tomllib.TOMLDecodeError, ValueError) as e:
         raise EmbenchError(f"--config {p}: cannot parse it: {e}") from None
-    except Exception as e:  # yaml.YAMLError carries the line in its message
+    except Exception as e:  # yaml.YAMLError: at the parser's line and column
         if type(e).__module__.startswith("yaml"):
-            raise EmbenchError(f"--config {p}: cannot parse it: {e}") from None
+            raise EmbenchError(f"--config {yaml_error(str(p), e)}") from None
         raise
     if not isinstance(raw, dict):
         raise EmbenchError(f"--config {p}: expected a mapping of option: value")
@@ -162,12 +181,16 @@ def _exponent_numbers(value: Any) -> Any:
 
 
 def parse_override(item: str) -> tuple[str, Any]:
-    """``key=value`` from ``--set``; the value is read as JSON when it parses (numbers, lists, true)."""
+    """``key=value`` from ``--set``; the value is read as JSON when it parses (numbers, lists, true), except that an
+    option taking text alone (``TEXT_OPTIONS``) keeps what was written. Each value is typed by its option later
+    (``resolution.typed``: ``select_initial=False`` is False there, ``eval_tasks=STS12`` a list of one)."""
     if "=" not in item:
         raise EmbenchError(f"--set {item!r}: expected key=value")
     key, raw = item.split("=", 1)
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
+        value = raw
+    if key.strip().replace("-", "_") in TEXT_OPTIONS and value is not None and not isinstance(value, str):
         value = raw
     return key.strip(), value

@@ -12,10 +12,10 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from ..core.registry import nearest
-from .config import FIELDS, TrainConfig, read_config_file
+from .config import FIELDS, TrainConfig, option_flag, read_config_file
 from .methods import METHODS
 from .recipes import RECIPES
-from .resolution import check_file_values
+from .resolution import check_file_values, typed
 
 
 def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig:
@@ -45,11 +45,11 @@ def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig
         values.update(general)
         options.update(own)
     values["method"] = key
-    if isinstance(values.get("data"), (str, Path)):
-        values["data"] = [values["data"]]
-    if "data" in values:
-        values["data"] = [str(d) for d in values["data"]]
-    values["method_options"] = options
+    # typed here already (resolve types again, for a config made otherwise): `data: x.txt` or `--set eval_tasks=STS12`
+    # is a list of one and `--set select_initial=False` is False in what --seeds compares and records, not only in
+    # what trains
+    values.update(typed(TrainConfig, values, option_flag))
+    values["method_options"] = {**options, **typed(method.Options, options, lambda name: f"--set {name}")}
     return TrainConfig(**values)
 
 

@@ -57,9 +57,11 @@ def false_negative_mask(guide_pos: torch.Tensor, guide_hard: torch.Tensor | None
     return mask
 
 
-def masked_share(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) -> torch.Tensor:
-    """Masked pairs over the in-batch negatives of other examples (2N(N-1) per batch, §5.1): a 0-d tensor on the
-    mask's device, logged without a wait for it (``methods/base.py``, ``Logs``)."""
+def masked_pairs(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) -> tuple[torch.Tensor, int]:
+    """(masked pairs, in-batch negatives) over the negatives of other examples: every cell but each anchor's own
+    positive and (``with_hard``) own hard negative, 2N(N-1) per batch (§5.1). The own hard negative is left out even
+    where ``fn_protect_hard: false`` masks it, so that the count, its share and the share over the run are of the
+    same cells. The count is a 0-d tensor on the mask's device, logged without a wait (``methods/base.py``, ``Logs``)."""
     n, cols = mask.shape
     big_n = cols // 2 if with_hard else cols
     others = torch.ones_like(mask)
@@ -67,8 +69,12 @@ def masked_share(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) ->
     others[rows, rows + offset] = False
     if with_hard:
         others[rows, big_n + rows + offset] = False
-    total = n * cols - n * (2 if with_hard else 1)  # every cell but the own positive (and own hard negative)
-    masked = (mask & others).sum()
+    return (mask & others).sum(), n * cols - n * (2 if with_hard else 1)
+
+
+def masked_share(mask: torch.Tensor, offset: int = 0, with_hard: bool = True) -> torch.Tensor:
+    """Masked pairs over the in-batch negatives of other examples (:func:`masked_pairs`): a 0-d tensor."""
+    masked, total = masked_pairs(mask, offset, with_hard)
     return masked / total if total else torch.zeros((), device=mask.device)
 
 

@@ -9,7 +9,9 @@ could stand as the new run's. Hugging Face's ``Trainer`` refused a non-empty out
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from typing import Any
 from ..core.errors import EmbenchError
 from . import checkpoints
 from .out_lock import check_out_folder
+
+log = logging.getLogger(__name__)
 
 # what a run writes into its --out (trainer.py, callbacks.py, seeds.py); nothing else there is touched
 RUN_FILES = ("train_config.json", "metrics.jsonl", "seeds.json")
@@ -43,6 +47,25 @@ def describe(out: Path) -> str:
     return f"a run of {what}" + (f" ({steps} steps) on {cfg.get('model')}" if steps else f" on {cfg.get('model')}")
 
 
+def resume_or_start_afresh(out: Path, cfg: Any, say: bool = True) -> Any:
+    """``cfg``, or where it asks to ``--resume`` a run that left no resume state (stopped before its first
+    checkpoint, every ``save_steps``; or never started) ``cfg`` as a new run that first removes what that run left,
+    with a note: there is nothing to continue from, and refusing sent the user round to ``--overwrite``. A seed of
+    ``--seeds`` starts afresh the same way (``seeds.train_seed``); a seed group in ``out`` is refused."""
+    if not cfg.resume or checkpoints.resumable(out):
+        return cfg
+    found = run_outputs(out)
+    if any(p.name == "seeds.json" or p.name.startswith("seed-") for p in found):
+        raise EmbenchError(f"--resume: {out} holds a seed group (seeds.json, seed-N/): continue it with the same --seeds "
+                           "and --resume")
+    if say:
+        left = f"; what it left is removed first ({', '.join(p.name for p in found)})" if found else ""
+        log.warning("--resume: %s has no resume checkpoint yet (%s/state.pt: the run stopped before its first, or "
+                    "never started): nothing to continue from, so the run starts from step 0%s", out,
+                    checkpoints.RESUME_DIR, left)
+    return dataclasses.replace(cfg, resume=False, overwrite=bool(found))
+
+
 def clear_or_refuse(out: Path, cfg: Any, clear: bool = True) -> bool:
     """Before a run that does not resume (``cfg.resume``): an earlier run's outputs in ``out`` are an error, or with
     ``cfg.overwrite`` removed (only those: any other file in ``out`` stays) where ``clear`` (the main process).
@@ -53,8 +76,11 @@ def clear_or_refuse(out: Path, cfg: Any, clear: bool = True) -> bool:
         return True
     if not cfg.overwrite:
         names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
-        raise EmbenchError(f"--out {out} holds {describe(out)} ({names}): continue it with --resume, start again with "
-                           "--overwrite (these are removed first), or train into another --out")
+        go_on = ("continue it with --resume, start again with --overwrite" if checkpoints.resumable(out) else
+                 f"it has no resume checkpoint ({checkpoints.RESUME_DIR}/state.pt) to continue from: start it again "
+                 "with --overwrite or --resume")
+        raise EmbenchError(f"--out {out} holds {describe(out)} ({names}): {go_on} (these are removed first), or train "
+                           "into another --out")
     for p in found if clear else ():
         shutil.rmtree(p) if p.is_dir() else p.unlink()
     return True

@@ -7,15 +7,17 @@ import importlib.util
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from os import PathLike
 from typing import Any
 
 from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 from ..core.length_cuts import FLOOR_SHARE
 from ..core.registry import nearest
+from ..core.values import YES_NO, as_bool
 from ..models.families import FAMILIES, check_prompt
 from ..models.pooling import POOLERS
-from .config import OPTIMIZERS, PRECISIONS, TrainConfig, option_flag
+from .config import OPTIMIZERS, PRECISIONS, TrainConfig, option_flag, option_kinds
 from .kbit import check_kbit
 from .methods import METHODS
 from .metrics_log import TENSORBOARD_MISSING
@@ -31,7 +33,7 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     method = METHODS.get(key)
     filled = {k: v for k, v in FALLBACKS.items() if getattr(cfg, k) is None}
     cfg = replace(cfg, method=key, method_options=_options(method, cfg.method_options), **filled)
-    _check_types(TrainConfig, {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}, "--")
+    cfg = replace(cfg, **typed(TrainConfig, {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}, option_flag))
     if cfg.eval_steps and cfg.eval_tasks is None and not cfg.eval_analyses:
         cfg = replace(cfg, eval_tasks=["STSBenchmark-dev"])
     for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
@@ -94,26 +96,53 @@ def check_file_values(general: dict[str, Any], own: dict[str, Any], options: typ
     """The values one config file gives (``general`` options and the method's ``own``, of dataclass ``options``),
     checked as :func:`resolve` checks them but named by the file and key (``--config a.yaml: max_steps ...``), not by
     a flag the user never gave."""
-    _check_types(TrainConfig, general, f"{where}: ")
-    _check_types(options, own, f"{where}: ")
+    typed(TrainConfig, general, lambda name: f"{where}: {name}")
+    typed(options, own, lambda name: f"{where}: {name}")
     _check_numbers(general, lambda name: f"{where}: {name}")
     if own.get("temperature") is not None:  # the method checks it too, but names --temperature, which was not given
         check_temperature(own["temperature"], f"{where}: temperature")
 
 
-def _check_types(options: type, values: dict[str, Any], flag: str) -> None:
-    """Each option the dataclass ``options`` declares a number holds one (a config file or ``--set`` can give
-    ``"eight"`` or ``2.5``): named as the command line spells it, before a comparison or the trainer meets a string."""
-    for f in dataclasses.fields(options):
-        # "int" or "float" whether annotations are strings (``from __future__ import annotations``) or the types (a plug-in)
-        kind = f.type.__name__ if isinstance(f.type, type) else str(f.type).split(" |")[0]
-        value = values.get(f.name)
-        if kind not in ("int", "float") or value is None:
-            continue
-        ok = isinstance(value, int) if kind == "int" else isinstance(value, (int, float))
+KNOWN_KINDS = {"bool", "int", "float", "str", "list[str]", "dict[str, Any]", "dict"}  # others (Any, a plug-in's) pass
+
+
+def typed(options: type, values: dict[str, Any], flag_of: Callable[[str], str]) -> dict[str, Any]:
+    """The options of ``values`` that the dataclass ``options`` declares, each checked against its annotation and
+    returned as that type, named as ``flag_of`` spells it: a config file or ``--set`` can give ``"eight"``, ``2.5``,
+    ``"False"`` (a non-empty string, which counted as true) or a single name where a list is wanted (whose letters
+    were read as the list)."""
+    return {f.name: _typed(option_kinds(f), values[f.name], flag_of(f.name))
+            for f in dataclasses.fields(options) if f.name in values}
+
+
+def _typed(kinds: set[str], value: Any, flag: str) -> Any:
+    if value is None:  # a None where the annotation allows none: `out:` left empty in a config file
+        if "None" in kinds or not kinds & KNOWN_KINDS:
+            return None
+        raise EmbenchError(f"{flag} needs a value, got none (null)")
+    if "bool" in kinds:
+        answer = as_bool(value)
+        if answer is None:
+            raise EmbenchError(f"{flag} must be {YES_NO}, got {value!r}")
+        return answer
+    if "str" in kinds and isinstance(value, str | PathLike):
+        return value if isinstance(value, str) else str(value)
+    if "list[str]" in kinds:
+        if isinstance(value, str | PathLike):  # one name is a list of one, as --eval-task NAME given once
+            return [str(value)]
+        if isinstance(value, list | tuple) and all(isinstance(v, str | PathLike) for v in value):
+            return [str(v) for v in value]
+        raise EmbenchError(f"{flag} must be a name or a list of names, got {value!r}")
+    if kinds & {"int", "float"}:
+        ok = isinstance(value, int) if "float" not in kinds else isinstance(value, int | float)
         if isinstance(value, bool) or not ok:
-            name = f.name.replace("_", "-") if flag == "--" else f.name
-            raise EmbenchError(f"{flag}{name} must be {'an integer' if kind == 'int' else 'a number'}, got {value!r}")
+            raise EmbenchError(f"{flag} must be {'a number' if 'float' in kinds else 'an integer'}, got {value!r}")
+        return value
+    if "str" in kinds:
+        raise EmbenchError(f"{flag} must be text (a name or a path), got {value!r}; in a config file, quote it")
+    if kinds & {"dict[str, Any]", "dict"} and not isinstance(value, dict):
+        raise EmbenchError(f"{flag} must be a mapping of name: value, got {value!r}")
+    return value
 
 
 def _options(method: Any, given: Any) -> Any:
@@ -126,7 +155,7 @@ def _options(method: Any, given: Any) -> Any:
             hint = nearest(name, known)
             did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
             raise EmbenchError(f"method {method.__name__}: unknown option {name!r}.{did}")
-    _check_types(method.Options, raw, "--set ")
+    raw.update(typed(method.Options, raw, lambda name: f"--set {name}"))
     for name, value in raw.items():  # NaN passes every bound a method checks (nan <= 0 is false); inf trains nothing
         if isinstance(value, float) and not math.isfinite(value):
             raise EmbenchError(f"method {method.__name__}: option {name} must be a finite number, got {value!r}")

@@ -92,7 +92,7 @@ def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
     member = seed_folders(out, [seed])[seed]
     # --resume continues the seed that was interrupted; a seed never started, or stopped before its first resume
     # checkpoint, begins afresh (what it left is cleared: previous_run.py)
-    resume = bool(cfg.resume) and (member / checkpoints.RESUME_DIR / "state.pt").is_file()
+    resume = bool(cfg.resume) and checkpoints.resumable(member)
     overwrite = (cfg.overwrite or cfg.resume) and not resume
     result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume, overwrite=overwrite)).fit()
     if result.footprint is not None:  # the main process (the others measure nothing)

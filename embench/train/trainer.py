@@ -40,7 +40,7 @@ from .metrics_log import MetricsLog
 from .mixed_precision import eval_dtype, grad_scaler, precision_context, resolve_precision
 from .module import unpadded_passes
 from .out_lock import OutputLock
-from .previous_run import clear_or_refuse
+from .previous_run import clear_or_refuse, resume_or_start_afresh
 from .rank_rng import gather_rng_states, seed_all
 from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
@@ -110,6 +110,7 @@ class Trainer:
                                        dtype=eval_dtype(self.precision))
             self.selection = choose(cfg.select_on, self.evaluator.metrics, self.evaluator.directions)
         seed_all(cfg.seed + dist.rank)
+        self.cfg = cfg = resume_or_start_afresh(self.out, cfg, say=dist.is_main)  # --resume with no checkpoint yet
         self.out_checked = self.out_checked or clear_or_refuse(self.out, cfg, clear=dist.is_main)  # another run's there?
         self.out.mkdir(parents=True, exist_ok=True)
         self.examples = self.method.examples(self.root)
@@ -226,7 +227,7 @@ class Trainer:
         self.setup()
         cfg, dist = self.cfg, self.dist
         series_dir = self.out / "checkpoints"
-        save_resume_every = cfg.save_steps or cfg.eval_steps or 500
+        save_resume_every = checkpoints.resume_every(cfg)
         try:
             if dist.is_main:
                 self.metrics.open(self.metrics_path, self.out / "tensorboard" if cfg.tensorboard else None)

@@ -114,12 +114,12 @@ def train(
     if seeds is not None or executor != "local":
         _train_seeds(cfg, seeds, seed, err, executor, slurm_option)
         return
+    trainer = None
     try:
         trainer = Trainer(cfg)
         result = trainer.fit()
     except KeyboardInterrupt:
-        raise interrupted(f"[yellow]interrupted[/]: run the same command with --resume to continue from "
-                          f"{escape(str(cfg.out))}/checkpoint-last") from None
+        raise interrupted(_interrupted_hint(cfg, trainer, escape)) from None
     if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
         return
     # a task's score x100, as every table prints it; an analysis' number (alignment 0.0004) as it is, named
@@ -133,6 +133,19 @@ def train(
     message_console(stderr=False).print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
     if result.footprint is not None:
         err.print(result.footprint.describe(), highlight=False, markup=False)
+
+
+def _interrupted_hint(cfg, trainer, escape) -> str:
+    """What a stopped run leaves to do: continue from its resume checkpoint, or, stopped before the first one was
+    written, nothing to continue from (--resume then starts the run again: previous_run.resume_or_start_afresh)."""
+    from ...train import checkpoints
+
+    last = f"{escape(str(cfg.out))}/{checkpoints.RESUME_DIR}"
+    if checkpoints.resumable(cfg.out):
+        return f"[yellow]interrupted[/]: run the same command with --resume to continue from {last}"
+    every = f" (written every {checkpoints.resume_every(trainer.cfg)} steps: --save-steps)" if trainer else ""
+    return (f"[yellow]interrupted[/] before the first resume checkpoint {last}{every}: nothing to continue from; "
+            "the same command with --resume (or --overwrite) starts the run again")
 
 
 def _one_model(models: list[str] | None) -> str | None:

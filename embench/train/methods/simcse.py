@@ -149,9 +149,10 @@ class SupSimCSE(_SimCSE):
         loss = losses.info_nce(reps["anchor"], positives, o.temperature, hard, self.hard_negative_weight, offset=offset,
                                exclude=mask.to(reps["anchor"].device), masked_as="zero" if code else "remove",
                                objective=o.fn_loss)
-        share = fn.masked_share(mask, offset)
-        n_negatives = mask.shape[0] * (mask.shape[1] - 2)  # 2N(N-1) for this process's anchors
-        pairs = mask.sum()  # tensors on the device, read with the step's loss (methods/base.py, Logs)
+        # the same cells for the count, the step's share and the run's: other examples' negatives (masked_pairs);
+        # tensors on the device, read with the step's loss (methods/base.py, Logs)
+        pairs, n_negatives = fn.masked_pairs(mask, offset)  # of 2N(N-1) for this process's anchors (N >= 2)
+        share = pairs / n_negatives
         self._masked_total = pairs + self._masked_total
         self._pairs_total += n_negatives
         return loss, {"fn_masked_share": share, "fn_masked_pairs": pairs,
