@@ -263,7 +263,7 @@ def test_pair_features_follow_the_protocol_option():
     u, v = np.array([[1.0, -2.0]]), np.array([[3.0, 5.0]])
     assert pair_features(u, v, "uv").tolist() == [[1.0, -2.0, 3.0, 5.0, 2.0, 7.0, 3.0, -10.0]]
     assert pair_features(u, v, "senteval-code").tolist() == [[2.0, 7.0, 3.0, -10.0]]
-    with pytest.raises(EmbenchError, match="--pair-features"):
+    with pytest.raises(EmbenchError, match="for option pair_features; choose one of: senteval-code, uv"):
         EvalProtocol(pair_features="concat")
 
 
