@@ -168,7 +168,8 @@ def evaluate(
             try:
                 store.save(record, items)
             except OSError as e:  # a full disk mid-run: the scores are still returned (and printed), with why
-                result.unsaved[result.key(record)] = f"{e.filename or store.path(record)}: {e.strerror or e}"
+                # the record's name: the OSError's is the temporary file's (core/atomic.py), removed by then
+                result.unsaved[result.key(record)] = f"{store.path(record)}: {e.strerror or e}"
                 log.warning("could not save the record of %s: %s", result.key(record), result.unsaved[result.key(record)])
         done(record.task, "computed", record)
     result.records.sort(key=lambda r: task_names.index(r.task))  # stored and computed, in the suite's order

@@ -222,15 +222,17 @@ def checkpoint_step(name: str, default: int) -> int:
 
 
 def write_csv(frame, out: Path, stem: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
+    """``out/<stem>.csv``, written atomically: a full disk or a kill keeps the previous file, never a torn one."""
     path = out / f"{stem}.csv"
-    frame.to_csv(path, index=False)
+    with atomic.output_errors(path), atomic.atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
     return path
 
 
 def write_json(obj: Any, out: Path, stem: str) -> Path:
     """``out/<stem>.json`` (numpy numbers as numbers), written atomically."""
-    return atomic.write_json(out / f"{stem}.json", obj, default=jsonable)
+    with atomic.output_errors(out / f"{stem}.json"):
+        return atomic.write_json(out / f"{stem}.json", obj, default=jsonable)
 
 
 def jsonable(x: Any) -> Any:

@@ -44,11 +44,12 @@ def write_provenance(name: str, result: Any, refs: list, ctx: Any, out: Path | s
         target = out / stale
         if target.is_file() and not target.is_symlink():
             target.unlink()
-    atomic.write_json(path, {
-        "analysis": name, "embench_version": __version__, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "options": options, "data": str(ctx.root.path), "cache_dir": None if ctx.cache_dir is None else str(ctx.cache_dir),
-        "models": [_model(ref) for ref in refs], "files": written,
-    }, default=jsonable)
+    with atomic.output_errors(path):  # a full disk: one error naming the file
+        atomic.write_json(path, {
+            "analysis": name, "embench_version": __version__, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "options": options, "data": str(ctx.root.path), "cache_dir": None if ctx.cache_dir is None else str(ctx.cache_dir),
+            "models": [_model(ref) for ref in refs], "files": written,
+        }, default=jsonable)
     result.files.append(path)
     return result
 

@@ -4,6 +4,7 @@ had already tried, and the options that make the same work fit; never a tracebac
 from __future__ import annotations
 
 from ..core.errors import first_line
+from ..core.out_of_memory import is_host_out_of_memory
 
 # what each command can turn down, in the order worth trying
 ADVICE = {
@@ -18,7 +19,8 @@ ADVICE["compare"] = ADVICE["audit"] = ADVICE["mteb"] = ADVICE["grid"] = ADVICE["
 
 
 def out_of_memory_message(e: BaseException, command: str | None) -> str:
-    where = "the host's memory" if isinstance(e, MemoryError) else "GPU memory"
+    # torch's CPU allocator says so in a RuntimeError ("can't allocate memory"): the host's, not a GPU's
+    where = "the host's memory" if is_host_out_of_memory(e) else "GPU memory"
     first = first_line(e, 240)
     tried = (" embench had already split the batch that failed and tried it again in halves;"
              if command in ("run", "compare", "audit", "mteb", "grid", "analyze") else "")

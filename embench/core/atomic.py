@@ -1,7 +1,8 @@
 """Atomic writes: a file is written under a temporary name of its own, then renamed over the final name,
 so a reader (or the next run after a kill -9 or a full disk) sees the whole old file or the whole new one,
 never a half-written one. Every file embench writes for later use goes through here: result records,
-per-item outcomes, cache shards, downloaded data, seed groups, generation settings.
+per-item outcomes, cache shards, downloaded data, seed groups, generation settings, and the outputs a user asks
+for (``report -o``, ``analyze``'s tables and figures, ``generate``'s files, the training log).
 
 The temporary name is hidden and unique across the machines of a shared folder (host, process, random
 part: a process id alone repeats across the nodes of a cluster), so two writers never share one, and a
@@ -16,18 +17,32 @@ import json
 import os
 import shutil
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import EmbenchError
+
 TMP_SUFFIX = ".tmp"  # a temporary file is ``.<name>.<unique>.tmp``
+STALE_SECONDS = 600  # a temporary file this old was left by a writer that died (a writer renames within seconds)
 
 
 def unique_suffix() -> str:
     """Host, process and a random part: no two writers of one shared folder, on any machine, pick the
     same temporary name."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def sweep_stale(folder: Path, pattern: str, older_than: float = STALE_SECONDS) -> None:
+    """Remove the temporary files matching ``pattern`` in ``folder`` that a killed writer left (kill -9 between the
+    write and the rename): one older than ``older_than`` seconds has no writer left, on this machine or another."""
+    now = time.time()
+    for tmp in Path(folder).glob(pattern) if Path(folder).is_dir() else ():
+        with contextlib.suppress(OSError):  # another sweeper took it, or a read-only folder: nothing to do
+            if tmp.name.endswith(TMP_SUFFIX) and now - tmp.stat().st_mtime > older_than:
+                tmp.unlink()
 
 
 def temporary_name(path: Path) -> Path:
@@ -54,6 +69,45 @@ def atomic_file(path: Path | str, *, fsync: bool = False) -> Iterator[IO[bytes]]
         with contextlib.suppress(OSError):  # a full disk must not keep a half-written temporary file
             tmp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path | str) -> Iterator[Path]:
+    """A temporary name to give a writer that opens the file itself (matplotlib's ``savefig``, pandas' ``to_csv``):
+    renamed over ``path`` when the block ends without an error, removed when it raises. The name ends in ``.tmp``:
+    a writer that picks its format by the extension must be told the format."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+class OutputNotWritten(EmbenchError):
+    """An output the user asked for could not be written (a full disk, a file over ``ulimit -f``, a read-only file
+    system); the file there before, if any, is as it was."""
+
+
+@contextlib.contextmanager
+def output_errors(path: Path | str, what: str = "") -> Iterator[None]:
+    """An OSError in the block is one error naming ``path`` (not the temporary name the OSError carries)."""
+    try:
+        yield
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise OutputNotWritten(f"{what}{' ' if what else ''}{path}: could not be written ({why}); a file there "
+                               "before is kept as it was") from None
+
+
+def write_output(path: Path | str, text: str, what: str = "") -> Path:
+    """``text`` written to ``path`` atomically; a failure is one error naming ``path`` (``what`` names its option)."""
+    with output_errors(path, what):
+        return write_text(path, text)
 
 
 def write_bytes(path: Path | str, data: bytes, *, fsync: bool = False) -> Path:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
@@ -65,9 +66,18 @@ def check_folder_option(folder: Path | str, flag: str) -> None:
         parent = next(p for p in folder.absolute().parents if p.exists())
         if not parent.is_dir():
             raise EmbenchError(f"{flag} {folder}: {parent} is a file; give a folder")
-        e = None if os.access(parent, os.W_OK | os.X_OK) else PermissionError(13, "Permission denied")
+        e = None if os.access(parent, os.W_OK | os.X_OK) else _why_not_writable(parent)
     if e is not None:
         raise EmbenchError(f"{flag} {folder}: cannot write there ({e.strerror or e}); choose another folder")
+
+
+def _why_not_writable(folder: Path) -> OSError:
+    """Why ``os.access`` says ``folder`` cannot be written: a read-only file system (a mount, a snapshot) is said as
+    such, not as a permission the user could be given."""
+    with contextlib.suppress(OSError, AttributeError):  # statvfs: POSIX only
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return OSError(errno.EROFS, os.strerror(errno.EROFS))
+    return PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
 
 def not_there(path: Path | str, kind: str = "file") -> str:

@@ -21,7 +21,6 @@ could come from two writers): their texts are encoded once more.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -33,14 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.atomic import TMP_SUFFIX, atomic_file
+from ..core.atomic import STALE_SECONDS, TMP_SUFFIX, atomic_file, sweep_stale
 from ..core.paths import unwritable
 
 SUFFIX = ".npz"
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
-
-
-STALE_SECONDS = 600  # a temporary shard this old was left by a writer that died
 
 
 def text_key(text: str) -> str:
@@ -107,11 +103,7 @@ class EmbeddingCache:
     def _sweep_stale(self) -> None:
         """Temporary shards a killed writer left (kill -9 inside a flush): a writer renames its shard within
         seconds, so one older than ``STALE_SECONDS`` has no writer left, on this machine or another."""
-        now = time.time()
-        for tmp in self.folder.glob(f".*{SUFFIX}*{TMP_SUFFIX}") if self.folder.is_dir() else ():
-            with contextlib.suppress(OSError):
-                if now - tmp.stat().st_mtime > STALE_SECONDS:
-                    tmp.unlink()
+        sweep_stale(self.folder, f".*{SUFFIX}*{TMP_SUFFIX}", STALE_SECONDS)
 
     def _load_index(self) -> dict[str, Path]:
         if self._index is None:

@@ -16,8 +16,34 @@ from typing import Any
 TOLERANCE = 1e-9  # JSON keeps a float exactly; the means are recomputed, hence not bit-equal
 
 
+def oversized(value: Any) -> bool:
+    """A JSON integer too large for a float anywhere in ``value`` (an edited file: ``1`` and 400 zeros). Each use of
+    it as a score (``float()``, ``math.isfinite``, an arithmetic with a float) would raise an OverflowError."""
+    stack = [value]  # a loop, not a recursion: json.loads nests deeper than a recursion may go
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool):
+            try:
+                float(v)
+            except OverflowError:
+                return True
+    return False
+
+
+def shown_number(v: Any) -> str:
+    """``v`` for a message: an integer of hundreds of digits (an edited file) cut to its first ones."""
+    text = str(v)
+    return f"{text[:12]}... ({len(text)} characters)" if len(text) > 40 else text
+
+
 def score_problem(raw: dict[str, Any]) -> str | None:
     """Why a record's scores contradict each other, or None."""
+    if oversized(raw):
+        return "it holds a number too large for a float"
     scores, protocol, main = raw["scores"], raw["protocol"], raw["main_score"]
     if raw.get("kind") == "sts":
         agg, corr = protocol.get("aggregation"), protocol.get("correlation")
@@ -53,7 +79,7 @@ def _subset_problem(scores: dict[str, Any]) -> str | None:
                 have = scores.get(name, {}).get(corr)
                 if isinstance(have, (int, float)) and abs(have - want) > 1e-6:
                     return f"its {name}/{corr} score {have} is not the {name} of its subsets ({want})"
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
         return "its per-subset scores are malformed"
     return None
 

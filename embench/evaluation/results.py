@@ -10,12 +10,12 @@ once in a warning and computed again; it never stops a run.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import io
 import json
 import logging
-import math
 import os
 import re
 import warnings
@@ -23,13 +23,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import write_json
+from ..core.atomic import TMP_SUFFIX, sweep_stale, write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS
 from ..core.paths import plain_name, unwritable
 from .items import Items
-from .record_checks import score_problem
+from .record_checks import score_problem, shown_number
 from .task_data import KEY, TASK_DATA, data_digest
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ def record_problem(raw: Any, model: str | None = None, task: str | None = None, 
     score = raw.get("main_score")
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         return "field 'main_score' is missing or not a number"
-    if not math.isfinite(score) or not -1.0 <= score <= 1.0:
-        return f"main score {score} is not a finite fraction in [-1, 1]"
+    if not -1.0 <= score <= 1.0:  # NaN and inf too; a comparison, as math.isfinite raises on a 400-digit integer
+        return f"main score {shown_number(score)} is not a finite fraction in [-1, 1]"
     if raw["key"] != record_key(raw["task"], raw["encoder"], raw["protocol"]):
         return "its key does not match its task, encoder and protocol"
     inconsistent = score_problem(raw)
@@ -124,7 +124,7 @@ def read_record(path: Path, model: str | None = None, task: str | None = None, k
     becomes of its result: a run computes it again, a listing leaves it out)."""
     try:
         raw = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, UnicodeDecodeError, an integer of 4300+ digits
         _name_once(path, f"cannot read it ({type(e).__name__})", then)
         return None
     problem = record_problem(raw, model, task, key)
@@ -172,6 +172,7 @@ class ResultStore:
         if e is not None:
             raise EmbenchError(f"cannot write result records to {self.root} ({e.strerror or e}); "
                                "choose another --results-dir (or EMBENCH_RESULTS)") from None
+        sweep_stale(self.root, f"*/.*{TMP_SUFFIX}")  # what a run killed mid-write left: records and items
 
     def items_path(self, record: Record) -> Path:
         return self.path(record).with_suffix(".items.npz")
@@ -182,7 +183,13 @@ class ResultStore:
         p.parent.mkdir(parents=True, exist_ok=True)
         if items is not None:
             record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(self.items_path(record))}
-        return write_json(p, record.to_dict(), default=_json_default)
+        try:
+            return write_json(p, record.to_dict(), default=_json_default)
+        except BaseException:  # a full disk: no items file without its record
+            if items is not None:
+                with contextlib.suppress(OSError):
+                    self.items_path(record).unlink(missing_ok=True)
+            raise
 
     def load_items(self, record: Record) -> Items | None:
         """The record's per-item outcomes, or None when it has none or the file is missing or damaged."""

@@ -41,7 +41,7 @@ def scan_results(folders: Sequence[Path | str]) -> tuple[list[Record], list[tupl
         for path in sorted(folder.glob("*/*.json")):
             try:
                 raw = json.loads(path.read_bytes().decode("utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            except (OSError, ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, an integer of 4300+ digits
                 problems.append((path, f"cannot be read ({type(e).__name__}: {e})"))
                 continue
             problem = record_problem(raw)
@@ -99,6 +99,8 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
             raise NoMatchingRecords(f"no stored results for task(s) {', '.join(order)} in {', '.join(map(str, results_dirs))}", held)
     if not records and not problems:  # not a folder of damaged records (paper_tables names none to report): one with none
         raise NoMatchingRecords(f"no stored results in {', '.join(map(str, results_dirs))}", [])
+    if not records:  # every record damaged: each named, not a bare "nothing to report"
+        raise EmbenchError("no result record to report; skipped: " + "; ".join(f"{p}: {why}" for p, why in problems))
     by_name = {t.lower(): i for i, t in enumerate(order)}
     records = sorted(records, key=lambda r: by_name.get(r.task.lower(), by_name.get(r.display.lower(), len(order))))
     stored = {r.model for r in records}

@@ -14,6 +14,7 @@ ready for ``embench train``):
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import write_json
+from ..core.atomic import write_json, write_output
 from ..core.boundary import python_api
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, decode
@@ -117,12 +118,12 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
                              answer_prefix)
     frame = _decisions(rows, answers, rule, alpha, beta, gamma)
     kept = frame[frame["kept"]]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["sent0", "sent1", "hard_neg"])
-        for r in kept.itertuples():
-            w.writerow([r.sent0, r.hard_neg, r.sent1] if r.swapped else [r.sent0, r.sent1, r.hard_neg])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["sent0", "sent1", "hard_neg"])
+    for r in kept.itertuples():
+        w.writerow([r.sent0, r.hard_neg, r.sent1] if r.swapped else [r.sent0, r.sent1, r.hard_neg])
+    write_output(out, buf.getvalue(), "--out")  # whole or not at all: a full disk keeps the previous file
     dropped = dict(Counter(frame.loc[~frame["kept"], "reason"]).most_common())
     settings = {"llm": str(llm), "triplets": str(src), "rule": rule, "alpha": alpha, "beta": beta,
                 "gamma": gamma if rule == "paper" else None, "prompt": SCORING, "answer_prefix": answer_prefix,
@@ -220,7 +221,7 @@ def _summary(frame, settings: dict[str, Any], dropped: dict[str, int], paths: di
     lines += ["", "| score | entailment (a) | contradiction (b) |", "|---:|---:|---:|"]
     values = sorted(set(a) | set(b))
     lines += [f"| {v:g} | {int((a == v).sum())} | {int((b == v).sum())} |" for v in values]
-    paths["markdown"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_output(paths["markdown"], "\n".join(lines) + "\n")
     return [paths["summary"], paths["markdown"]]
 
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import write_json
+from ..core.atomic import write_json, write_output
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, clean, decode
 from .premises import Premise, read_premises
@@ -75,7 +75,7 @@ def _existing_keys(out: Path, warn: Callable[[str], None]) -> dict[int, str]:
         warn(f"{out}: its last row was cut short (a run killed mid-write); it is generated again")
         buf = io.StringIO(newline="")
         csv.writer(buf, lineterminator="\n").writerows(good)
-        out.write_text(buf.getvalue(), encoding="utf-8")
+        write_output(out, buf.getvalue(), "--out")  # whole: a kill here must not lose the good rows too
         keys = {int(r[3]): r[0] for r in good[1:]}
     return keys
 

@@ -8,7 +8,6 @@ which command makes it; nothing is recomputed here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pandas as pd
 from ..core.errors import EmbenchError, UnknownNameError
 from ..core.paths import not_there
 from ..core.registry import nearest
+from .analysis_files import read_csv, read_jsonl
 from .panels import alignment_uniformity, cosine_ridges
 from .per_layer import per_layer
 from .style import figure, legend_label, palette, paper_style, save
@@ -49,12 +49,11 @@ def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
             raise EmbenchError(f"analysis folder {folder} {not_there(folder, 'folder')}")
         for path in sorted(folder.rglob(file)):
             if path.suffix == ".jsonl":
-                rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-                frame = pd.DataFrame(rows)
+                frame = read_jsonl(path)
                 stem = path.name.split(".")[0].removesuffix("-metrics")
                 frame["model"] = path.parent.name if stem == "metrics" else stem  # a run folder's own log
             else:
-                frame = pd.read_csv(path)
+                frame = read_csv(path)  # checked: a torn or empty file is an error naming it
             frame["source"] = str(path)
             frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model"])

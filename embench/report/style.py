@@ -11,6 +11,8 @@ import contextlib
 import re
 from pathlib import Path
 
+from ..core.atomic import atomic_path, output_errors
+
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 PAGE_WIDTH = 7.0
 RC = {
@@ -97,9 +99,12 @@ def save(fig, out: Path | str, stem: str) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
-    for p in paths:
-        fig.savefig(p)
-    plt.close(fig)
+    try:
+        for p in paths:  # under a temporary name, then renamed: a full disk keeps the previous figure
+            with output_errors(p), atomic_path(p) as tmp:
+                fig.savefig(tmp, format=p.suffix[1:])  # the temporary name's .tmp is no format
+    finally:
+        plt.close(fig)
     return paths
 
 

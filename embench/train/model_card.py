@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import write_text
+
 # the papers behind the methods: title, authors, and where to find it (as the paper notes record them)
 PAPERS = {
     "simcse": ("SimCSE: Simple Contrastive Learning of Sentence Embeddings", "Tianyu Gao, Xingcheng Yao, Danqi Chen",
@@ -64,7 +66,7 @@ def write_model_card(folder: Path, *, final: Path, meta: dict[str, Any], pooling
     lines += _citation(meta, method)
     text = "---\n" + data.to_yaml() + "\n---\n\n" + "\n".join(lines).rstrip() + "\n"
     path = Path(folder) / "README.md"
-    path.write_text(text, encoding="utf-8")
+    write_text(path, text)  # atomically: a full disk leaves no torn card
     return path
 
 

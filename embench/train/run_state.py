@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import output_errors, write_text
 from ..core.errors import EmbenchError
 from . import checkpoints
 from .rank_rng import restore_rng_states
@@ -77,7 +78,9 @@ def trim_metrics(path: Path, step: int) -> None:
     lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     if any(logged_step(x) is None for x in lines):
         log.warning("--resume: %s had a torn line (a run killed while writing it); it is dropped", path)
-    path.write_text("".join(x + "\n" for x in lines if (s := logged_step(x)) is not None and s <= step), encoding="utf-8")
+    kept = "".join(x + "\n" for x in lines if (s := logged_step(x)) is not None and s <= step)
+    with output_errors(path, "--resume:"):  # whole or not at all: a kill or a full disk here keeps the old log
+        write_text(path, kept)
 
 
 def take_new_optimiser_options(optimizer: Any, scheduler: Any, cfg: Any, saved: dict[str, Any]) -> None:

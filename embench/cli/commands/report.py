@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ...core.atomic import OutputNotWritten, write_output
 from ...core.errors import EmbenchError
 from ...core.paths import check_folder_option, not_there
 from ...report.formats import REPORT_FORMATS
@@ -114,7 +115,7 @@ def report(
             try:
                 paths = figs.compose(n, analysis, fig_dir, models=models, colours=colours)
             except EmbenchError as e:
-                if figure:  # asked for by name: the user must hear why it cannot be drawn
+                if figure or isinstance(e, OutputNotWritten):  # asked for by name, or a full disk: not just skipped
                     raise
                 err.print(f"[yellow]no figure {n}[/]: {e}")
                 continue
@@ -132,8 +133,7 @@ def report(
     if out is None:
         emit(text)
     else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        write_output(out, text, "--out")  # whole or not at all: a full disk keeps the previous report
         err.print(f"wrote {out}")
 
 

@@ -70,8 +70,8 @@ def run(
         from ...core.errors import EmbenchError
 
         raise EmbenchError(f"--label: {len(label)} label(s) for {len(model)} --model(s); give one per model, in order")
-    evaluations, unsaved = [], {}
-    for name in model:
+    evaluations, unsaved, undefined = [], {}, []
+    for i, name in enumerate(model):
         def on_task(t: str, status: str, record: Any, name: str = name) -> None:
             if not quiet:
                 how = "stored record reused" if status == "stored" else task_time(record.provenance)
@@ -81,16 +81,19 @@ def run(
             ev = evaluate(
                 name, suite, tasks=task, overwrite=overwrite, progress=not quiet, on_task=on_task, **(protocol or {}),
                 seed=seed, **opts.api(), ci=ci, resamples=resamples, ci_seed=ci_seed,
-                label=label[len(evaluations)] if label else None,  # evaluate names the rows (a group's, each dim's)
+                label=label[i] if label else None,  # evaluate names the rows (a group's, each dim's)
             )
         except KeyboardInterrupt:
             raise interrupted("[yellow]interrupted[/]: finished tasks are stored; run the same command again to resume.") from None
-        except UndefinedScoreError as e:  # what was scored is printed before why the rest has no score
-            if e.evaluation is not None and e.evaluation.records:
-                emit(Evaluation.merge([*evaluations, e.evaluation], view=view).render(value(fmt)))
-            raise
+        except UndefinedScoreError as e:  # one model's undefined score does not stop the others: said once, at the end
+            undefined.append(f"{name}: {e}" if len(model) > 1 else str(e))
+            if e.evaluation is None:
+                continue
+            ev = e.evaluation
         evaluations.append(ev)
         unsaved.update({f"{name} {task}": why for task, why in ev.unsaved.items()})
+    if undefined and not any(ev.records for ev in evaluations):
+        raise UndefinedScoreError("; ".join(undefined))
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed
     similarity = by_similarity([r for ev in evaluations for r in ev.records])
     if similarity and not quiet:
@@ -99,5 +102,7 @@ def run(
                   f"{'they were' if many else 'it was'} scored by similarity (as SentEval scores STS12-16)[/]")
     for what, why in unsaved.items():
         err.print(f"[bold red]not saved:[/] {escape(what)}: {escape(why)}", highlight=False)
+    if undefined:  # after the table and the unsaved lines: status 2, as any error
+        raise UndefinedScoreError("; ".join(undefined))
     if unsaved:
         raise typer.Exit(1)
