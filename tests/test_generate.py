@@ -299,9 +299,9 @@ def test_overwrite_keeps_the_earlier_output_until_the_model_has_loaded(tiny_bert
 
 
 @pytest.mark.parametrize(("out", "options", "message"), [
-    (".", {}, r"--out .* is a folder; give the triplet CSV file to write"),
-    ("p.txt", {}, r"--out .*p.txt is the premises file itself"),
-    ("t.csv", {"omega": -1.0}, r"--omega must be a finite number >= 0, got -1.0"),
+    (".", {}, r"out=.* is a folder; give the triplet CSV file to write"),  # the Python spelling: core/spellings.py
+    ("p.txt", {}, r"out=.*p\.txt' is the premises file itself"),
+    ("t.csv", {"omega": -1.0}, r"omega must be a finite number >= 0, got -1.0"),
 ])
 def test_generation_refuses_an_output_or_omega_that_cannot_be_before_loading_the_model(tmp_path, out, options, message):
     from embench.generate import generate_triplets

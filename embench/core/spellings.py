@@ -49,6 +49,9 @@ PYTHON_NAMES: dict[str, dict[str, str]] = {
                  | {"--model": "models", "--label": "labels", "--set": ""}),
     "curate_triplets": _same("rule", "alpha", "beta", "gamma", "limit", "chat", "max_new_tokens", "batch_size", "device",
                              "answer_prefix", "scores", "out", "llm", "triplets"),
+    "generate_triplets": _same("llm", "premises", "out", "data", "limit", "batch_size", "contrastive", "omega", "sample",
+                               "temperature", "top_p", "max_new_tokens", "seed", "prompt_entailment",
+                               "prompt_contradiction", "chat", "device", "overwrite"),
 }
 
 # the words an option takes as its value, where a value is a plain word (``--split tables``, ``--test steiger``):

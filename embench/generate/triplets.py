@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic import write_json, write_output
+from ..core.boundary import python_api
 from ..core.errors import EmbenchError
 from .decoding import DecodeSettings, clean, decode
 from .premises import Premise, read_premises
@@ -98,6 +99,7 @@ def _check_premises(out: Path, written: dict[int, str], premises: str, found: li
                                "premises changed since; give --overwrite to start again, or another --out")
 
 
+@python_api("generate_triplets")  # its errors say out=, omega=, not the command line's --out, --omega
 def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: str | None = None, limit: int | None = None,
                       batch_size: int = 16, contrastive: bool = True, omega: float = 0.3, sample: bool = False,
                       temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 48, seed: int = 0,
