@@ -182,6 +182,21 @@ def report_tools(request) -> dict[str, str]:
     return {t: shutil.which(t) for t in REPORT_TOOLS}
 
 
+
+@pytest.fixture()
+def task_registry_restored():
+    """A test's task files (and plug-in tasks) leave the process's task registry as they found it: other tests list
+    every task, and a task file registered here would show there."""
+    from embench.tasks import TASKS
+    from embench.tasks.task_file import REGISTERED
+
+    saved = {k: (type(v)(v) if isinstance(v, (dict, list)) else v) for k, v in vars(TASKS).items()}
+    registered = dict(REGISTERED)
+    yield
+    vars(TASKS).update(saved)
+    REGISTERED.clear()
+    REGISTERED.update(registered)
+
 from slurm_cluster import slurm, slurm_cluster  # noqa: E402, F401 (a Slurm cluster on this machine, for tests/test_slurm_*.py)
 
 

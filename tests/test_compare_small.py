@@ -17,8 +17,6 @@ from embench.evaluation.comparison import Side, compare_sides
 from embench.evaluation.items import Items
 from embench.evaluation.results import Record
 from embench.evaluation.significance import IntervalSettings
-from embench.tasks import TASKS
-from embench.tasks.task_file import REGISTERED
 
 
 def _side(model: str, sims, gold) -> Side:
@@ -48,19 +46,8 @@ def test_the_informational_steiger_column_is_empty_with_its_reason(why):
         compare_sides([(_side("A", a, gold), _side("B", b, gold))], IntervalSettings(resamples=100), "steiger")
 
 
-@pytest.fixture()
-def _registry_as_found():
-    """The task file registered here leaves the process's task registry as it found it."""
-    saved = {k: (type(v)(v) if isinstance(v, (dict, list)) else v) for k, v in vars(TASKS).items()}
-    registered = dict(REGISTERED)
-    yield
-    vars(TASKS).update(saved)
-    REGISTERED.clear()
-    REGISTERED.update(registered)
-
-
 @pytest.mark.slow
-def test_cli_compare_of_a_three_pair_task(env, tiny_bert_dir, one_thread, _registry_as_found):
+def test_cli_compare_of_a_three_pair_task(env, tiny_bert_dir, one_thread, task_registry_restored):
     folder = env / "tiny3"
     folder.mkdir()
     rows = [("A man plays a guitar.", "A man plays music.", "4.2"), ("A cat sleeps.", "A dog runs fast.", "0.8"),

@@ -4,30 +4,18 @@ file, the previous output stays whole, and no temporary file is left."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import resource
 
 import pandas as pd
 import pytest
+from file_limits import file_size_limit
 from typer.testing import CliRunner
 
 from embench.cli import app
 from embench.core import atomic
 from embench.core.errors import EmbenchError
 from embench.evaluation.results import Record, ResultStore, record_key
-
-
-@contextlib.contextmanager
-def file_size_limit(nbytes: int):
-    """``ulimit -f``: a write past ``nbytes`` fails with EFBIG (Python ignores SIGXFSZ), as on a full disk."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 
 
 def _only(folder, name):

@@ -3,24 +3,12 @@ full disk (here ``ulimit -f``) keeps the log as it was, never a torn one."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import resource
 
 import pytest
+from file_limits import file_size_limit
 
 from embench.core.errors import EmbenchError
-
-
-@contextlib.contextmanager
-def file_size_limit(nbytes: int):
-    """``ulimit -f``: a write past ``nbytes`` fails with EFBIG (Python ignores SIGXFSZ), as on a full disk."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 
 
 @pytest.mark.slow  # embench.train imports torch

@@ -11,18 +11,9 @@ from embench.evaluation.protocols import EvalProtocol
 from embench.evaluation.results import Record
 from embench.tasks import TASKS
 from embench.tasks.mteb.tasks import MTEBTask
-from embench.tasks.task_file import REGISTERED, register_task_files
+from embench.tasks.task_file import register_task_files
 
-
-@pytest.fixture(autouse=True)
-def _registry_as_found():
-    """The task files registered here leave the process's task registry as they found it."""
-    saved = {k: (type(v)(v) if isinstance(v, (dict, list)) else v) for k, v in vars(TASKS).items()}
-    registered = dict(REGISTERED)
-    yield
-    vars(TASKS).update(saved)
-    REGISTERED.clear()
-    REGISTERED.update(registered)
+pytestmark = pytest.mark.usefixtures("task_registry_restored")  # conftest.py
 
 
 def test_an_mteb_task_named_like_one_of_embench_s_own_keeps_its_prefix_and_its_data_star():

@@ -22,22 +22,13 @@ from embench.data import DataRoot
 from embench.encoding.engine import Engine
 from embench.evaluation.protocols import EvalProtocol
 from embench.tasks import TASKS
-from embench.tasks.task_file import REGISTERED, register_task_files
+from embench.tasks.task_file import register_task_files
 from embench.tasks.task_file.tasks import senteval_scale
+
+pytestmark = pytest.mark.usefixtures("task_registry_restored")  # conftest.py
 
 runner = CliRunner()
 PAIRS_YAML = "name: {name}\nkind: pairs\nfiles:\n  test: {file}\ncolumns:\n  subset: genre\nscore_range: [0, 5]\n"
-
-
-@pytest.fixture(autouse=True)
-def _registry_as_found():
-    """Each test's task files leave the process's task registry as they found it (other tests list every task)."""
-    saved = {k: (type(v)(v) if isinstance(v, (dict, list)) else v) for k, v in vars(TASKS).items()}
-    registered = dict(REGISTERED)
-    yield
-    vars(TASKS).update(saved)
-    REGISTERED.clear()
-    REGISTERED.update(registered)
 
 
 def stsb(data_root: Path, split: str = "test") -> list[tuple[str, str, str, str]]:

@@ -10,21 +10,11 @@ from pathlib import Path
 import pytest
 
 import embench
-from embench.tasks import TASKS
-from embench.tasks.task_file import REGISTERED
 from embench.tasks.task_file.tasks import FileTask
 
+pytestmark = pytest.mark.usefixtures("task_registry_restored")  # conftest.py
+
 YAML = "name: my-sts\nkind: pairs\nfiles: {test: pairs.tsv}\nscore_range: [0, 5]\n"
-
-
-@pytest.fixture(autouse=True)
-def _registry_as_found():
-    saved = {k: (type(v)(v) if isinstance(v, (dict, list)) else v) for k, v in vars(TASKS).items()}
-    registered = dict(REGISTERED)
-    yield
-    vars(TASKS).update(saved)
-    REGISTERED.clear()
-    REGISTERED.update(registered)
 
 
 @pytest.fixture(scope="module")
