@@ -269,7 +269,7 @@ def test_cli_csv_is_one_document_and_markdown_tables_stay_apart(tiny_audit):
     assert csv.exit_code == 0, csv.output
     frame = pd.read_csv(io.StringIO(csv.stdout))
     assert list(frame.columns[:3]) == ["model", "table", "protocol"]
-    assert list(dict.fromkeys(frame["table"])) == ["variants", "knobs", "passes", "matches", "verdict"]
+    assert list(dict.fromkeys(frame["table"])) == ["variants", "knobs", "passes", "matches", "verdict", "notes"]
     variants = frame[frame["table"] == "variants"].set_index("protocol")
     assert variants.loc["baseline", "Avg."] == pytest.approx(100 * tiny_audit[0].rows.loc["baseline", "Avg."], abs=0.006)
     markdown = CliRunner().invoke(app, [*args, "-f", "markdown"])
@@ -307,3 +307,28 @@ def test_a_reported_task_outside_the_audited_ones_is_encoded_in_the_logged_share
     both = suite_texts(["STSBenchmark", "STS13"], [{}], DataRoot.resolve(data_root))
     assert [r["texts"] for r in result.passes.rows] == [len(both)]  # one pass, STS13's texts in it (was: 2,551 of STS-B)
     assert "res:STS13" in result.matches.columns
+
+
+@pytest.mark.slow
+def test_cli_csv_keeps_the_notes_and_titles_the_other_formats_print(tiny_audit):
+    """``audit -f csv`` dropped the interval note, beyond_noise's meaning and the passes and matches titles (the
+    residual's sign): now ``notes`` rows (``table`` notes, the text in ``note``), each naming its table."""
+    import io
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from embench.cli import app
+
+    _, base = tiny_audit
+    args = ["audit", "-m", str(tiny_audit[0].model), "--knobs", "correlation", "-t", "STS13", "-t", "STSBenchmark",
+            "--results-dir", str(base / "results"), "--cache-dir", str(base / "cache"), "--device", "cpu", "-q",
+            "--reported", "STS13=10.00 STSBenchmark=10.00", "--ci", "95", "--resamples", "200", "-f", "csv"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    frame = pd.read_csv(io.StringIO(res.stdout), dtype=str, keep_default_na=False)
+    notes = list(frame.loc[frame["table"] == "notes", "note"])
+    assert any(n.startswith("variants: ") and "200 resamples" in n for n in notes), notes
+    assert any(n.startswith("knobs: beyond_noise: ") for n in notes), notes
+    assert any(n.startswith("passes: forward passes") for n in notes), notes
+    assert "matches: closest protocol combinations (residual = ours - reported, x100)" in notes, notes

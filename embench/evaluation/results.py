@@ -157,8 +157,10 @@ class ResultStore:
             record_or_model, task, key = r.model, r.task, r.key
         return self.root / slug(record_or_model) / plain_name(f"{task}-{key}.json", "result record")
 
-    def find(self, model: str, task: str, key: str) -> Record | None:
-        p = self.path(model, task, key)
+    def find(self, model: str, task: str, key: str, folder: str | None = None) -> Record | None:
+        """``folder``: the model's record folder when known (a grid's, fixed at planning), else slug(model) now."""
+        p = self.root / plain_name(folder, "record folder") / plain_name(f"{task}-{key}.json", "result record") \
+            if folder else self.path(model, task, key)
         if p.is_file():
             return read_record(p, model, task, key)  # a damaged file is redone, not trusted
         return _keyed_before_its_data(p.parent, task, key)  # a task file's record from before its data was in the key

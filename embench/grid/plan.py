@@ -8,6 +8,7 @@ before any job is submitted.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,14 +89,28 @@ def make_cells(spec: GridSpec, progress: bool = False) -> tuple[list[Cell], dict
                              **{k: desc.get(k) for k in PINNED}}
             for label, proto in protocols:
                 for task in tasks:
-                    cells.append(Cell(model, task, proto[task], record_key(task, desc, proto[task]), label))
+                    cells.append(Cell(model, task, proto[task], record_key(task, desc, proto[task]), label, slug(model)))
             bar.advance()
-    return cells, pinned
+    return merge_cells(cells), pinned
+
+
+def merge_cells(cells: list[Cell]) -> list[Cell]:
+    """One cell per record: two protocols that differ only in axes a task ignores (STS-B has no aggregation) give one
+    record key, so one cell, labelled with both names (``simcse = flow``; " = ", since an unnamed protocol's label
+    is ``axis=value``); counted twice, a finished grid looked unfinished and its job ran the cell twice."""
+    merged: dict[str, Cell] = {}
+    for c in cells:
+        first = merged.get(c.id)
+        if first is None:
+            merged[c.id] = c
+        elif c.label not in first.label.split(" = "):
+            merged[c.id] = dataclasses.replace(first, label=f"{first.label} = {c.label}")
+    return list(merged.values())
 
 
 def plan(spec: GridSpec, results: Path | str, progress: bool = False) -> Plan:
     """The grid's cells, their states, and one job per model for those neither done nor running."""
-    results = Path(results)
+    results = Path(results).resolve()  # the markers' log paths and the jobs' results read the same from any cwd
     state = GridState(results)
     state.init()
     spec.data = str(DataRoot.resolve(spec.data).path)  # jobs on other machines read the same root
@@ -108,7 +123,7 @@ def plan(spec: GridSpec, results: Path | str, progress: bool = False) -> Plan:
     for model in spec.models:
         todo = [c for c in cells if c.model == model and states[c.id]["state"] in ("missing", "failed")]
         if todo:
-            jobs.append(Job(f"{slug(model)}-{stable_hash([c.id for c in todo], 8)}", model, pinned[model], todo))
+            jobs.append(Job(f"{todo[0].slug}-{stable_hash([c.id for c in todo], 8)}", model, pinned[model], todo))
     return Plan(cells, states, jobs)
 
 

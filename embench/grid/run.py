@@ -30,7 +30,8 @@ def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", wo
         raise EmbenchError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     if workers < 1:
         raise EmbenchError(f"--workers must be at least 1, got {workers}")
-    results = Path(results)
+    # absolute: the job logs the markers name (local.py builds them from it) are found from any cwd
+    results = Path(results).resolve()
     # globs and list files as the CLI takes them (the module's example gives GridSpec(models=["ckpt/step-*"]))
     spec = dataclasses.replace(spec, models=expand_models(spec.models))
     p = plan(spec, results, progress=echo is not None)

@@ -107,6 +107,8 @@ def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise EmbenchError(f"--protocols {path}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:  # saved as UTF-16 (Windows' Notepad), or not a protocols file at all
+        raise EmbenchError(f"--protocols {path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     if path.suffix == ".json":
         try:
             raw = json.loads(text)
@@ -130,6 +132,14 @@ def read_protocols(path: Path | str | None) -> list[dict[str, Any]]:
             entry = {}
         if not isinstance(entry, dict):
             raise EmbenchError(f"--protocols {path}: entry {i} is a {type(entry).__name__}, not a mapping of protocol options")
+        # a key YAML read as a number ({1: 2}) or a list name ({name: [a, b]}) is a typo, named here, not a traceback
+        # or a label "['a', 'b']"
+        if bad := [k for k in entry if not isinstance(k, str)]:
+            raise EmbenchError(f"--protocols {path}: entry {i}: {bad[0]!r} is not an option name; give protocol "
+                               "options by name, e.g. '- {aggregation: all}'")
+        if "name" in entry and (isinstance(entry["name"], (dict, list, bool)) or entry["name"] is None):
+            raise EmbenchError(f"--protocols {path}: entry {i}: name {entry['name']!r} is not a name; give one word "
+                               "or a number, e.g. 'name: flow'")
         settings = {k.replace("-", "_"): v for k, v in entry.items() if k != "name"}
         try:
             resolved.append(EvalProtocol.from_options(**settings).to_dict())

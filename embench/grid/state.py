@@ -45,10 +45,18 @@ class Cell:
     protocol: dict[str, Any]  # the full protocol (every axis), as the record stores it
     key: str
     label: str = "default"  # the protocol as the user named it, or its non-default axes
+    # the model's record folder as slug() gave it when the grid was planned: slug() reads the model path against the
+    # cwd, so `grid status` from another folder (or after the model folder moved) would look elsewhere. A plan from
+    # before this field has none, and falls back to slug() now.
+    folder: str = ""
+
+    @property
+    def slug(self) -> str:
+        return self.folder or slug(self.model)
 
     @property
     def id(self) -> str:
-        return f"{slug(self.model)}/{self.task}-{self.key}"
+        return f"{self.slug}/{self.task}-{self.key}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,7 +121,7 @@ class GridState:
 
     # -- cell markers ----------------------------------------------------------------------------
     def marker_path(self, cell: Cell) -> Path:
-        return self.root / "cells" / slug(cell.model) / plain_name(f"{cell.task}-{cell.key}.json", "grid cell")
+        return self.root / "cells" / cell.slug / plain_name(f"{cell.task}-{cell.key}.json", "grid cell")
 
     def mark(self, cell: Cell, state: str, **info: Any) -> None:
         write_text(self.marker_path(cell), json.dumps({

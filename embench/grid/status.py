@@ -27,7 +27,7 @@ STATES = ("done", "running", "failed", "missing", "unknown")
 
 
 def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, Any]:
-    if store.find(cell.model, cell.task, cell.key) is not None:
+    if store.find(cell.model, cell.task, cell.key, cell.folder) is not None:
         return {"state": "done"}
     marker = state.marker(cell) or {}
     if marker.get("state") == "running":

@@ -51,7 +51,7 @@ def run_job(job_file: Path | str, log_path: str | None = None) -> list[str]:
     def fail(group: Sequence[Cell], e: BaseException) -> None:
         traceback.print_exception(e, file=sys.stderr)
         for c in group:
-            if store.find(c.model, c.task, c.key) is None:
+            if store.find(c.model, c.task, c.key, c.folder) is None:
                 state.mark(c, "failed", error=_why(e), **info)
                 failed.append(c.id)
 
@@ -79,7 +79,7 @@ def run_job(job_file: Path | str, log_path: str | None = None) -> list[str]:
             # one task's failure must not take its neighbours down: each alone (texts come from the cache)
             print(f"a task of {len(group)} failed ({_why(e)}); running each alone", file=sys.stderr)
             for cell in group:
-                if store.find(cell.model, cell.task, cell.key) is not None:
+                if store.find(cell.model, cell.task, cell.key, cell.folder) is not None:
                     continue
                 try:
                     _evaluate(job, encoder, [cell], protocol, state)
@@ -97,7 +97,7 @@ def mark_unfinished(job_file: Path | str, error: str, log: str | Path | None = N
     marked = []
     for raw in job.get("cells", []):
         cell = Cell.from_dict(raw)
-        if store.find(cell.model, cell.task, cell.key) is None:
+        if store.find(cell.model, cell.task, cell.key, cell.folder) is None:
             state.mark(cell, "failed", job=job.get("id"), log=str(log) if log else None, error=error)
             marked.append(cell.id)
     return marked

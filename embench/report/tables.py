@@ -229,7 +229,12 @@ def csv_with_notes(text: str, notes: Sequence[str], name: str) -> str:
     lines: they do not read back as CSV (pandas without ``comment=``, the csv module, spreadsheets)."""
     if not notes:
         return text
-    return stacked_csv([({"table": name}, text), ({"table": "notes"}, render(pd.DataFrame({"note": list(notes)}), "csv", scaled=[]))])
+    return stacked_csv([({"table": name}, text), ({"table": "notes"}, notes_csv(notes))])
+
+
+def notes_csv(notes: Sequence[str]) -> str:
+    """The notes part of :func:`csv_with_notes` (one ``note`` column, a row each), for a CSV of several tables."""
+    return render(pd.DataFrame({"note": list(notes)}), "csv", scaled=[])
 
 
 # every character LaTeX gives a meaning: a model name holding \input{...} must print, never run (a file

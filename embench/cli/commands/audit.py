@@ -141,12 +141,19 @@ def _csv_parts(result, model: str) -> list[tuple[dict[str, str], str]]:
     the verdict is a table of its own: tables one after another, and a ``#`` line, did not read back as CSV."""
     import pandas as pd
 
-    from ...report.tables import render
+    from ...report.tables import notes_csv, render
 
-    parts = [({"model": model, "table": name}, render(frame, "csv", **options))
-             for name, _, frame, options in _audit_tables(result, model)]
+    parts, notes = [], []
+    for name, title, frame, options in _audit_tables(result, model):
+        parts.append(({"model": model, "table": name}, render(frame, "csv", **options)))
+        # what the other formats print around a table and CSV cells cannot hold: the passes' summary and the matches'
+        # "residual = ours - reported" are titles, the interval, sample and beyond_noise notes render's note; each
+        # note names its table, as notes rows (csv_with_notes's shape) after the model's tables
+        notes += [f"{name}: {text}" for text in ((title if name in ("passes", "matches") else None), options.get("note")) if text]
     if result.matches is not None:
         parts.append(({"model": model, "table": "verdict"}, render(pd.DataFrame({"verdict": [result.verdict]}), "csv", scaled=[])))
+    if notes:
+        parts.append(({"model": model, "table": "notes"}, notes_csv(notes)))
     return parts
 
 
