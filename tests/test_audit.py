@@ -332,3 +332,42 @@ def test_cli_csv_keeps_the_notes_and_titles_the_other_formats_print(tiny_audit):
     assert any(n.startswith("knobs: beyond_noise: ") for n in notes), notes
     assert any(n.startswith("passes: forward passes") for n in notes), notes
     assert "matches: closest protocol combinations (residual = ours - reported, x100)" in notes, notes
+
+
+def test_table_check_reads_embench_s_own_csv_and_audit_outputs(tmp_path):
+    """``audit table`` read a CSV's leading ``table`` column as the only name column: the model column fell among the
+    tasks (a name without a digit blanked the row, so a wrong Avg. passed as "0 off"; all-MiniLM-L6-v2 could not be read
+    as a number), the ``X low``/``X high`` bounds of ``--ci`` were averaged as tasks, and an audit's own output was
+    refused at its knobs table (``delta_avg`` read as an average, ``STS16`` as a score)."""
+    run_csv = ("table,model,STS16,STS16 low,STS16 high,STS12,STS12 low,STS12 high,Avg.,Avg. low,Avg. high,note\n"
+               "scores,bert-a,34.18,28.91,38.90,29.36,26.19,32.54,31.77,28.66,34.64,\n"
+               "scores,all-MiniLM-L6-v2,35.10,30.08,39.73,25.71,22.51,29.02,30.41,27.48,33.22,\n"
+               'notes,,,,,,,,,,,"95% intervals: percentile bootstrap over items, 1000 resamples, seed 1111"\n')
+    path = tmp_path / "run.csv"
+    path.write_text(run_csv)
+    assert check_table(path) == []
+    path.write_text(run_csv.replace("31.77", "40.00").replace(",30.41,", ",30.51,"))
+    assert [(i.row, i.name, i.message) for i in check_table(path)] == [
+        (2, "bert-a", "printed Avg. 40.00, mean of its 2 cells 31.77"),
+        (3, "all-MiniLM-L6-v2", "printed Avg. 30.51, mean of its 2 cells 30.41")]
+    audit_csv = ("model,table,protocol,STS16,STS16 low,STS16 high,STS12,STS12 low,STS12 high,Avg.,Avg. low,Avg. high,"
+                 "knob,value,delta_avg,largest_task,largest_task_value,delta_task,note\n"
+                 "m1,variants,baseline,35.10,30.08,39.73,25.71,22.51,29.02,30.41,27.48,33.22,,,,,,,\n"
+                 "m1,variants,batch_size=1,34.60,,,34.38,,,34.80,,,,,,,,,\n"
+                 "m1,knobs,,,,,,,,,,,pooling,embed_last_avg,6.58,STS16,embed_last_avg,8.51,\n"
+                 "m1,notes,,,,,,,,,,,,,,,,,variants: 95% intervals\n")
+    path = tmp_path / "audit.csv"
+    path.write_text(audit_csv)
+    assert [(i.row, i.name, i.message) for i in check_table(path)] == [
+        (3, "m1 batch_size=1", "printed Avg. 34.80, mean of its 2 cells 34.49")]
+    audit_md = ("| protocol | STS16 | STS12 | Avg. |\n| --- | ---: | ---: | ---: |\n"
+                "| baseline | 35.10 [30.08, 39.73] | 25.71 [22.51, 29.02] | 30.41 [27.48, 33.22] |\n\n"
+                "| knob | value | delta_avg | largest_task | largest_task_value | delta_task |\n| --- | --- | ---: | --- | --- | ---: |\n"
+                "| pooling | embed_last_avg | 6.58 | STS16 | embed_last_avg | 8.51 |\n")
+    path = tmp_path / "audit.md"
+    path.write_text(audit_md)
+    assert check_table(path) == []
+    mistyped = tmp_path / "typo.csv"  # a score mistyped in the first task column is still an error, not a name
+    mistyped.write_text("Model,STS12,STS13,Avg.\nA,7O.0,80.5,75.25\nB,70.0,80.5,75.25\n")
+    with pytest.raises(EmbenchError, match=r"typo\.csv:2: column 2 \('STS12'\) of row 'A': cannot read '7O\.0'"):
+        check_table(mistyped)

@@ -58,7 +58,7 @@ def _tables(path: Path) -> list[list[tuple[int, list[str]]]]:
     if path.suffix == ".csv":
         import csv
 
-        return [[(i, row) for i, row in enumerate(csv.reader(lines), start=1) if row]]
+        return _csv_tables([(i, row) for i, row in enumerate(csv.reader(lines), start=1) if row])
     if path.suffix == ".tex" or "\\begin{tabular" in text:
         current: list[tuple[int, list[str]]] | None = None  # rows of the tabular open, if any (a caption is none)
         for i, line in enumerate(lines, start=1):
@@ -85,6 +85,46 @@ def _tables(path: Path) -> list[list[tuple[int, list[str]]]]:
     return tables
 
 
+def _csv_tables(rows: list[tuple[int, list[str]]]) -> list[list[tuple[int, list[str]]]]:
+    """A CSV as its tables: embench stacks several in one file under a ``table`` column (``run --ci`` its scores and
+    notes, ``audit`` its variants, knobs and passes), each filling only its own columns; every other CSV is one table."""
+    if not rows or "table" not in rows[0][1]:
+        return [rows]
+    header, at = rows[0][1], rows[0][1].index("table")
+    tables: dict[str, list[tuple[int, list[str]]]] = {}
+    for line, cells in rows[1:]:
+        tables.setdefault(cells[at] if len(cells) > at else "", []).append((line, cells))
+    out = []
+    for part in tables.values():  # the columns this table fills, in the header's order
+        used = [j for j in range(len(header)) if any(j < len(c) and c[j].strip() for _, c in part)]
+        out.append([(rows[0][0], [header[j] for j in used])] + [(line, [c[j] if j < len(c) else "" for j in used])
+                                                               for line, c in part])
+    return out
+
+
+def _is_average(header: str) -> bool:
+    """An average column: "Avg.", "7 Avg." (JTCSE), not a difference of averages (audit's "delta_avg")."""
+    return re.search(r"\bavg\b", header) is not None and not _is_bound(header)
+
+
+def _is_bound(header: str) -> bool:
+    """An interval's bound beside its score ("STS16 low", "Avg. high": embench's CSV of ``--ci``): not a task."""
+    return header.endswith((" low", " high"))
+
+
+def _label_columns(header: list[str], rows: list[list[str]]) -> int:
+    """How many leading columns name the row (a model, a protocol, embench's ``table`` column): the first where some row
+    holds text there (a table of numbers only has none: BeLLM's README), each next one where every row does (a score
+    mistyped in the first task column stays an error, not a name)."""
+    def text(j: int, rows_: list[list[str]]) -> list[bool]:
+        return [not _is_number(c[j]) for c in rows_ if c[j].strip()]
+
+    n = 1 if any(text(0, rows)) else 0
+    while n and n < len(header) and not _is_average(header[n]) and (cells := text(n, rows)) and all(cells):
+        n += 1
+    return n
+
+
 def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
     """Recompute every printed average of every table in ``path``; flag values duplicated in a row.
 
@@ -102,21 +142,22 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
     for t_index, table in enumerate(_tables(p), start=1):
         if len(table) < 2:
             continue
-        header = [h.lower() for h in table[0][1]]
-        avg_cols = [j for j, h in enumerate(header) if "avg" in h]
+        header = [h.lower().strip() for h in table[0][1]]
+        avg_cols = [j for j, h in enumerate(header) if _is_average(h)]
         if not avg_cols:
             continue
         checked += 1
         rows = [cells for _, cells in table[1:] if len(cells) >= len(header) and any(c.strip() for c in cells)]
-        labelled = not rows or not all(_is_number(cells[0]) for cells in rows)  # a table of numbers only has no name column
-        groups, start = [], 1 if labelled else 0
+        labels = _label_columns(header, rows) if rows else 1
+        groups, start = [], labels
         for j in avg_cols:
-            groups.append((j, list(range(start, j))))
+            groups.append((j, [c for c in range(start, j) if not _is_bound(header[c])]))
             start = j + 1
         for line_no, cells in table[1:]:
-            if len(cells) < len(header) or not any(c.strip() for c in cells[1:]):
+            if len(cells) < len(header) or not any(c.strip() for c in cells[labels or 1:]):
                 continue  # section headings
-            name = _MARKS.sub("", cells[0]).strip() if labelled else "unlabelled row"
+            named = [_MARKS.sub("", cells[j]).strip() for j in range(labels) if header[j] != "table"]
+            name = " ".join(n for n in named if n) or "unlabelled row"
             values: dict[int, float | None] = {}
             unreadable: list[int] = []
             for j in sorted({c for _, cols in groups for c in cols} | set(avg_cols)):
