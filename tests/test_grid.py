@@ -296,3 +296,27 @@ def test_a_later_plan_of_a_model_supersedes_its_cells_of_an_older_one(tmp_path):
     cells, states = grid_status(tmp_path)
     assert sorted(c.id for c in cells) == sorted(c.id for c in after)
     assert summary(states) == {"done": 2, "running": 0, "failed": 0, "missing": 0, "unknown": 0}
+
+
+@pytest.mark.slow  # imports the worker (and through it torch)
+def test_a_grid_job_s_errors_say_the_command_line_s_options(monkeypatch, tmp_path):
+    """A grid's job runs embench's Python functions as their outermost caller, so a cell's marker said ``pair_features``
+    (Python's name) where the grid's protocols file and `embench grid` say ``--pair-features``."""
+    import embench.grid.worker as worker
+    from embench.evaluation.protocols import EvalProtocol
+
+    said = []
+
+    def run_job(job, log):
+        try:
+            EvalProtocol(pair_features="concat")
+        except EmbenchError as e:
+            said.append(str(e))
+        return []
+
+    monkeypatch.setattr(worker, "run_job", run_job)
+    monkeypatch.setattr(worker, "terminate_as_interrupt", lambda: None)
+    assert worker.main([str(tmp_path / "job.json")]) == 0
+    assert "--pair-features" in said[0]
+    with pytest.raises(EmbenchError, match="option pair_features"):  # the mark ends with the job: Python's names again
+        EvalProtocol(pair_features="concat")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import evaluate
+from ..core.boundary import command_line
 from ..core.signals import terminate_as_interrupt, terminated
 from ..data.root import DataRoot
 from ..evaluation.results import ResultStore, record_key
@@ -147,6 +148,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("job", type=Path)
     parser.add_argument("--log", default=None, help="this job's log file, named in the markers of failed cells")
     args = parser.parse_args(argv)
+    ended = command_line()  # a grid's job: its errors in a cell's marker say the options of `embench grid`, not Python's
+    try:
+        return _run(args)
+    finally:
+        ended()
+
+
+def _run(args: Any) -> int:  # main's parsed arguments
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     # a log of what was done, not of progress bars: read by transformers when it is first imported (as in cli.app)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
