@@ -362,8 +362,9 @@ def test_table_check_reads_embench_s_own_csv_and_audit_outputs(tmp_path):
         (3, "m1 batch_size=1", "printed Avg. 34.80, mean of its 2 cells 34.49")]
     audit_md = ("| protocol | STS16 | STS12 | Avg. |\n| --- | ---: | ---: | ---: |\n"
                 "| baseline | 35.10 [30.08, 39.73] | 25.71 [22.51, 29.02] | 30.41 [27.48, 33.22] |\n\n"
-                "| knob | value | delta_avg | largest_task | largest_task_value | delta_task |\n| --- | --- | ---: | --- | --- | ---: |\n"
-                "| pooling | embed_last_avg | 6.58 | STS16 | embed_last_avg | 8.51 |\n")
+                "| knob | value | delta_avg | largest_task | largest_task_value | delta_task | avg_beyond_noise |\n"
+                "| --- | --- | ---: | --- | --- | ---: | --- |\n"
+                "| pooling | embed_last_avg | 6.58 | STS16 | embed_last_avg | 8.51 | yes |\n")
     path = tmp_path / "audit.md"
     path.write_text(audit_md)
     assert check_table(path) == []
@@ -371,3 +372,20 @@ def test_table_check_reads_embench_s_own_csv_and_audit_outputs(tmp_path):
     mistyped.write_text("Model,STS12,STS13,Avg.\nA,7O.0,80.5,75.25\nB,70.0,80.5,75.25\n")
     with pytest.raises(EmbenchError, match=r"typo\.csv:2: column 2 \('STS12'\) of row 'A': cannot read '7O\.0'"):
         check_table(mistyped)
+
+
+def test_table_check_still_refuses_unreadable_scores_and_finds_underscored_averages(tmp_path):
+    """Reading every text column before the first average as a name (a first fix of the CSV reading) passed a wrong
+    Avg. when the scores were "60.0 (1.0)" or one row's score was mistyped, and `\\bavg\\b` missed "STS_avg"."""
+    spread = tmp_path / "spread.md"
+    spread.write_text("| Model | STS12 | STS13 | Avg. |\n|---|---|---|---|\n| A | 60.0 (1.0) | 80.0 (2.0) | 90.0 |\n"
+                      "| B | 61.0 (1.0) | 81.0 (2.0) | 71.0 |\n")
+    with pytest.raises(EmbenchError, match=r"column 2 \('STS12'\) of row 'A': cannot read '60\.0 \(1\.0\)'"):
+        check_table(spread)
+    one_row = tmp_path / "one.md"
+    one_row.write_text("| Model | STS12 | STS13 | STS14 | Avg. |\n|---|---|---|---|---|\n| bert | 6O.0 | 80.0 | 70.0 | 75.0 |\n")
+    with pytest.raises(EmbenchError, match=r"cannot read '6O\.0'"):
+        check_table(one_row)
+    underscored = tmp_path / "u.csv"
+    underscored.write_text("model,STS12,STS13,STS_avg\nA,70.0,80.0,99.0\n")
+    assert [(i.name, i.kind) for i in check_table(underscored)] == [("A", "average")]

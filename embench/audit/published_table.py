@@ -103,8 +103,8 @@ def _csv_tables(rows: list[tuple[int, list[str]]]) -> list[list[tuple[int, list[
 
 
 def _is_average(header: str) -> bool:
-    """An average column: "Avg.", "7 Avg." (JTCSE), not a difference of averages (audit's "delta_avg")."""
-    return re.search(r"\bavg\b", header) is not None and not _is_bound(header)
+    """An average column: "Avg.", "7 Avg." (JTCSE), "STS_avg"; not a difference of averages or a test of one (audit's "delta_avg", "avg_beyond_noise")."""
+    return "avg" in header and not re.search(r"delta|diff|Δ|beyond", header) and not _is_bound(header)
 
 
 def _is_bound(header: str) -> bool:
@@ -113,16 +113,17 @@ def _is_bound(header: str) -> bool:
 
 
 def _label_columns(header: list[str], rows: list[list[str]]) -> int:
-    """How many leading columns name the row (a model, a protocol, embench's ``table`` column): the first where some row
-    holds text there (a table of numbers only has none: BeLLM's README), each next one where every row does (a score
-    mistyped in the first task column stays an error, not a name)."""
-    def text(j: int, rows_: list[list[str]]) -> list[bool]:
-        return [not _is_number(c[j]) for c in rows_ if c[j].strip()]
-
-    n = 1 if any(text(0, rows)) else 0
-    while n and n < len(header) and not _is_average(header[n]) and (cells := text(n, rows)) and all(cells):
+    """How many leading columns name the row: the first where some row holds text there (a table of numbers only has
+    none: BeLLM's README), then each next one that embench's own outputs name a row by (``table``, ``model``,
+    ``protocol``). Only by those names: a task column whose cells cannot be read ("60.0 (1.0)", a typo) stays an
+    error, never a name that takes it out of the average."""
+    n = 1 if any(c[0].strip() and not _is_number(c[0]) for c in rows) else 0
+    while n and n < len(header) and header[n] in _NAME_HEADERS:
         n += 1
     return n
+
+
+_NAME_HEADERS = ("table", "model", "protocol")  # the columns before the scores in `run`, `compare` and `audit` CSVs
 
 
 def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
