@@ -94,3 +94,34 @@ def test_a_call_of_the_api_keeps_the_callers_generators_whatever_runs_inside(dat
         _seed_all(7)
         _draws()
     assert _draws() == expected
+
+
+@pytest.mark.slow
+def test_an_evaluation_during_training_leaves_the_training_stream_as_it_was(monkeypatch, tmp_path, data_root):
+    """mteb seeds every generator with 42 when it builds a task: under `embench train` (no outermost Python call to
+    restore them) an evaluation changed the dropout masks and batch order after it, so the command line trained
+    another model than embench.train.train of the same config."""
+    from types import SimpleNamespace
+
+    import torch
+
+    import embench.models.loader as loader
+    from embench.data.root import DataRoot
+    from embench.train.callbacks import Evaluator
+
+    monkeypatch.setattr(loader, "load_model", lambda *a, **k: "encoder")
+
+    def reseeding_task(self, enc, spec):
+        torch.manual_seed(42)  # what mteb does
+        return 0.5
+
+    monkeypatch.setattr(Evaluator, "_task", reseeding_task)
+    evaluator = Evaluator(["STSBenchmark-dev"], [], DataRoot.resolve(str(data_root)), tmp_path, batch_size=8,
+                          max_length=16, dtype="fp32")
+    model = SimpleNamespace(encoder=None, tokenizer=None, pooling="mean", prompt=None, device="cpu", training=True,
+                            train=lambda mode=True: None)
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    assert evaluator(model, 10) == {"STSBenchmark-dev": 0.5}
+    assert torch.equal(torch.rand(3), expected)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.directions import HIGHER
 from ..core.errors import EmbenchError
+from ..core.random_state import kept_random_state
 from ..data.root import DataRoot
 from .module import SentenceModel
 
@@ -129,9 +130,13 @@ class Evaluator:
                          max_length=max_length, dtype=self.dtype, device=str(model.device),
                          name=f"training step {step}", fingerprint=f"training-step-{step}")
         try:
-            scores = {s.key: self._task(enc, s) for s in self.tasks}
-            for s in self.analyses:
-                scores.update(self._analysis(enc, s, step))
+            # training's random stream must not depend on its evaluations: mteb seeds every generator with 42 when it
+            # builds a task, and `embench train` (no Python caller to restore them) trained another model than
+            # embench.train.train of the same config, whose outermost evaluate() restored them
+            with kept_random_state():
+                scores = {s.key: self._task(enc, s) for s in self.tasks}
+                for s in self.analyses:
+                    scores.update(self._analysis(enc, s, step))
         finally:
             model.train(was_training)  # the encoder puts the model in eval mode on first use
         return scores
