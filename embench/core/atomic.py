@@ -8,6 +8,11 @@ The temporary name is hidden and unique across the machines of a shared folder (
 part: a process id alone repeats across the nodes of a cluster), so two writers never share one, and a
 failed write removes its temporary file. ``os.replace`` is atomic on POSIX and Windows for files of
 one folder.
+
+An output the user names may not be a plain file of its own folder. A symlink (``-o docs/table.md`` linking
+elsewhere) is written through: its target is replaced, with the temporary name in the target's folder, so the link
+stays a link. A FIFO, a terminal or ``/dev/stdout`` is written in place: there is nothing to replace, and no
+temporary file can be made in ``/dev``. A replaced file keeps its permission bits (a 0600 file stays 0600).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -50,12 +56,36 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{unique_suffix()}{TMP_SUFFIX}")
 
 
+_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/stdin")
+
+
+def _target(path: Path) -> tuple[Path, bool, int | None]:
+    """The name to write (a symlink's resolved target), whether to write it in place (not a regular file), and the
+    permission bits to give the replacement (the old file's; None for a new file: the umask decides)."""
+    try:
+        st = os.stat(path)  # follows symlinks: the kind and mode of what the name leads to
+    except OSError:
+        st = None
+    # /dev/stdout, /dev/fd/N and /proc/.../fd/N lead to this process's descriptors: replacing what they resolve to (a
+    # pipe's ``pipe:[N]``, a redirected file the shell holds open) would miss the stream, so write them in place.
+    # Not all of /dev: a cache in /dev/shm is a folder of regular files, replaced atomically like any other.
+    name = os.path.abspath(path)
+    special = name in _STREAMS or name.startswith(("/dev/fd/", "/proc/"))
+    if special or (st is not None and not stat.S_ISREG(st.st_mode)):
+        return path, True, None
+    return Path(os.path.realpath(path)), False, (stat.S_IMODE(st.st_mode) if st is not None else None)
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path | str, *, fsync: bool = False) -> Iterator[IO[bytes]]:
     """A binary file to write ``path``'s new content into; renamed over ``path`` when the block ends
     without an error, removed when it raises. ``fsync``: the bytes reach the disk before the name does
     (a power cut then leaves the old file or the new one, not an empty new one)."""
-    path = Path(path)
+    path, in_place, mode = _target(Path(path))
+    if in_place:  # a FIFO or a device has no old content to keep, and fsync fails on it
+        with open(path, "wb") as fh:
+            yield fh
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
     try:
@@ -64,6 +94,8 @@ def atomic_file(path: Path | str, *, fsync: bool = False) -> Iterator[IO[bytes]]
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):  # a full disk must not keep a half-written temporary file
@@ -76,11 +108,16 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     """A temporary name to give a writer that opens the file itself (matplotlib's ``savefig``, pandas' ``to_csv``):
     renamed over ``path`` when the block ends without an error, removed when it raises. The name ends in ``.tmp``:
     a writer that picks its format by the extension must be told the format."""
-    path = Path(path)
+    path, in_place, mode = _target(Path(path))
+    if in_place:  # the writer writes a FIFO or a device itself
+        yield path
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
     try:
         yield tmp
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import sys
 from typing import Any
 
 from .plugins import Plugin
 
-_HASHES: dict[int, tuple[Any, str]] = {}  # id(module) -> (module, hash): the code that runs is the code imported
+# Keyed by the file's path, mtime and size, not by the module object: importlib.reload and IPython's %autoreload keep
+# the module object, so a cache per module served the old hash (and the old cached vectors) after an edit. One stat
+# per look-up is cheap next to reading and hashing the file.
+_HASHES: dict[str, tuple[int, int, str]] = {}  # path -> (st_mtime_ns, st_size, hash)
 
 
 def _module_of(obj: Any) -> str:
@@ -28,14 +32,17 @@ def code_hash(obj: Any) -> str:
     """sha256 (16 hex) of the source file of ``obj``'s module (a function's, a class's, an instance's class's); of its
     own source where the module has no file (a notebook, ``python -c``); of its qualified name where neither reads."""
     module = sys.modules.get(_module_of(obj))
-    if module is not None and id(module) in _HASHES and _HASHES[id(module)][0] is module:
-        return _HASHES[id(module)][1]
     digest = None
     try:
         path = inspect.getsourcefile(module) if module is not None else None
         if path:
+            st = os.stat(path)
+            kept = _HASHES.get(path)
+            if kept is not None and kept[:2] == (st.st_mtime_ns, st.st_size):
+                return kept[2]
             with open(path, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()[:16]
+            _HASHES[path] = (st.st_mtime_ns, st.st_size, digest)
     except (OSError, TypeError):
         pass
     if digest is None:
@@ -43,9 +50,7 @@ def code_hash(obj: Any) -> str:
             text = inspect.getsource(obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj))
         except (OSError, TypeError):
             text = f"{_module_of(obj)}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]  # not kept: no module to tie it to
-    if module is not None:
-        _HASHES[id(module)] = (module, digest)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]  # not kept: no file to tie it to
     return digest
 
 
