@@ -57,3 +57,18 @@ def test_stored_records_of_an_mteb_task_and_a_task_file_of_its_name_keep_a_colum
     assert frame.loc["m", "MTEB:Banking77Classification"] == 0.6571 and frame.loc["m", "Banking77Classification"] == 0.013
     shown, _, _ = results_frame(records)
     assert shown.loc[0, "MTEB:Banking77Classification"] == 0.6571 and shown.loc[0, "Banking77Classification"] == 0.013
+
+
+def test_one_mteb_task_stored_under_both_displays_is_one_column():
+    """A record stored with the bare name (before a task file of that name was registered) and one stored with the
+    prefix made two columns of one task, and each model's Avg. empty."""
+    from embench.report.tables import summary_frame
+
+    a = _record("MTEB:Banking77Classification", "Banking77Classification", "mteb", 0.6571)
+    b = _record("MTEB:Banking77Classification", "MTEB:Banking77Classification", "mteb", 0.70)
+    b.model = "m2"
+    other, other2 = (_record("MTEB:TwitterURLCorpus", "TwitterURLCorpus*", "mteb", v) for v in (0.5, 0.4))
+    other2.model = "m2"
+    frame = summary_frame([a, b, other, other2])
+    assert list(frame.columns) == ["MTEB:Banking77Classification", "TwitterURLCorpus*", "Avg."]
+    assert frame["Avg."].notna().all()

@@ -16,15 +16,22 @@ from .formats import FORMATS  # noqa: E402,F401  (re-exported: the formats table
 
 
 def column_names(records: Sequence[Record]) -> list[str]:
-    """Each record's column: its display, except that an mteb record whose display another task's records have too
-    is shown by its task name (``MTEB:<name>``, ``*`` kept). An mteb task's display names itself apart from a task
-    file or plug-in task of its name once that is registered (``MTEBTask.display``), but a record stored before that
-    keeps the display it was stored with, and under one column a table kept one of the two scores."""
-    tasks: dict[str, set[str]] = {}
-    for r in records:
-        tasks.setdefault(r.display, set()).add(r.task)
-    return [r.task + "*" * r.display.endswith("*") if r.kind == "mteb" and len(tasks[r.display]) > 1
-            and not r.display.startswith(r.task) else r.display for r in records]
+    """Each record's column: its display, except an mteb task's, which is one column per task whatever display its
+    records were stored with: ``MTEB:<name>`` (``*`` kept) where another task's records show its bare name or any of
+    its own records was stored under the prefix (``MTEBTask.display`` takes it once a task file or plug-in task of its
+    name is registered), else the bare name. Keyed by display alone, one task's records of two runs made two columns
+    (each model's row missing one: Avg. empty), and a task file's score and MTEB's shared one."""
+    others = {r.display.rstrip("*") for r in records if r.kind != "mteb"}
+    prefixed = {r.task for r in records if r.kind == "mteb" and r.display.startswith(r.task)}
+
+    def column(r: Record) -> str:
+        if r.kind != "mteb":
+            return r.display
+        star, bare = "*" * r.display.endswith("*"), r.display.rstrip("*").removeprefix(r.task)
+        bare = bare or r.task.split(":", 1)[-1]
+        return r.task + star if r.task in prefixed or bare in others else bare + star
+
+    return [column(r) for r in records]
 
 
 def summary_frame(records: Sequence[Record]) -> pd.DataFrame:
