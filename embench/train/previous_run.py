@@ -47,17 +47,41 @@ def describe(out: Path) -> str:
     return f"a run of {what}" + (f" ({steps} steps) on {cfg.get('model')}" if steps else f" on {cfg.get('model')}")
 
 
+def kept_models(out: Path) -> list[Path]:
+    """The models a run in ``out`` exported: ``best/`` (or ``best.old/``, the whole copy a cut export set aside:
+    ``core.atomic.replace_folder``) and the series ``checkpoints/step-*``, each a loadable folder with its
+    ``embench_training.json`` and model card. A run stopped before its first resume state has none of these
+    unless an evaluation or ``--save-every`` came first."""
+    found = [out / n for n in (checkpoints.BEST_DIR, checkpoints.BEST_DIR + ".old") if (out / n).is_dir()]
+    series = out / "checkpoints"
+    return found + (sorted(p for p in series.glob("step-*") if p.is_dir()) if series.is_dir() else [])
+
+
+def refuse_if_kept(out: Path, cfg: Any, again: str = "--overwrite trains it again from step 0 (removing them)") -> None:
+    """``--resume`` with no resume state where ``out`` holds trained models: an error, as it was before ``--resume``
+    learnt to start afresh. Such a run is finished (``checkpoint-last/`` removed once final, as ``footprint.describe``
+    suggests) or has checkpoints; starting it afresh would delete them. ``--overwrite`` says that is meant."""
+    kept = [] if cfg.overwrite else kept_models(out)
+    if kept:
+        names = ", ".join(str(p.relative_to(out)) + "/" for p in kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+        raise EmbenchError(f"--resume: no checkpoint at {out / checkpoints.RESUME_DIR / 'state.pt'} to continue from, and "
+                           f"{out} holds {describe(out)} that finished or has checkpoints ({names}): --resume does not "
+                           f"start it again, which would remove them; {again}, or train into another --out")
+
+
 def resume_or_start_afresh(out: Path, cfg: Any, say: bool = True) -> Any:
     """``cfg``, or where it asks to ``--resume`` a run that left no resume state (stopped before its first
     checkpoint, every ``save_steps``; or never started) ``cfg`` as a new run that first removes what that run left,
-    with a note: there is nothing to continue from, and refusing sent the user round to ``--overwrite``. A seed of
-    ``--seeds`` starts afresh the same way (``seeds.train_seed``); a seed group in ``out`` is refused."""
+    with a note: there is nothing to continue from, and refusing sent the user round to ``--overwrite``. A run that
+    kept a model (``best/``, series checkpoints) is refused instead (:func:`refuse_if_kept`). A seed of ``--seeds``
+    starts afresh the same way (``seeds.train_seed``); a seed group in ``out`` is refused."""
     if not cfg.resume or checkpoints.resumable(out):
         return cfg
     found = run_outputs(out)
     if any(p.name == "seeds.json" or p.name.startswith("seed-") for p in found):
         raise EmbenchError(f"--resume: {out} holds a seed group (seeds.json, seed-N/): continue it with the same --seeds "
                            "and --resume")
+    refuse_if_kept(out, cfg)
     if say:
         left = f"; what it left is removed first ({', '.join(p.name for p in found)})" if found else ""
         log.warning("--resume: %s has no resume checkpoint yet (%s/state.pt: the run stopped before its first, or "

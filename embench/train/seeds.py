@@ -25,7 +25,7 @@ from . import checkpoints
 from .config import TrainConfig
 from .footprint import drop_resume_state, folder_parts
 from .out_lock import check_out_folder
-from .previous_run import clear_or_refuse
+from .previous_run import clear_or_refuse, refuse_if_kept
 from .trainer import Trainer, TrainResult
 
 try:
@@ -93,14 +93,17 @@ def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
     # --resume continues the seed that was interrupted; a seed never started, or stopped before its first resume
     # checkpoint, begins afresh (what it left is cleared: previous_run.py)
     resume = bool(cfg.resume) and checkpoints.resumable(member)
+    if cfg.resume and not resume:  # a trained seed outside the group (its resume state gone) is not cleared unasked
+        refuse_if_kept(member, cfg, again=f"remove {member} to train seed {seed} again (--overwrite trains every seed again)")
     overwrite = (cfg.overwrite or cfg.resume) and not resume
     result = Trainer(dataclasses.replace(cfg, seed=seed, out=str(member), resume=resume, overwrite=overwrite)).fit()
+    # in the group before its resume state goes: a stop between the two leaves a kept seed, not one with neither
+    add_to_group(out, seed, result.best_dir, {k: v for k, v in cfg.to_dict().items() if k not in ("seed", "out")})
     if result.footprint is not None:  # the main process (the others measure nothing)
         # a finished seed is never resumed (it is skipped above): its resume state, the weights and the
         # optimiser's moments (3x the model), would only double or treble every seed folder
         freed = drop_resume_state(member)
         result.footprint = dataclasses.replace(result.footprint, parts=folder_parts(member), dropped_resume=freed)
-    add_to_group(out, seed, result.best_dir, {k: v for k, v in cfg.to_dict().items() if k not in ("seed", "out")})
     return result, result.best_dir
 
 

@@ -139,13 +139,17 @@ def _interrupted_hint(cfg, trainer, escape) -> str:
     """What a stopped run leaves to do: continue from its resume checkpoint, or, stopped before the first one was
     written, nothing to continue from (--resume then starts the run again: previous_run.resume_or_start_afresh)."""
     from ...train import checkpoints
+    from ...train.previous_run import kept_models
 
     last = f"{escape(str(cfg.out))}/{checkpoints.RESUME_DIR}"
     if checkpoints.resumable(cfg.out):
         return f"[yellow]interrupted[/]: run the same command with --resume to continue from {last}"
     every = f" (written every {checkpoints.resume_every(trainer.cfg)} steps: --save-steps)" if trainer else ""
+    # an evaluation or --save-every may have exported a model first: --resume refuses to remove it
+    again = ("--overwrite (removing the checkpoints it kept)" if kept_models(Path(cfg.out)) else
+             "--resume (or --overwrite)")
     return (f"[yellow]interrupted[/] before the first resume checkpoint {last}{every}: nothing to continue from; "
-            "the same command with --resume (or --overwrite) starts the run again")
+            f"the same command with {again} starts the run again")
 
 
 def _one_model(models: list[str] | None) -> str | None:
