@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from embench.core.errors import EmbenchError
@@ -63,7 +63,9 @@ def _check_sts(root, task: str, part: str) -> None:
         group, files = t.read(DataRoot(root), part, "senteval")
     except EmbenchError:
         return
-    gold_lines = [x for x in files[-1].read_text(encoding="utf-8").splitlines() if x.strip()]
+    # a leading byte-order mark is no text (the readers drop it, data/readers.read_text): a first line of a mark alone
+    # is blank, as a fuzzed edit made it
+    gold_lines = [x for x in files[-1].read_text(encoding="utf-8-sig").splitlines() if x.strip()]
     assert len(group.left) == len(group.right) == len(group.gold) == len(gold_lines) > 0
     assert np.isfinite(group.gold).all() and (group.gold >= 0).all() and (group.gold <= 5).all()
 
@@ -83,6 +85,7 @@ def test_fuzzed_sts_semeval_files_give_a_clear_error_or_good_pairs(sts_copy, edi
 
 
 @FUZZ
+@example(edits=[(0, 0, "\ufeff")])  # found by CI: a first line of a byte-order mark alone
 @given(edits=EDITS)
 def test_fuzzed_sts_b_lines_give_a_clear_error_or_good_pairs(sts_copy, edits):
     path = sts_copy / "senteval" / "downstream" / "STS" / "STSBenchmark" / "sts-test.csv"
