@@ -300,15 +300,16 @@ def test_a_default_run_s_records_share_one_revision_and_an_explicit_1111_on_mteb
 
 
 def test_a_local_folder_named_like_org_name_is_filed_by_its_source_wherever_the_export_runs(tmp_path, monkeypatch):
-    """``-m hunt.plug/tiny`` run from /tmp was filed as the hub id ``hunt.plug/tiny`` when exported from /tmp/hunt.plug
-    and as ``embench/tiny`` from /tmp: whether the name was a folder was asked of the export's working folder."""
+    """A record of ``-m runs/tiny`` (a local folder) was filed as ``embench/tiny`` when exported from the folder holding
+    ``runs/`` but as the hub id ``runs/tiny`` from elsewhere: whether the name was a folder was asked of the export's
+    working folder."""
     from embench.tasks.mteb.adapter import mteb_model_name
 
-    (tmp_path / "hunt.plug/tiny").mkdir(parents=True)
-    local = {"source": str(tmp_path / "hunt.plug/tiny")}
-    for cwd in (tmp_path, tmp_path / "hunt.plug", tmp_path / "hunt.plug/tiny"):
+    (tmp_path / "runs/tiny").mkdir(parents=True)
+    local = {"source": str(tmp_path / "runs/tiny")}
+    for cwd in (tmp_path, tmp_path / "runs", tmp_path / "runs/tiny"):
         monkeypatch.chdir(cwd)
-        assert mteb_model_name("hunt.plug/tiny", local) == "embench/tiny", cwd
+        assert mteb_model_name("runs/tiny", local) == "embench/tiny", cwd
     monkeypatch.chdir(tmp_path)  # where ./org/model exists: the hub copies are still filed under their hub id
     (tmp_path / "org/model").mkdir(parents=True)
     snapshot = {"source": str(tmp_path / "hf/hub/models--org--model/snapshots/0123abcd")}
@@ -320,5 +321,5 @@ def test_a_local_folder_named_like_org_name_is_filed_by_its_source_wherever_the_
     assert mteb_model_name("org/model", {"source": str(tmp_path / "models/org/model")}) == "org/model"
     assert mteb_model_name("org/model", {"source": str(tmp_path / "org/model")}) == "embench/model"
     assert mteb_model_name("org/model", {"source": "in-memory module"}) == "embench/model"  # no source folder: ./org/model
-    monkeypatch.chdir(tmp_path / "hunt.plug")
+    monkeypatch.chdir(tmp_path / "runs")
     assert mteb_model_name("org/model", {"source": "in-memory module"}) == "org/model"

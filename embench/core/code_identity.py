@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from .hashing import file_sha256
 from .plugins import Plugin
-
-# Keyed by the file's path, mtime and size, not by the module object: importlib.reload and IPython's %autoreload keep
-# the module object, so a cache per module served the old hash (and the old cached vectors) after an edit. One stat
-# per look-up is cheap next to reading and hashing the file.
-_HASHES: dict[str, tuple[int, int, str]] = {}  # path -> (st_mtime_ns, st_size, hash)
 
 
 def _module_of(obj: Any) -> str:
@@ -32,26 +28,18 @@ def code_hash(obj: Any) -> str:
     """sha256 (16 hex) of the source file of ``obj``'s module (a function's, a class's, an instance's class's); of its
     own source where the module has no file (a notebook, ``python -c``); of its qualified name where neither reads."""
     module = sys.modules.get(_module_of(obj))
-    digest = None
-    try:
+    try:  # memoised on the file's stat (core/hashing.file_sha256), not on the module object: importlib.reload and
+        # IPython's %autoreload keep the object, and a cache per module served the old hash after an edit
         path = inspect.getsourcefile(module) if module is not None else None
         if path:
-            st = os.stat(path)
-            kept = _HASHES.get(path)
-            if kept is not None and kept[:2] == (st.st_mtime_ns, st.st_size):
-                return kept[2]
-            with open(path, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()[:16]
-            _HASHES[path] = (st.st_mtime_ns, st.st_size, digest)
+            return file_sha256(Path(path))[:16]
     except (OSError, TypeError):
         pass
-    if digest is None:
-        try:
-            text = inspect.getsource(obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj))
-        except (OSError, TypeError):
-            text = f"{_module_of(obj)}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]  # not kept: no file to tie it to
-    return digest
+    try:
+        text = inspect.getsource(obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj))
+    except (OSError, TypeError):
+        text = f"{_module_of(obj)}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def outside_code(obj: Any, plugin: Plugin | None) -> str | None:

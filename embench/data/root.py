@@ -11,13 +11,12 @@ Resolved in this order: the ``--data`` option, the ``EMBENCH_DATA`` environment 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import EmbenchError, MissingDataError
+from ..core.hashing import file_sha256  # noqa: F401  (where the readers and records import it from)
 from ..core.paths import not_there, resolved
 
 DEFAULT_ROOT = Path("~/.cache/embench/data")
@@ -110,17 +109,3 @@ def located(root: DataRoot, rel: str) -> Path:
     return root.senteval / rel[len(SENTEVAL_PREFIX):] if rel.startswith(SENTEVAL_PREFIX) else root.path / rel
 
 
-@lru_cache(maxsize=4096)
-def _sha256(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, memoised on (path, size, mtime, ctime, inode) for the life of the process: the change time
-    and inode because a rewrite of the same size can set the modification time back (``os.utime``), not the change time."""
-    st = path.stat()
-    return _sha256(str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)

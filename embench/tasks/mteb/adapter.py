@@ -164,8 +164,8 @@ def read_from_folder(name: str, encoder: dict) -> bool:
     """Whether the record's weights were read from a local folder rather than a copy of the hub id ``name`` (``org/name``
     reads as either). The record's ``source`` says, wherever the export runs: a hub copy is the hub cache's snapshot
     (``models--org--name/snapshots/<revision>``) or embench's model folder's (``models/local_models.py``). Asking
-    whether ``name`` exists from the export's working folder filed ``-m hunt.plug/tiny``, run from /tmp, as the hub
-    id ``hunt.plug/tiny`` when exported from /tmp/hunt.plug. A record with no folder as its source (an in-memory
+    whether ``name`` exists from the export's working folder filed ``-m runs/tiny`` (a local folder) as the hub id
+    ``runs/tiny`` when exported from another folder. A record with no folder as its source (an in-memory
     module, a record from before sources were kept) falls back to whether ``name`` is a folder here."""
     from ...models.local_models import candidates
 
