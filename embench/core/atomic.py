@@ -79,28 +79,13 @@ def _target(path: Path) -> tuple[Path, bool, int | None]:
 @contextlib.contextmanager
 def atomic_file(path: Path | str, *, fsync: bool = False) -> Iterator[IO[bytes]]:
     """A binary file to write ``path``'s new content into; renamed over ``path`` when the block ends
-    without an error, removed when it raises. ``fsync``: the bytes reach the disk before the name does
-    (a power cut then leaves the old file or the new one, not an empty new one)."""
-    path, in_place, mode = _target(Path(path))
-    if in_place:  # a FIFO or a device has no old content to keep, and fsync fails on it
-        with open(path, "wb") as fh:
-            yield fh
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_name(path)
-    try:
-        with open(tmp, "wb") as fh:
-            yield fh
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):  # a full disk must not keep a half-written temporary file
-            tmp.unlink(missing_ok=True)
-        raise
+    without an error, removed when it raises (:func:`atomic_path`). ``fsync``: the bytes reach the disk before the
+    name does (a power cut then leaves the old file or the new one, not an empty new one)."""
+    with atomic_path(path) as name, open(name, "wb") as fh:  # closed before atomic_path renames it
+        yield fh
+        if fsync and stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # a FIFO or a device written in place has no disk
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
 @contextlib.contextmanager
