@@ -146,7 +146,7 @@ def evaluate(
         stored = store.find(row, name, key) if save and not overwrite and reusable else None
         if stored is not None and stored.model != row:  # the same weights asked under another name: a row of its own
             stored = dataclasses.replace(stored, model=row)
-        if stored is not None and (changed := data_problem(stored, root.path, file_sha256) or (
+        if stored is not None and (changed := data_problem(stored, root, file_sha256) or (
                 task.stored_problem(stored, root) if hasattr(task, "stored_problem") else None)) is not None:
             warnings.warn(f"the stored record of {name} ({store.path(stored)}) is not reused: {changed}; "
                           "it is computed again", stacklevel=2)

@@ -100,8 +100,28 @@ class DataRoot:
         inside = [SENTEVAL_PREFIX + str(real.relative_to(senteval))] if real.is_relative_to(senteval) else []
         return [*inside, rel]
 
+    def recorded(self, rel: str) -> Path:
+        """Where the data file a record names by ``rel`` lies in this root. ``rel`` is relative to the root the record was
+        computed from, which may be of another of the three layouts (the same files given as ``data``, ``data/senteval``
+        or ``data/senteval/downstream``): as named, when this root holds it so, else its manifest path located here."""
+        if Path(rel).is_absolute():  # a file outside the root (a task file's own)
+            return Path(rel)
+        same = self.path / rel
+        return same if same.is_file() else located(self, manifest_path(rel))
+
 
 SENTEVAL_PREFIX = "senteval/downstream/"  # the manifest's SentEval files, in embench's layout
+
+
+def manifest_path(rel: str) -> str:
+    """The manifest path (embench layout) of ``rel``, relative to a data root of any layout: a SentEval ``data``
+    folder's ``downstream/TREC/...`` and a ``downstream`` folder's ``TREC/...`` are ``senteval/downstream/TREC/...``."""
+    first = Path(rel).parts[0] if Path(rel).parts else ""
+    if first == "downstream":
+        return "senteval/" + Path(rel).as_posix()
+    if first in SENTEVAL_MARKERS:
+        return SENTEVAL_PREFIX + Path(rel).as_posix()
+    return rel
 
 
 def located(root: DataRoot, rel: str) -> Path:

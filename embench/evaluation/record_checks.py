@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..data.root import DataRoot
+
 TOLERANCE = 1e-9  # JSON keeps a float exactly; the means are recomputed, hence not bit-equal
 
 
@@ -84,16 +86,18 @@ def _subset_problem(scores: dict[str, Any]) -> str | None:
     return None
 
 
-def data_problem(record: Any, root_path: Path, sha256: Any) -> str | None:
-    """Why ``record`` was computed from other data than ``root_path`` holds now, or None.
+def data_problem(record: Any, root: DataRoot | Path, sha256: Any) -> str | None:
+    """Why ``record`` was computed from other data than ``root`` holds now, or None.
 
     ``sha256(path)`` is the data root's (memoised) file hash; the record's ``data_files`` name each file
-    relative to its root with its sha256."""
+    relative to its root with its sha256. That root may be this one given in another layout (``data`` then
+    ``data/senteval``): each file is looked for where this root's layout keeps it (``DataRoot.recorded``)."""
+    root = root if isinstance(root, DataRoot) else DataRoot(Path(root))
     files = (record.provenance or {}).get("data_files") or {}
     for rel, want in files.items():
-        path = Path(rel) if Path(rel).is_absolute() else root_path / rel
+        path = root.recorded(rel)
         if not path.is_file():
-            return f"its data file {rel} is not in the data root {root_path}"
+            return f"its data file {rel} is not in the data root {root.path}"
         if sha256(path) != want:
             return f"its data file {rel} has changed since (sha256 differs)"
     return None

@@ -30,11 +30,14 @@ def task_time(prov: dict) -> str:
     return f"{prov['wall_seconds']:.1f} s: {prov['encode_seconds']:.1f} s its share of the encoding pass + {prov['score_seconds']:.1f} s scoring"
 
 
-def by_similarity(records: list[Any]) -> list[str]:
-    """The STS tasks of ``records`` asked for SentEval's regressor but scored by similarity: those without a train
-    split (STS12-16, a task file of test pairs only). Their record's protocol says ``scoring=regressor``, the protocol
-    asked; their ``provenance.task_meta`` says what scored them."""
-    return list(dict.fromkeys(r.display for r in records if r.kind == "sts" and r.protocol.get("scoring") == "regressor"
+def by_similarity(records: list[Any], scoring: str | None) -> list[str]:
+    """The STS tasks of ``records`` scored by similarity although the run asked for SentEval's regressor (``scoring``):
+    those without a train split (STS12-16, a task file of test pairs only), whose ``provenance.task_meta`` names no
+    regressor. The run's option is asked, not the record's protocol: that names the scoring at its default, an axis
+    such a task is not scored under (tasks/recorded_protocol.py), and a stored record may come from a cosine run."""
+    if scoring != "regressor":
+        return []
+    return list(dict.fromkeys(r.display for r in records if r.kind == "sts"
                               and r.provenance.get("task_meta", {}).get("scoring") != "regressor"))
 
 
@@ -95,7 +98,10 @@ def run(
     if undefined and not any(ev.records for ev in evaluations):
         raise UndefinedScoreError("; ".join(undefined))
     emit(Evaluation.merge(evaluations, view=view).render(value(fmt)))  # the scores, even when saving failed
-    similarity = by_similarity([r for ev in evaluations for r in ev.records])
+    from ...evaluation.suites import SUITES
+
+    asked = (protocol or {}).get("scoring") or (SUITES.get(suite).protocol.get("scoring") if suite else None)
+    similarity = by_similarity([r for ev in evaluations for r in ev.records], asked)
     if similarity and not quiet:
         many = len(similarity) > 1
         err.print(f"[dim]--scoring regressor: {escape(', '.join(similarity))} {'have' if many else 'has'} no train split, so "

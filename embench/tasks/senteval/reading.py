@@ -136,7 +136,7 @@ def task_path(root: DataRoot, data: TransferData, file: str) -> Path:
 def read_task(root: DataRoot, data: TransferData) -> tuple[dict[str, Samples], list[Path]]:
     """Every split of a task in SentEval's order, and the files read."""
     parser = LINE_FORMATS[data.line](data) if data.line else None
-    out, paths = {}, []
+    out, paths, empty = {}, [], []
     for split, files in data.splits.items():
         a, b, y = [], [], []
         for f in files:
@@ -146,6 +146,8 @@ def read_task(root: DataRoot, data: TransferData) -> tuple[dict[str, Samples], l
                 lines = _read_text(path, data.encoding).splitlines()  # binary.py: f.read().splitlines()
                 a += [line.split() for line in lines]
                 y += [label] * len(lines)
+                if not lines:  # its class has no sample: named as the file, not as a split of one class
+                    empty.append(path)
             else:
                 path = root.find(task_path(root, data, f), task=data.name)
                 for i, line in enumerate(_lines(path, data.encoding), start=1):
@@ -160,4 +162,24 @@ def read_task(root: DataRoot, data: TransferData) -> tuple[dict[str, Samples], l
             raise EmbenchError(f"{', '.join(map(str, paths[-len(files):]))}: no samples in the {split} split of {data.name}")
         pair = bool(b) and b[0] is not None
         out[split] = Samples(a, b if pair else None, np.asarray(y, dtype=np.int64)).sorted_like_senteval()
+    _check_classes(data, out, paths, empty)
     return out, paths
+
+
+def _check_classes(data: TransferData, splits: dict[str, Samples], paths: list[Path], empty: list[Path]) -> None:
+    """A split of fewer than two classes is a damaged file, refused here, before any encoding (the scorer's own check
+    comes after every text is encoded, and names no file). Checked once every split is read, so that a malformed line
+    is named first. Every split counts, test and dev too: no classifier trains on one class, and each of SentEval's
+    splits holds every class of its task (TREC's test its 6, SST-5's dev its 5), so one class alone in a dev or test
+    file means it lost the rest (a truncated copy), and its accuracy would score a classifier on one class only."""
+    if empty:  # one file per class (MR, CR, SUBJ, MPQA): that class is missing from the pool
+        raise EmbenchError(f"{', '.join(map(str, empty))}: no samples; {data.name} reads one class from each of its "
+                           f"files and needs at least two classes")
+    start = 0
+    for split, files in data.splits.items():
+        named, start = paths[start:start + len(files)], start + len(files)
+        found = np.unique(splits[split].y).tolist()
+        if len(found) < 2:
+            label = next((k for k, v in data.labels.items() if v == found[0]), found[0])  # as the file writes it
+            raise EmbenchError(f"{', '.join(map(str, named))}: every sample of the {split} split of {data.name} has the "
+                               f"label {label!r}; a classifier needs at least two classes")

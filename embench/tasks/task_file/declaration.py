@@ -218,7 +218,9 @@ def _format(raw: dict, files: dict[str, Path], where: _Where) -> str:
 
 
 def _columns(raw: dict, kind: str, fmt: str, header: bool, where: _Where) -> dict[str, str | int]:
-    given = raw.get("columns") or {}
+    given = raw.get("columns")
+    if given is None:  # absent or null: none given; a falsy 0, "", [] or false is a mistake like any non-mapping
+        given = {}
     if not isinstance(given, dict):
         raise where.error("columns", f"expected a mapping of role -> column, found {given!r}")
     known = ROLES[kind] + OPTIONAL_ROLES.get(kind, ())

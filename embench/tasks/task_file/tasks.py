@@ -21,7 +21,7 @@ from ...data.root import DataRoot, file_sha256
 from ...evaluation.protocols import EvalProtocol
 from ...evaluation.task_data import data_digest
 from ..base import Prepared, RowTask
-from ..recorded_protocol import keyed
+from ..recorded_protocol import keyed, with_defaults
 from ..sts.reader import senteval_text
 from ..sts.scoring import PairGroup, regressor_prepared, similarity_prepared
 from .declaration import Declaration, read_declaration
@@ -96,9 +96,17 @@ class FileTask(RowTask, ABC):
         return self.decl
 
     def recorded_protocol(self, protocol: EvalProtocol) -> EvalProtocol:
-        """The protocol asked, with the digest of this task's files (``task_data``): a task file of this name over
-        other data keys records of its own, instead of replacing this one's (evaluation/task_data.py)."""
-        return keyed(protocol, task_data=data_digest(file_sha256(p) for p in self.files()))
+        """The protocol this task's record names: the axes its kind is scored under (``scored_axes``), the others at
+        their defaults as a built-in task's are (each ignored option trained and stored a duplicate record of one
+        score), with the digest of this task's files (``task_data``): a task file of this name over other data keys
+        records of its own, instead of replacing this one's (evaluation/task_data.py). A record stored before under
+        the ignored axes' defaults keeps its key; one stored under another value of them is computed again, once."""
+        return keyed(with_defaults(protocol, self.scored_axes(protocol)),
+                     task_data=data_digest(file_sha256(p) for p in self.files()))
+
+    @abstractmethod
+    def scored_axes(self, protocol: EvalProtocol) -> tuple[str, ...]:
+        """The protocol axes this task's score depends on under ``protocol``, as its ``prepare`` reads them."""
 
     def stored_problem(self, record: Any, root: DataRoot) -> str | None:
         """Why a stored record of this name is not of this task file (another file of the same name), or None.
@@ -128,6 +136,20 @@ class PairsTask(FileTask):
         n = len(dict.fromkeys(subsets or ()))
         return f"{parts[0]} pairs{''.join(', ' + p for p in parts[1:])}" + (
             f"; {n} subset{'s' * (n != 1)}" if subsets is not None else "")
+
+    def scored_axes(self, protocol: EvalProtocol) -> tuple[str, ...]:
+        """As a built-in STS task's (sts/scored_axes.py) and as ``mteb.own_results`` names them: the ``correlation``,
+        the ``text`` (SentEval's tokens re-joined, or as written) and the ``similarity`` (kept under the regressor too,
+        which reads pair features, as STS-B's record keeps it: one run's STS records stay one protocol in a table).
+        SentEval's regressor (asked, with a train split) adds its ``scoring`` and the ``seed`` it trains with; scored by
+        similarity (``--scoring regressor`` without a train split too, as STS12-16), the ``aggregation`` counts only
+        over two subsets or more (else all, mean and wmean are one number). Never STS-B's or SICK-R's split, nor a
+        classifier's axes."""
+        axes = ("correlation", "text", "similarity")
+        if protocol.scoring == "regressor" and "train" in self.decl.files:
+            return (*axes, "scoring", "seed")
+        subsets = set(self.split("test").subsets or ())  # read once: prepare reads the same split again from memory
+        return (*axes, "aggregation") if len(subsets) > 1 else axes
 
     def group(self, split: str, text: Any, scale: bool = False) -> PairGroup:
         p, decl = self.split(split), self.decl
@@ -181,6 +203,11 @@ class ClassificationTask(FileTask):
 
     def _read_split(self, split: str) -> Labelled:
         return read_labelled(self.decl, split)
+
+    def scored_axes(self, protocol: EvalProtocol) -> tuple[str, ...]:
+        """SentEval's classifier, its seed, and a pair task's features: the texts are always split on whitespace
+        (``--text`` is not read), and no correlation, similarity or split option reaches a classifier."""
+        return ("classifier", "seed", *(("pair_features",) if self.decl.kind == "pair-classification" else ()))
 
     def labels(self) -> list[str]:
         return list(self.decl.labels) if self.decl.labels else label_order(
