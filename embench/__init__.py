@@ -17,7 +17,7 @@ _PUBLIC = {
     "compare": "embench.api",
     "evaluate": "embench.api",
     "results": "embench.api",
-    "report_tables": "embench.evaluation.scan",
+    "report_tables": "embench.tasks.report_tables",
     "EvalProtocol": "embench.evaluation.protocols",
     "load_model": "embench.models.loader",
     "generate_triplets": "embench.generate",
@@ -33,6 +33,6 @@ __all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare",
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .api import Comparison, Evaluation, compare, evaluate, results
     from .evaluation.protocols import EvalProtocol
-    from .evaluation.scan import report_tables
     from .generate import curate_triplets, generate_triplets
     from .models.loader import load_model
+    from .tasks.report_tables import report_tables

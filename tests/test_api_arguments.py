@@ -123,7 +123,7 @@ def test_analyses_refuse_a_file_as_their_folder_and_options_for_an_analysis_not_
 
 
 def test_report_tables_takes_one_folder_model_or_task_as_a_string_and_checks_split(tmp_path):
-    from embench.evaluation.scan import report_tables
+    from embench.tasks.report_tables import report_tables
 
     with pytest.raises(EmbenchError, match=r"results folder .*nowhere does not exist"):
         report_tables(str(tmp_path / "nowhere"))  # was 'results folder t does not exist'

@@ -85,11 +85,12 @@ def test_results_show_keeps_a_models_sts_and_transfer_scores_on_one_row_and_laye
                                          _record("m", "STS12", 0.60, layer=12), _record("m", "STS13", 0.65, layer=12)])
     r = CliRunner().invoke(app, ["results", "show", "--results-dir", str(root), "--format", "csv"])
     assert r.exit_code == 0, r.output
-    rows = [line.split(",") for line in r.output.strip().splitlines()]
-    assert rows[0] == ["model", "layer", "STS12", "STS13", "MR", "Avg."]
-    assert rows[1] == ["m", "6", "70.00", "80.00", "75.00", "75.00"]  # MR joins the row it does not contradict
-    assert rows[2] == ["m", "12", "60.00", "65.00", "", ""]  # layer 12, not 12.0; MR was stored at layer 6 only
-    assert len(rows) == 3
+    lines = r.output.strip().splitlines()
+    assert lines[0] == "table,model,layer,STS12,STS13,MR,Avg.,note"  # the shared settings: notes rows of their own
+    rows = [line.split(",")[1:-1] for line in lines if line.startswith("scores,")]
+    assert rows[0] == ["m", "6", "70.00", "80.00", "75.00", "75.00"]  # MR joins the row it does not contradict
+    assert rows[1] == ["m", "12", "60.00", "65.00", "", ""]  # layer 12, not 12.0; MR was stored at layer 6 only
+    assert len(rows) == 2
 
 
 def test_a_name_that_matches_no_record_is_a_warning_that_lists_the_models(tmp_path):

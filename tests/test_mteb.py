@@ -113,7 +113,7 @@ def test_mteb_task_reuses_the_embeddings_of_sts_all_and_scores_the_same(tiny_ber
 def test_mteb_s_sick_r_and_embench_s_keep_a_column_each(tiny_bert_dir, data_root, tmp_path):
     """MTEB's SICK-R (all 9,927 pairs) and SentEval's (the 4,927 of its test split) were both shown as 'SICK-R':
     a table of both kept one score, silently, and averaged the rest."""
-    from embench.evaluation.scan import report_tables
+    from embench.tasks.report_tables import report_tables
 
     opts = dict(data=data_root, results_dir=tmp_path / "res", cache_dir=tmp_path / "cache", pooling="mean", device="cpu")
     ev = evaluate(str(tiny_bert_dir), None, tasks=["SICK-R", "MTEB:SICK-R"], **opts)

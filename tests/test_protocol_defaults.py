@@ -72,7 +72,7 @@ def test_a_record_names_only_the_axes_its_task_is_scored_under():
 @pytest.mark.slow
 def test_a_second_run_under_an_axis_the_task_ignores_reuses_its_record(env, tiny_bert_dir, one_thread):
     import embench
-    from embench.evaluation.scan import report_tables
+    from embench.tasks.report_tables import report_tables
 
     first = embench.evaluate(str(tiny_bert_dir), tasks=["STS13"], progress=False)
     again = embench.evaluate(str(tiny_bert_dir), tasks=["STS13"], sick_split="full", classifier="prototyping", progress=False)

@@ -19,10 +19,11 @@ from embench.cli.app import app
 from embench.core.errors import EmbenchError
 from embench.evaluation.protocols import EvalProtocol
 from embench.evaluation.results import Record, ResultStore, record_key
-from embench.evaluation.scan import report_tables, scan_results
+from embench.evaluation.scan import scan_results
 from embench.report.paper import PaperTable, ProtocolMixError, paper_tables
 from embench.report.paper_render import to_html, to_latex
 from embench.report.tables import ranks
+from embench.tasks.report_tables import report_tables
 
 ENCODER = {"fingerprint": "f0", "pooling": "mean", "layer": 6, "max_length": 256, "dtype": "fp32", "normalize": True,
            "lowercase": False, "prompt": ""}

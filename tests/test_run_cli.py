@@ -116,9 +116,9 @@ def test_results_show_lists_stored_records(env, tiny_bert_dir):
     _run("run", "--model", str(tiny_bert_dir), "--task", "STS13", "--aggregation", "mean", "-q")
     r = _run("results", "show", "--format", "csv")
     assert r.exit_code == 0, r.output
-    lines = [line for line in r.stdout.splitlines() if line and not line.startswith("#")]
-    assert lines[0] == "model,aggregation,STS13,Avg."  # only the setting that differs between rows is a column
-    assert len(lines) == 3 and lines[1].split(",")[1] == "all" and lines[2].split(",")[1] == "mean"
+    lines = [line for line in r.stdout.splitlines() if line.startswith(("table,", "scores,"))]  # the notes: rows of their own
+    assert lines[0] == "table,model,aggregation,STS13,Avg.,note"  # only the setting that differs between rows is a column
+    assert len(lines) == 3 and lines[1].split(",")[2] == "all" and lines[2].split(",")[2] == "mean"
     js = json.loads(_run("results", "show", "--format", "json").stdout)
     assert js["shared"]["correlation"] == "spearman" and [r["aggregation"] for r in js["rows"]] == ["all", "mean"]
     table = _run("results", "show", "--format", "markdown").stdout

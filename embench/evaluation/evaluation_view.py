@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..encoding.vector_axes import suffix
-from ..report.tables import breakdown_frame, csv_with_notes, render, summary_frame
+from ..report.tables import breakdown_frame, column_names, csv_with_notes, render, summary_frame
 from ..stats.bootstrap import AGGREGATIONS  # the rows breakdown_frame adds after a task's subsets
 from .items import Items
 from .results import Record
@@ -143,7 +143,7 @@ class Evaluation:
         distinct = {json.dumps(p, sort_keys=True) for p in protocols.values()}
         out: dict[str, Any] = {
             "scale": "fractions: 0.8203 is printed 82.03 in the tables (x100)",
-            "metrics": {r.display: metric_of(r) for r in self.records},
+            "metrics": column_metrics(self.records),
         }
         if len(distinct) <= 1:
             out["protocol"] = next(iter(protocols.values()), {})
@@ -166,6 +166,12 @@ class Evaluation:
             note += (f"; a seed group's row ({', '.join(self.seed_groups)}) is the mean ± std over its seeds, without an "
                      "interval: `embench compare` draws one over seeds and items")
         return note
+
+
+def column_metrics(records: Sequence[Record]) -> dict[str, str]:
+    """What each column's scores measure (:func:`metric_of`), by the column's name as the tables print it
+    (:func:`~embench.report.tables.column_names`): ``run`` and ``results show`` say it alike in JSON."""
+    return {column: metric_of(r) for r, column in zip(records, column_names(records), strict=True)}
 
 
 def metric_of(record: Record) -> str:

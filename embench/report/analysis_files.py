@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -21,13 +22,16 @@ def _damaged(path: Path, where: str, problem: str) -> EmbenchError:
                         "written): make it again with the command that wrote it")
 
 
-def read_csv(path: Path) -> pd.DataFrame:
+def read_csv(path: Path, columns: Sequence[str] = ()) -> pd.DataFrame:
     """``path``'s table; every row as many fields as the header, the last one whole (embench ends every file with a
-    newline), and a column of numbers numbers throughout."""
+    newline), a column of numbers numbers throughout, and every one of ``columns`` (those a figure draws from) there."""
     text = path.read_text(encoding="utf-8")
     rows = list(csv.reader(io.StringIO(text, newline="")))
     if not rows or not any(rows[0]):
         raise _damaged(path, "", "it is empty, without even its header line")
+    if missing := [c for c in columns if c not in rows[0]]:  # else a KeyError traceback from the figure drawn
+        raise EmbenchError(f"{path}:1: no column {', '.join(map(repr, missing))} (its header: {', '.join(rows[0])}); "
+                           f"the figure needs {', '.join(columns)}: make the file again with the command that wrote it")
     if not text.endswith("\n"):
         raise _damaged(path, f":{len(rows)}", "its last row is cut short (no line end)")
     for line, row in enumerate(rows[1:], start=2):

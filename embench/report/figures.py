@@ -8,7 +8,7 @@ which command makes it; nothing is recomputed here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from ..core.errors import EmbenchError, UnknownNameError
 from ..core.paths import not_there
 from ..core.registry import nearest
 from .analysis_files import read_csv, read_jsonl
+from .model_match import model_labels, same_model
 from .panels import alignment_uniformity, cosine_ridges
 from .per_layer import per_layer
 from .style import figure, legend_label, palette, paper_style, save
@@ -33,6 +34,7 @@ class Composer:
     makes: str  # the command that writes ``file``, with {model} and {name} to fill in
     caption: str
     per_model: bool = False  # one panel per model (``draw`` gets the row of panels) instead of one shared panel
+    columns: tuple[str, ...] = ()  # the CSV columns ``draw`` reads besides ``model``: checked, not a KeyError mid-draw
 
 
 def model_colours(models: Sequence[str]) -> dict[str, tuple]:
@@ -40,9 +42,10 @@ def model_colours(models: Sequence[str]) -> dict[str, tuple]:
     return dict(zip(models, palette(len(models)), strict=False))
 
 
-def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
+def read_output(folders: Sequence[Path | str], file: str, columns: Sequence[str] = ("model",)) -> pd.DataFrame:
     """Every ``file`` under ``folders`` (searched recursively), concatenated; ``.jsonl`` logs get a
-    ``model`` column from their file name (``minilm-crop.metrics.jsonl`` -> ``minilm-crop``)."""
+    ``model`` column from their file name (``minilm-crop.metrics.jsonl`` -> ``minilm-crop``). A CSV without one of
+    ``columns`` is an error naming it."""
     frames = []
     for folder in map(Path, folders):
         if not folder.is_dir():
@@ -53,7 +56,9 @@ def read_output(folders: Sequence[Path | str], file: str) -> pd.DataFrame:
                 stem = path.name.split(".")[0].removesuffix("-metrics")
                 frame["model"] = path.parent.name if stem == "metrics" else stem  # a run folder's own log
             else:
-                frame = read_csv(path)  # checked: a torn or empty file is an error naming it
+                frame = read_csv(path, columns)  # checked: a torn or empty file, a column missing is an error naming it
+                if "model" in frame:  # a model named 1 is the name "1", as -m and --name give it
+                    frame["model"] = frame["model"].astype(str)
             frame["source"] = str(path)
             frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model"])
@@ -137,29 +142,32 @@ def _training_metric(column: str | None, prefix: str = "eval/", skip: str | None
 
 COMPOSERS: dict[str, Composer] = {
     "spectrum": Composer("spectrum.csv", _spectrum, "embench analyze spectrum -m {model} --out {name}",
-                         "Singular value spectra (SimCSE Figure F.1)"),
+                         "Singular value spectra (SimCSE Figure F.1)", columns=("index", "normalised")),
     "alignment-uniformity": Composer("alignment_uniformity.csv", alignment_uniformity,
                                      "embench analyze alignment-uniformity -m {model} --out {name}",
                                      "Alignment vs uniformity, lower is better on both axes; bars: one standard error "
-                                     "(jackknife) (SimCSE Figure 2)"),
+                                     "(jackknife) (SimCSE Figure 2)", columns=("uniformity", "alignment", "step")),
     "cosine-density": Composer("cosine_density_pairs.csv", _density, "embench analyze cosine-density -m {model} --out {name}",
                                "Cosine similarity of STS-B pairs per gold-score group, one panel per model (SimCSE Figure G.1)",
-                               per_model=True),
+                               per_model=True, columns=("gold", "bin", "cosine")),
     "layers": Composer("layers.csv", _per_layer("stsb_spearman", "STS-B Spearman"), "embench analyze layers -m {model} --out {name}",
-                       "STS-B Spearman per layer (cropping paper, layer-wise curves)"),
+                       "STS-B Spearman per layer (cropping paper, layer-wise curves)", columns=("layer", "stsb_spearman")),
     "cls-energy": Composer("cls_energy.csv", _per_layer("cls_energy", "E_CLS"), "embench analyze cls-energy -m {model} --out {name}",
-                           "E_CLS per layer (JTCSE)"),
+                           "E_CLS per layer (JTCSE)", columns=("layer", "cls_energy")),
     "attention-sinks": Composer("attention_sinks.csv", _per_layer("cls_share", "attention to [CLS]"),
-                                "embench analyze attention -m {model} --out {name}", "Share of attention to [CLS] per layer (JTCSE)"),
+                                "embench analyze attention -m {model} --out {name}", "Share of attention to [CLS] per layer (JTCSE)",
+                                columns=("layer", "cls_share")),
     # BeLLM Figure 4: STS-B Spearman against the number of layers kept (removed from the top)
     "layer-removal": Composer("layer_removal.csv", _per_layer("stsb_spearman", "STS-B Spearman (x100)", x="layers_kept", scale=100,
                                                               markersize=3, xlabel="layers kept (the rest removed from the top)"),
                               "embench analyze layer-removal -m {model} --out {name}",
-                              "STS-B Spearman as layers are removed from the top (BeLLM Figure 4)"),
+                              "STS-B Spearman as layers are removed from the top (BeLLM Figure 4)",
+                              columns=("layers_kept", "stsb_spearman")),
     "token-dependency": Composer("token_dependency.csv", _token_dependency, "embench analyze token-dependency -m {model} --out {name}",
-                                 "Pivot-token dependency per sentence (BeLLM Figure 2)"),
+                                 "Pivot-token dependency per sentence (BeLLM Figure 2)", columns=("spearman",)),
     "knn": Composer("knn.csv", _knn, "embench analyze knn -m {model} --out {name}",
-                    "kNN accuracy per transform and metric; bars: one standard error (cropping paper Table S3)"),
+                    "kNN accuracy per transform and metric; bars: one standard error (cropping paper Table S3)",
+                    columns=("transform", "metric", "accuracy", "stderr")),
     "training-loss": Composer("*metrics.jsonl", _training_metric("loss", as_score=False), "embench train ... --out {name} (its metrics.jsonl)",
                               "Training loss of embench runs"),
     "training-eval": Composer("*metrics.jsonl", _training_metric(None, skip="eval/knn"), "embench train ... --eval-steps N --out {name}",
@@ -178,13 +186,15 @@ def composer(name: str) -> Composer:
 
 
 def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: Sequence[str] = (),
-            colours: dict[str, tuple] | None = None) -> list[Path]:
+            colours: dict[str, tuple] | None = None, names: Mapping[str, str] | None = None) -> list[Path]:
     """Draw figure ``name`` (a key of :data:`COMPOSERS`) from the outputs under ``folders`` into
-    ``out/<name>.png`` and ``.pdf``. ``models``: the models to draw (default: every model found)."""
+    ``out/<name>.png`` and ``.pdf``. ``models``: the models to draw, in this order, each matching a model found as
+    ``report -m`` matches records (:func:`~embench.report.model_match.same_model`; default: every model found);
+    ``colours``: a colour per model given (or found); ``names``: ``--name``'s labels for the legends."""
     c = composer(name)
-    data = read_output(folders, c.file)
+    data = read_output(folders, c.file, ("model", *c.columns))
     found = list(dict.fromkeys(data["model"]))
-    missing = [m for m in models if m not in found]
+    missing = [m for m in models if not any(same_model(f, m) for f in found)]
     if missing:
         where = ", ".join(map(str, folders))
         hint = c.makes.format(model=missing[0], name=f"{Path(str(folders[0])) / name}")
@@ -194,12 +204,22 @@ def compose(name: str, folders: Sequence[Path | str], out: Path | str, models: S
         where = ", ".join(map(str, folders))
         hint = c.makes.format(model="MODEL", name=f"{Path(str(folders[0])) / name}")
         raise EmbenchError(f"figure {name}: no {c.file} under {where}; make it with `{hint}`")
-    models = list(models) or found
-    data = data[data["model"].isin(models)]
-    colours = colours or model_colours(models)
+    # each model found -> the one asked for that it is (its colour), in the order asked
+    asked = {f: next((m for m in models if same_model(f, m)), None) if models else f for f in found}
+    kept = sorted((f for f in found if asked[f] is not None), key=lambda f: list(models).index(asked[f]) if models else 0)
+    colours = {**model_colours(list(dict.fromkeys(asked[f] for f in kept))), **(colours or {})}
+    labels = model_labels(kept, names)
+    if len(set(labels.values())) < len(kept):  # two models' lines under one legend entry
+        twice = [label for label in labels.values() if list(labels.values()).count(label) > 1]
+        raise EmbenchError(f"figure {name}: --name gives the models {', '.join(f for f in kept if labels[f] in twice)} "
+                           f"the label {twice[0]!r}; give each model its own name")
+    rank = {f: i for i, f in enumerate(kept)}
+    data = data[data["model"].isin(kept)].sort_values("model", key=lambda s: s.map(rank), kind="stable")
+    data = data.assign(model=data["model"].map(labels))  # drawn and in the legend by the name given
+    colours = {labels[f]: colours[asked[f]] for f in kept}
     with paper_style():
         if c.per_model:  # the panels' titles name the models: no legend
-            fig, axes = figure(ncols=len(models), sharey=True)
+            fig, axes = figure(ncols=len(kept), sharey=True)
             c.draw(axes[0], data, colours)
         else:
             fig, axes = figure()

@@ -18,6 +18,7 @@ table.paper { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: t
 table.paper caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .4rem; }
 table.paper th, table.paper td { padding: .2rem .6rem; text-align: right; }
 table.paper th.row_heading { text-align: left; font-weight: normal; }
+table.paper th.index_name { text-align: left; }
 table.paper thead tr:first-child th { border-top: 2px solid #222; border-bottom: 1px solid #222; }
 table.paper tbody tr:last-child td, table.paper tbody tr:last-child th { border-bottom: 2px solid #222; }
 p.note { font-size: .8rem; color: #555; max-width: 60rem; }

@@ -17,6 +17,7 @@ from ..core.errors import EmbenchError, UnknownNameError
 from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS, comparable, shown
 from ..core.registry import nearest
 from .counts import counted
+from .model_match import model_labels
 
 # The protocol axes that change a number of each kind of task (the other axes of a record's protocol
 # are stored but play no part in its score: MRPC does not care how STS12 aggregates).
@@ -76,9 +77,9 @@ def _row_labels(records: Sequence[Any], names: Mapping[str, str]) -> dict[int, s
     by_model: dict[str, set[tuple]] = {}
     for r in records:
         by_model.setdefault(r.model, set()).add(tuple(comparable(r.encoder.get(f)) for f in LABEL_FIELDS))
-    labels = {}
+    labels, named = {}, model_labels(by_model, names)  # --name as -m matches a model (./tiny-bert or tiny-bert)
     for i, r in enumerate(records):
-        base = names.get(r.model, r.model)
+        base = named[r.model]
         variants = by_model[r.model]
         if len(variants) > 1:
             differing = [f for j, f in enumerate(LABEL_FIELDS) if len({v[j] for v in variants}) > 1]
@@ -117,13 +118,15 @@ SPLITS = ("tables", "rows")  # how records of several protocols are shown: a tab
 
 
 def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None, split: str | None = None,
-                 lower_is_better: Iterable[str] = (), caption: str | None = None) -> list[PaperTable]:
+                 lower_is_better: Iterable[str] = (), caption: str | None = None,
+                 model_order: Sequence[str] = ()) -> list[PaperTable]:
     """One table per kind of task (STS, transfer, MTEB); records of one kind under several protocols
     are split as asked: ``split="tables"`` gives one table per protocol, ``split="rows"`` one row per
     model and protocol with the differing axes in the row's name (SimCSE Table B.2's layout).
 
     Raises :class:`ProtocolMixError` when records of one kind differ in a protocol axis that changes
-    their numbers and ``split`` is None. Rows and columns keep the order in which they first appear.
+    their numbers and ``split`` is None. Columns keep the order in which they first appear; rows too, except that the
+    rows of ``model_order``'s models (as stored) come first, in its order (``report -m``: rows in the order of colours).
     """
     names, lower_is_better = dict(names or {}), tuple(lower_is_better)
     by_kind: dict[str, dict[tuple, list[Any]]] = {}
@@ -158,6 +161,10 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
                                        f"({row[r.display]:.4f} vs {r.main_score:.4f}): give one results folder")
                 row[r.display] = r.main_score
                 encoders[labels[i]] = {f: r.encoder.get(f) for f in ROW_FIELDS}
+            # by -m order, not by where a model's first record is: one lacking the first column would come last
+            rank = {m: i for i, m in enumerate(model_order)}
+            owner = {labels[i]: r.model for i, r in enumerate(recs)}
+            cells = dict(sorted(cells.items(), key=lambda kv: rank.get(owner[kv[0]], len(rank))))
             frame = pd.DataFrame.from_dict(cells, orient="index", columns=columns)
             if len(columns) > 1:
                 frame["Avg."] = frame[columns].mean(axis=1, skipna=False)  # recomputed; empty if a task is missing

@@ -25,9 +25,11 @@ HTML_MARKS = {1: "font-weight: bold;", 2: "text-decoration: underline;"}
 LATEX_PREAMBLE = "\\documentclass{article}\n\\usepackage[margin=1.5cm]{geometry}\n\\usepackage{booktabs}\n\\begin{document}\n"
 
 
-def _styled(table: PaperTable, marks: dict[int, str]):
+def _styled(table: PaperTable, marks: dict[int, str], corner: str | None = None):
+    """``corner``: the header's first cell (HTML: the column axis' name is printed there, where the index's name
+    would take a header row of its own)."""
     frame = table.frame * 100
-    frame = frame.rename_axis(None)  # shown in the header's first cell instead (see to_latex)
+    frame = frame.rename_axis(None).rename_axis(corner, axis=1)  # the index name in the header's first cell (see to_latex)
     rank = ranks(table.frame, list(table.frame.columns), lower=table.lower_is_better, groups=table.groups())
     css = pd.DataFrame("", index=frame.index, columns=frame.columns)
     if len(frame) > 1:
@@ -58,7 +60,8 @@ def latex_document(tables: list[PaperTable]) -> str:
 def to_html(table: PaperTable, position: int = 0) -> str:
     """A ``<table>`` with its caption, best bold, second underlined, and the protocol note under it; ``position``
     is the table's place on its page."""
-    styler = _styled(table, HTML_MARKS).set_caption(html.escape(table.caption))
+    # "Model" in the corner, as LaTeX and markdown print it (it was left blank)
+    styler = _styled(table, HTML_MARKS, html.escape(str(table.frame.index.name or "")) or None).set_caption(html.escape(table.caption))
     # task names are headings too: "Q&A <v2>" printed, not an element <v2> opened
     styler = styler.format_index(escape="html", axis=0).format_index(escape="html", axis=1)
     # ids from the table itself, not pandas' random ones: the same results give the same page. The note (protocol,

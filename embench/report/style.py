@@ -97,9 +97,10 @@ def save(fig, out: Path | str, stem: str) -> list[Path]:
 
     plain_log_ticks(fig)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     try:
+        with output_errors(out):  # a file of the folder's name: one line naming it, not a FileExistsError traceback
+            out.mkdir(parents=True, exist_ok=True)
         for p in paths:  # under a temporary name, then renamed: a full disk keeps the previous figure
             with output_errors(p), atomic_path(p) as tmp:
                 fig.savefig(tmp, format=p.suffix[1:])  # the temporary name's .tmp is no format

@@ -23,11 +23,14 @@ Split = choice_enum("Split", ("tables", "rows"))
 
 
 def _names(pairs: list[str]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for p in pairs:
         model, sep, label = p.partition("=")
         if not sep or not model or not label:
             raise typer.BadParameter(f"{p!r}: expected MODEL=LABEL, e.g. all-MiniLM-L6-v2=MiniLM", param_hint="--name")
+        if out.get(model, label) != label:  # the last one kept without a word: which one the tables show is no guess
+            raise typer.BadParameter(f"{model} is named twice ({out[model]}, {label}); give each model one name",
+                                     param_hint="--name")
         out[model] = label
     return out
 
@@ -60,10 +63,11 @@ def report(
     title: Annotated[str | None, typer.Option("--title", help="HTML page title (default: embench report).")] = None,
 ) -> None:
     """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
-    from ...evaluation.scan import NoMatchingRecords, report_tables
+    from ...evaluation.scan import NoMatchingRecords
     from ...report import figures as figs
     from ...report.html_page import figure_html, page
     from ...report.paper_render import render_tables, to_html
+    from ...tasks.report_tables import report_tables
 
     fmt_ = value(fmt)
     names = _names(name or [])
@@ -73,6 +77,10 @@ def report(
         if out.is_dir():
             raise EmbenchError(f"--out {out} is a folder; give the name of the file to write")
         check_folder_option(out.parent, "--out's folder")
+        if analysis:  # a file there was a traceback once the tables were read, where --out's own check is one line
+            if (fig_dir := _figures_folder(out)).exists() and not fig_dir.is_dir():
+                raise EmbenchError(f"--out {out}: its figures go to {fig_dir}, which is a file; move it or give another --out")
+            check_folder_option(fig_dir, f"--out {out}: its figures folder")
     for n in figure or ():
         figs.composer(n)  # an unknown name is an error before anything is read or drawn
     if figure and not analysis:  # else drawn from nothing without a word
@@ -102,10 +110,9 @@ def report(
     if analysis:
         if out is None:
             raise typer.BadParameter("figures need --out (they are written beside it)", param_hint="--out")
-        fig_dir = out.parent / f"{out.stem}-figures"
+        fig_dir = _figures_folder(out)
         wanted = figure or [n for n, c in figs.COMPOSERS.items() if len(figs.read_output(analysis, c.file))]
-        models = [names.get(m, m) for m in model or ()]
-        colours = None
+        models = model or []  # as -m gives them: a figure matches them as the tables do, and labels by --name
         if not models:  # one colour per model across every figure: the union of the models found, in order
             found = [m for n in wanted for m in figs.read_output(analysis, figs.COMPOSERS[n].file)["model"]]
             colours = figs.model_colours(list(dict.fromkeys(found)))
@@ -113,7 +120,7 @@ def report(
             colours = figs.model_colours(models)
         for n in wanted:
             try:
-                paths = figs.compose(n, analysis, fig_dir, models=models, colours=colours)
+                paths = figs.compose(n, analysis, fig_dir, models=models, colours=colours, names=names)
             except EmbenchError as e:
                 if figure or isinstance(e, OutputNotWritten):  # asked for by name, or a full disk: not just skipped
                     raise
@@ -122,7 +129,7 @@ def report(
             made.append((paths[0], figs.COMPOSERS[n].caption))
             err.print(f"figure {n}: {', '.join(map(str, paths))}")
     for path in image or []:
-        made.append((path, f"{path.parent.name}/{path.name}"))
+        made.append((path, f"{path.parent.name}/{path.name}" if path.parent.name else path.name))  # not "/spec.png"
     if fmt_ == "html":
         sections = [("table", to_html(t, i)) for i, t in enumerate(tables)]
         if made:
@@ -135,6 +142,11 @@ def report(
     else:
         write_output(out, text, "--out")  # whole or not at all: a full disk keeps the previous report
         err.print(f"wrote {out}")
+
+
+def _figures_folder(out: Path) -> Path:
+    """Where the figures of a report written to ``out`` go: ``<stem>-figures`` beside it."""
+    return out.parent / f"{out.stem}-figures"
 
 
 def _check_task_names(tasks: list[str] | None, folders: list[Path]) -> None:
@@ -172,12 +184,13 @@ def _warn_unused_names(names: dict[str, str], results: list[Path] | None, analys
         return
     from ...evaluation.scan import scan_results
     from ...report import figures as figs
+    from ...report.model_match import same_model
 
     seen = {r.model for r in scan_results(results)[0]} if results else set()
     for composer in figs.COMPOSERS.values() if analysis else ():
         seen.update(figs.read_output(analysis, composer.file)["model"].astype(str))
     for model, label in names.items():
-        if model not in seen:
+        if not any(same_model(s, model) for s in seen):  # as tables and figures match it
             known = ", ".join(sorted(seen)) or "none"
             err.print(f"[yellow]warning:[/] --name {escape(model)}={escape(label)}: no record or analysis output has "
                       f"the model {escape(model)!r}, so the name is not used (models found: {escape(known)})",

@@ -31,19 +31,24 @@ def show(
 
     The settings shared by every row (protocol and encoder) are printed once under the table; those that
     differ between rows become columns, so two rows never look alike while holding different protocols."""
-    from ...report.tables import render
+    from ...report.tables import csv_with_notes, render
 
     recs = _stored(results_dir, model, task)
     frame, note, shared = results_frame(recs)
-    if value(fmt) == "json":  # says what it holds: the scale, the settings every row shares, then the rows
+    scaled = [c for c in frame.columns if c not in frame.attrs["settings"]]
+    if value(fmt) == "json":  # says what it holds: the scale, each column's metric (as run says it), the shared settings
         import json
 
+        from ...evaluation.evaluation_view import column_metrics
         from ...report.json_records import frame_records
 
         rows = frame_records(frame)
-        emit(json.dumps({"scale": "fractions: printed x100 in the tables", "shared": shared, "rows": rows}, indent=2, default=str))
-        return
-    emit(render(frame, value(fmt), scaled=[c for c in frame.columns if c not in frame.attrs["settings"]], note=note))
+        emit(json.dumps({"scale": "fractions: printed x100 in the tables", "metrics": column_metrics(recs), "shared": shared,
+                         "rows": rows}, indent=2, default=str))
+    elif value(fmt) == "csv":  # render leaves a note out of CSV: rows of their own, as run and compare give them
+        emit(csv_with_notes(render(frame, "csv", scaled=scaled), [note] if note else [], "scores"))
+    else:
+        emit(render(frame, value(fmt), scaled=scaled, note=note))
 
 
 @results_app.command("export")
