@@ -113,6 +113,19 @@ def test_a_prompt_of_the_text_alone_is_no_prompt(tiny_bert_dir):
     assert same.settings.prompt == "" and same.cache_key() == plain.cache_key()
 
 
+def test_a_prompt_whose_text_is_in_double_braces_is_refused_and_a_repeated_text_kept():
+    """'{{text}}' passed the substring check and formatted to the constant '{text}': every sentence the same input,
+    found only as an undefined score that named no option."""
+    from embench.models.families import check_prompt
+
+    with pytest.raises(EmbenchError, match=r"^--prompt '\{\{text\}\}' has no \{text\} that takes the sentence"):
+        check_prompt("{{text}}")
+    with pytest.raises(EmbenchError, match=r"has no \{text\} that takes"):
+        check_prompt("Say {{text}}: {{{{text}}}}")
+    assert check_prompt("Rewrite: {text}. Again: {text}") == "Rewrite: {text}. Again: {text}"  # echo embeddings
+    assert check_prompt("{{x}} {text:period}") == "{{x}} {text:period}"
+
+
 @pytest.mark.slow
 def test_a_prompt_needs_text_changes_the_vectors_and_is_recorded(tiny_llama_dir, data_root, tmp_path):
     with pytest.raises(EmbenchError, match=r"^prompt='Summarise:' has no \{text\}"):

@@ -212,14 +212,18 @@ def test_catalogue_rows_agree_with_mtebs_model_meta():
         except KeyError:
             assert row.revision is None, f"{name}: pinned, but mteb does not know it"
             continue
+        # where mteb's size is not the vectors' length (gte-Qwen2-1.5B: 8960, its MLP's width; hidden size 1536), the
+        # row says the true one and its note names mteb's
+        dim = meta.embed_dim if f"mteb's ModelMeta states dim {meta.embed_dim}," not in (row.note or "") else row.dim
         assert (row.revision, row.dim, row.max_tokens, row.similarity) == (
-            meta.revision, meta.embed_dim, int(meta.max_tokens), str(meta.similarity_fn_name.value)), name
+            meta.revision, dim, int(meta.max_tokens), str(meta.similarity_fn_name.value)), name
         kwargs = meta.loader_kwargs or {}
         theirs = {k: v for k, v in (kwargs.get("model_prompts") or {}).items() if not k.startswith("Bright")}
         assert row.prompts == theirs, name
         template = kwargs.get("instruction_template")
         expected = template if isinstance(template, str) else template("{instruction}") if callable(template) else None
         assert row.instruction == expected, name
+    assert MODELS.get("Alibaba-NLP/gte-Qwen2-1.5B-instruct").dim == 1536  # Qwen2-1.5B's hidden_size
 
 
 def test_a_row_sets_defaults_that_options_and_a_folders_own_config_override(tmp_path, tiny_bert_dir, monkeypatch):

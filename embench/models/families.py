@@ -151,6 +151,7 @@ class _PromptFormatter(string.Formatter):
 
 
 _FORMAT = _PromptFormatter()
+_MARK = "\x00embench-text\x00"  # a trial sentence no template holds: where it shows up, the text goes
 
 
 def family_identity(fam: Family, config: Any, gguf: bool, st_folder: bool) -> dict[str, str]:
@@ -168,7 +169,8 @@ def resolve_prompt(prompt: str | None) -> str | None:
 
 
 def check_prompt(prompt: str | None, option: str = "--prompt") -> str:
-    """A prompt template (or the name of one) must say where the text goes: ``{text}`` (once); returns the template.
+    """A prompt template (or the name of one) must say where the text goes: ``{text}`` (twice is allowed: echo
+    embeddings repeat the sentence); returns the template.
     ``{text}`` alone changes no text: it is no prompt, as ``none`` is (one cache key and record, not two)."""
     prompt = resolve_prompt(prompt)
     if not prompt or prompt == "{text}":
@@ -179,9 +181,12 @@ def check_prompt(prompt: str | None, option: str = "--prompt") -> str:
             "'This sentence : \"{text}\" means in one word:\"', or name a template: " + ", ".join(PROMPTS)
         )
     try:
-        _FORMAT.format(prompt, text="x")
+        trial = _FORMAT.format(prompt, text=_MARK)
     except (KeyError, IndexError, ValueError) as e:
         raise EmbenchError(f"{option} {prompt!r}: only {{text}} may stand in braces (double other braces: {{{{ }}}}) ({e})") from None
+    if _MARK not in trial:  # '{{text}}' is the literal '{text}': every sentence would be encoded as one constant string
+        raise EmbenchError(f"{option} {prompt!r} has no {{text}} that takes the sentence ({{{{text}}}} is the literal "
+                           "text '{text}'): write {text} in single braces")
     return prompt
 
 
