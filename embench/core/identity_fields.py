@@ -16,6 +16,7 @@ OPTIONAL_FIELDS = ("bidirectional_last", "bidirectional_mode", "prompt_name", "p
                    "truncate_dim", "quantize",  # these two: the vectors scored (encoding/vector_axes.py)
                    "pooler_head_layer",  # cls below the last layer through the head (models/pooling.py), once it was not
                    "first_real_token",  # cls under left padding: each text's first real token, once column 0
+                   "positions_per_text",  # GPT-2 under left padding: positions from each text's first token, once column 0
                    "prompt_tokens_excluded",  # Pooling(include_prompt=False): the prompt's tokens left out of the vector
                    "family",  # a family forced over the checkpoint's own, or one that patches it: padding, attention, hook
                    "final_norm", "remove_layernorm",  # a layer view through the final norm; an ensemble member's cut norms

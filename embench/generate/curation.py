@@ -27,6 +27,7 @@ from typing import Any
 from ..core.atomic import write_json, write_output
 from ..core.boundary import python_api
 from ..core.errors import EmbenchError
+from .appended import complete_rows, rewrite_rows
 from .decoding import DecodeSettings, decode
 from .prompts import SCORING, render, uses_chat
 from .rules import RULES, Decision, decide, parse_score
@@ -57,13 +58,12 @@ def _scored(path: Path, triplets: list[tuple[str, str, str]], flag: str = "--sco
     if not path.is_file():
         return {}
     done: dict[int, tuple[str, str]] = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows or tuple(rows[0]) != SCORE_HEADER:
+    rows, cut = complete_rows(path)  # a last row cut short by a kill, whatever its fields, is scored again
+    if (rows and tuple(rows[0]) != SCORE_HEADER) or (not rows and not cut):  # a header cut short: a file begun again
         raise EmbenchError(f"{flag} {path}: not a scores file of 'embench generate curate'; give another {flag}")
     for row in rows[1:]:
         if len(row) != len(SCORE_HEADER) or not row[0].isdigit():
-            continue  # a row cut short by a kill: scored again
+            continue  # not a row this command writes: its triplet is scored again
         i = int(row[0])
         if i < len(triplets) and tuple(row[1:4]) == triplets[i]:
             done[i] = (row[4], row[5])
@@ -112,8 +112,8 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     if paths["scores"].is_dir():
         raise EmbenchError(f"{scores_flag} {paths['scores']} is a folder; give the answers CSV file")
     answers = _scored(paths["scores"], rows, scores_flag)  # first: a file that is no scores file gets no settings file
-    _check_scoring_settings(paths["scores"], {"llm": str(llm), "chat": chat, "max_new_tokens": max_new_tokens,
-                                              "answer_prefix": answer_prefix, "prompt": SCORING})
+    _check_scoring_settings(paths["scores"], str(llm), {"chat": chat, "max_new_tokens": max_new_tokens,
+                                                        "answer_prefix": answer_prefix, "prompt": SCORING})
     seconds = _score_missing(llm, rows, answers, paths["scores"], chat, max_new_tokens, batch_size, device, progress,
                              answer_prefix)
     frame = _decisions(rows, answers, rule, alpha, beta, gamma)
@@ -133,17 +133,40 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     return CurationResult(out, len(frame), int(frame["kept"].sum()), dropped, seconds, files, frame)
 
 
-def _check_scoring_settings(scores: Path, settings: dict[str, Any]) -> None:
-    """Answers in an existing scores file are reused only when they were asked the same way."""
+def _check_scoring_settings(scores: Path, llm: str, settings: dict[str, Any]) -> None:
+    """Answers in an existing scores file are reused only when they were asked the same way, of the same model: one
+    with the same weights (``llm_fingerprint``), however its path is spelled or wherever a symlink to it points."""
+    from ..models.language_model import language_model_fingerprint
+
     meta = scores.with_name(scores.name + ".json")
+    fingerprint = language_model_fingerprint(llm)
     if scores.is_file() and meta.is_file():
         before = json.loads(meta.read_text(encoding="utf-8"))
         differ = [k for k in settings if before.get(k) != settings[k]]
+        if not _same_model(before, llm, fingerprint):
+            differ.insert(0, "llm")
         if differ:
             raise EmbenchError(f"{scores} holds answers asked with other settings ({', '.join(differ)}): remove it, or "
                                "give another --out")
     scores.parent.mkdir(parents=True, exist_ok=True)
-    write_json(meta, settings, default=None)
+    write_json(meta, {"llm": llm, **({"llm_fingerprint": fingerprint} if fingerprint else {}), **settings}, default=None)
+
+
+def _same_model(before: dict[str, Any], llm: str, fingerprint: str | None) -> bool:
+    """Whether the answers of a scores file (its settings ``before``) were asked of the model ``llm``: by the weights
+    where both are known. A file written before the weights were kept names the model by its path as typed: it is
+    the same model where that path holds the same weights now (then the file is rewritten with them), else where
+    the names are equal, as it was read before; so is a model that cannot be found now (nothing to follow)."""
+    from ..models.language_model import language_model_fingerprint
+
+    kept = before.get("llm_fingerprint")
+    if kept and fingerprint:
+        return kept == fingerprint
+    if not kept and fingerprint and isinstance(before.get("llm"), str) and before["llm"] != llm:
+        then = language_model_fingerprint(before["llm"])
+        if then is not None:
+            return then == fingerprint
+    return before.get("llm") == llm
 
 
 def _score_missing(llm: str, rows: list[tuple[str, str, str]], answers: dict[int, tuple[str, str]], path: Path,
@@ -158,10 +181,11 @@ def _score_missing(llm: str, rows: list[tuple[str, str, str]], answers: dict[int
 
     lm = load_language_model(llm, device=device)
     settings = DecodeSettings(max_new_tokens=max_new_tokens, omega=0.0)
+    if path.is_file():
+        kept, cut = complete_rows(path)
+        if cut:  # a row cut short by a kill (unread by _scored) goes, rather than stay a row of its own to be read later
+            rewrite_rows(path, kept, "the scores file")
     new = not path.is_file() or path.stat().st_size == 0
-    if not new and not path.read_text(encoding="utf-8").endswith("\n"):
-        with open(path, "a", encoding="utf-8") as f:
-            f.write("\n")  # a row cut short by a kill stays unread (_scored skips it); the next starts on its own line
     started = time.perf_counter()
     with open(path, "a", encoding="utf-8", newline="") as f, \
             RateProgress(progress, "scoring", Path(str(llm)).name, len(rows), "triplets", completed=len(rows) - len(todo)) as bar:

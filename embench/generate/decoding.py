@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from ..models.positions import position_ids
+
 
 @dataclass
 class DecodeSettings:
@@ -49,10 +51,9 @@ class Stream:
                                device=self.mask.device)
             out = model(encoder_outputs=self.encoded, attention_mask=self.mask, decoder_input_ids=start, use_cache=True)
         else:
-            # left padding: real tokens are counted from 0 (padding gets 1, never attended), as generate() does
-            positions = self.mask.long().cumsum(-1) - 1
-            positions.masked_fill_(self.mask == 0, 1)
-            out = model(input_ids=enc["input_ids"], attention_mask=self.mask, position_ids=positions, use_cache=True)
+            # left padding: real tokens are counted from 0 (padding never attended), as generate() and encoding do
+            out = model(input_ids=enc["input_ids"], attention_mask=self.mask, position_ids=position_ids(self.mask),
+                        use_cache=True)
         self.past = _cache_of(out)
         self.logits = out.logits[:, -1, :].float()
 

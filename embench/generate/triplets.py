@@ -14,7 +14,6 @@ settings is refused.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import logging
 import os
@@ -24,9 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import write_json, write_output
+from ..core.atomic import write_json
 from ..core.boundary import python_api
 from ..core.errors import EmbenchError
+from .appended import complete_rows, rewrite_rows
 from .decoding import DecodeSettings, clean, decode
 from .premises import Premise, read_premises
 from .prompts import PromptSet, render, uses_chat
@@ -55,30 +55,21 @@ def settings_path(out: Path) -> Path:
 
 def _existing_keys(out: Path, warn: Callable[[str], None]) -> dict[int, str]:
     """Keys already written, each with its row's premise; a last row cut short by a kill is removed (with a warning)."""
-    text = out.read_text(encoding="utf-8")
-    if not text.strip():
-        return {}
-    rows = list(csv.reader(io.StringIO(text, newline="")))
-    if tuple(rows[0]) != HEADER:
+    rows, cut_last = complete_rows(out)
+    if rows and tuple(rows[0]) != HEADER:
         raise EmbenchError(f"{out}: not a triplet file of 'embench generate triplets' (header {','.join(rows[0])}); "
                            "give another --out or --overwrite")
-    keys: dict[int, str] = {}
     good = rows[:1]
     for row in rows[1:]:
         if len(row) != len(HEADER) or not row[3].isdigit():
             break
-        keys[int(row[3])] = row[0]
         good.append(row)
-    cut = len(rows) - len(good)
-    complete = text.endswith("\n")
-    if cut or not complete:
-        # the partial row is the last one (rows are written whole and flushed one by one): rewrite the good ones
+    if cut_last or len(good) < len(rows):
+        # the partial row is the last one (rows are written whole and flushed one by one), even where its fields
+        # look whole (a hard negative cut to nothing): the good ones are rewritten, and it is generated again
         warn(f"{out}: its last row was cut short (a run killed mid-write); it is generated again")
-        buf = io.StringIO(newline="")
-        csv.writer(buf, lineterminator="\n").writerows(good)
-        write_output(out, buf.getvalue(), "--out")  # whole: a kill here must not lose the good rows too
-        keys = {int(r[3]): r[0] for r in good[1:]}
-    return keys
+        rewrite_rows(out, good, "--out")
+    return {int(r[3]): r[0] for r in good[1:]}
 
 
 def _premises_id(premises: str | os.PathLike) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from .families import is_decoder
+from .positions import position_ids, takes_position_ids
 from .varlen_attention import NAME
 
 
@@ -83,10 +84,15 @@ def waits_for_reads(device: str) -> bool:
 
 
 def model_inputs(model: torch.nn.Module, enc: dict[str, Any], device: str) -> dict[str, Any]:
-    """``enc`` as the model should get it: without the host's row lengths (``pad_rows``), and on CUDA with the prepared
-    mask where the model takes one, or no mask where the lengths say that no row is padded."""
+    """``enc`` as the model should get it: without the host's row lengths (``pad_rows``); a decoder with position ids
+    counted from each text's first real token (``positions.py``: left padding moves no text's positions); and on CUDA
+    with the prepared mask where the model takes one, or no mask where the lengths say that no row is padded."""
     lengths = enc.get("lengths")
     enc = {k: v for k, v in enc.items() if k != "lengths"}
+    if enc.get("attention_mask") is not None and "position_ids" not in enc and takes_position_ids(model):
+        # from the 2D mask, before it becomes 4D; a decoder keeps its mask, so transformers never reads these ids
+        # back to look for packed sequences (which it does only where no mask is given)
+        enc["position_ids"] = position_ids(enc["attention_mask"])
     kind = prepared_mask_kind(model) if waits_for_reads(device) and "attention_mask" in enc else None
     if kind is None:
         return enc

@@ -68,7 +68,7 @@ def check_mode(mode: str | None, option: str = "--bidirectional-mode") -> str:
 def _stack_hook(config: Any, padding: bool):
     def pre_hook(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         hidden = args[0] if args else kwargs["hidden_states"]
-        return args, opened(kwargs, hidden, config, padding)
+        return opened(module, args, kwargs, hidden, config, padding)
 
     return pre_hook
 

@@ -34,10 +34,15 @@ from typing import Any
 import torch
 
 from ..core.errors import EmbenchError
-from .bidirectional_masks import opened
+from .bidirectional_masks import opened, positional_names
 from .layer_stack import final_norm, layer_stack
 
 _CACHE_KEYWORDS = ("cache", "past_key_value", "past_key_values")  # the branch neither reads nor writes a cache
+
+
+def _uncached(name: str, value: Any) -> Any:
+    """A layer argument as the branch passes it: no cache, and none asked for."""
+    return None if name in _CACHE_KEYWORDS else False if name == "use_cache" else value
 
 
 @contextlib.contextmanager
@@ -101,10 +106,13 @@ class ParallelBranch:
         self.inputs = self.causal = None
         if self.code and self.start > 0 and causal is None:
             raise EmbenchError(f"--bidirectional-mode sum-code: layer {self.start + 1} was not run in this pass")
-        kwargs = opened({k: v for k, v in kwargs.items() if k != "hidden_states"}, x, self.config, padding=not self.code)
-        kwargs.update({k: None for k in _CACHE_KEYWORDS if k in kwargs})
-        if "use_cache" in kwargs:
-            kwargs["use_cache"] = False
+        # the arguments of layer 1's call (every layer of the stack takes the same), positional ones included (GPT-2's
+        # blocks get their cache and mask by position)
+        given, kwargs = opened(self.layers[0], (x, *rest), {k: v for k, v in kwargs.items() if k != "hidden_states"}, x,
+                               self.config, padding=not self.code)
+        names = positional_names(type(self.layers[0]))
+        rest = tuple(_uncached(names[i] if i < len(names) else "", v) for i, v in enumerate(given[1:]))
+        kwargs = {k: _uncached(k, v) for k, v in kwargs.items()}
         h = x
         self.inside = True
         try:

@@ -6,6 +6,9 @@ eager), never from state kept between calls.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import itertools
 from typing import Any
 
 import torch
@@ -58,13 +61,29 @@ def attention_kind(config: Any, hidden: torch.Tensor) -> torch.dtype:
     return torch.bool if attention == "sdpa" else hidden.dtype
 
 
-def opened(kwargs: dict[str, Any], hidden: torch.Tensor, config: Any, padding: bool) -> dict[str, Any]:
-    """The keyword arguments of a layer call (or a branch's) without the causal mask: :func:`open_mask`'s mask, or for
-    a packed row (``cu_seq_lens_q``: ``unpadded_batch.py``) variable-length attention that is not causal within each
-    text (a packed row has no padding to mask or attend)."""
+@functools.cache
+def positional_names(layer_type: type) -> tuple[str, ...]:
+    """The names of a layer's ``forward`` arguments that can be given by position, after the hidden states: what a
+    hook's ``args[1:]`` hold. GPT-2's model hands each block its cache, mask and encoder states by position (for
+    gradient checkpointing); Llama, Qwen and Mistral hand everything but the states by keyword."""
+    params = list(inspect.signature(layer_type.forward).parameters.values())[2:]  # self, hidden states
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in itertools.takewhile(lambda p: p.kind in kinds, params))
+
+
+def opened(layer: torch.nn.Module, args: tuple, kwargs: dict[str, Any], hidden: torch.Tensor, config: Any,
+           padding: bool) -> tuple[tuple, dict[str, Any]]:
+    """A layer call's arguments (``args`` with the hidden states first) without the causal mask: :func:`open_mask`'s
+    mask where the mask was given, by position or by keyword (given again by keyword, a mask passed by position
+    would be two values of one argument), or for a packed row (``cu_seq_lens_q``: ``unpadded_batch.py``)
+    variable-length attention that is not causal within each text (a packed row has no padding to mask or attend)."""
     if "cu_seq_lens_q" in kwargs:
-        return {**kwargs, "is_causal": False}
-    return {**kwargs, "attention_mask": open_mask(kwargs.get("attention_mask"), hidden, config, padding)}
+        return args, {**kwargs, "is_causal": False}
+    names = positional_names(type(layer))
+    at = names.index("attention_mask") + 1 if "attention_mask" in names else len(args)
+    if at < len(args):
+        return (*args[:at], open_mask(args[at], hidden, config, padding), *args[at + 1:]), kwargs
+    return args, {**kwargs, "attention_mask": open_mask(kwargs.get("attention_mask"), hidden, config, padding)}
 
 
 def open_mask(mask: torch.Tensor | None, hidden: torch.Tensor, config: Any, padding: bool) -> torch.Tensor:

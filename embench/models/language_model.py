@@ -57,3 +57,14 @@ def load_language_model(name: str, *, device: str | None = None, family: str | N
         tok.pad_token = tok.eos_token or tok.unk_token
     tok.padding_side = "left" if kind == "causal" else "right"  # new tokens follow the prompt's last real token
     return LanguageModel(model.eval().to(device), tok, kind, src.display, src.source, src.fingerprint, src.family)
+
+
+def language_model_fingerprint(name: str, *, trust_remote_code: bool = False) -> str | None:
+    """The fingerprint :func:`load_language_model` gives ``name`` (its weight, config and tokenizer files, memoised),
+    without reading the weights into a model; None where no model can be found or read under that name. What a
+    run's answers are kept with, so that a later run follows the weights, not the path as typed (a symlink re-pointed,
+    ``./m`` and ``/abs/m``)."""
+    try:
+        return _checkpoint_source(str(name), None, None, None, trust_remote_code).fingerprint
+    except EmbenchError:  # ModelLoadError too: nothing there to follow
+        return None

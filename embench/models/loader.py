@@ -39,6 +39,7 @@ from .lora_adapter import AdapterInfo, read_adapter
 from .max_length import check_max_length, model_max_length
 from .model_names import from_hub, resolve_model_path, snapshot_revision
 from .pooling import POOLERS
+from .positions import key_positions
 from .precision import warn_if_emulated
 from .prompts import attach_prompts, read_prompt_set, with_row
 from .read_failures import read_failed
@@ -190,8 +191,7 @@ def load_model(
     )
     # what changes the vectors beyond the settings: a patched or forced family; left padding (absolute positions)
     settings.extra.update(family_identity(fam, src.config, src.source.endswith(".gguf"), bool(src.st_cfg)))
-    if fam.padding_side != "right":
-        settings.extra["padding_side"] = fam.padding_side
+    key_positions(settings, fam.padding_side, src.config)  # and positions counted per text (GPT-2)
     prompts = attach_prompts(settings, with_row(read_prompt_set(Path(src.source)) if src.st_cfg else None, row),
                              prompt, prompt_name, tok, src.display)
     if src.revision:  # the hub commit read (a local folder has none): in the cache key and the record's identity
