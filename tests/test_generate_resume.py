@@ -30,6 +30,7 @@ def test_a_resume_accepts_the_premises_file_under_another_spelling(tmp_path, mon
     kept["settings"]["premises"] = "prem.txt"  # a file written before: the path as given, read from here
     meta.write_text(json.dumps(kept))
     assert generate_triplets("fake-llm", "./prem.txt", out).already == 4
+    assert generate_triplets("fake-llm", tmp_path / "prem.txt", out).already == 4  # a Path: was an AttributeError
     (tmp_path / "other.txt").write_text((tmp_path / "prem.txt").read_text())
     with pytest.raises(EmbenchError, match=r"t\.csv was written with other settings \(premises\)"):
         generate_triplets("fake-llm", "other.txt", out)

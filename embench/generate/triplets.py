@@ -91,7 +91,7 @@ def _check_premises(out: Path, written: dict[int, str], premises: str, found: li
 
 
 @python_api("generate_triplets")  # its errors say out=, omega=, not the command line's --out, --omega
-def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: str | None = None, limit: int | None = None,
+def generate_triplets(llm: str | os.PathLike, premises: str | os.PathLike, out: str | os.PathLike, *, data: str | None = None, limit: int | None = None,
                       batch_size: int = 16, contrastive: bool = True, omega: float = 0.3, sample: bool = False,
                       temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 48, seed: int = 0,
                       prompt_entailment: list[str] | None = None, prompt_contradiction: list[str] | None = None,
@@ -106,6 +106,7 @@ def generate_triplets(llm: str, premises: str, out: str | os.PathLike, *, data: 
     from ..models.language_model import load_language_model
     from ..report.progress import RateProgress
 
+    premises, llm = os.fspath(premises), os.fspath(llm)  # a Path as the API takes every path (it was an AttributeError)
     _check_numbers(batch_size, omega, temperature, top_p, max_new_tokens, limit)
     prompts = PromptSet(prompt_entailment, prompt_contradiction, seed)  # a template without {premise}: error now
     every, problems = read_premises(premises, data)
