@@ -64,19 +64,32 @@ def check_comparable(a: Side, b: Side) -> None:
                            f"{a.items.digest} vs {b.items.digest}): different texts or gold scores (another data root or version?)")
 
 
-def _steiger(a: Items, b: Items) -> tuple[float, str | None]:
-    """Steiger's p, or NaN and why it is undefined (3 pairs or fewer, a perfect or an undefined correlation): a
-    small task must not stop the bootstrap and permutation tests, for which Steiger's column is only informational."""
+def _steiger(a: Items, b: Items) -> tuple[float, float, str | None]:
+    """Steiger's p and the difference it tests, Pearson's r(A, gold) - r(B, gold) on all pairs pooled; or NaN and why
+    it is undefined (3 pairs or fewer, a perfect or an undefined correlation): a small task must not stop the
+    bootstrap and permutation tests, for which Steiger's column is only informational."""
     if a.kind != "correlation":
-        return float("nan"), None
+        return float("nan"), float("nan"), None
     x, y, g = np.concatenate(a.values), np.concatenate(b.values), np.concatenate(a.gold)
     r_a, r_b, r_ab = (float(weighted_pearson(u, v)) for u, v in ((x, g), (y, g), (x, y)))
     if not all(np.isfinite([r_a, r_b, r_ab])):
-        return float("nan"), "a Pearson correlation is undefined (the similarities or the gold scores are all equal)"
+        return float("nan"), float("nan"), "a Pearson correlation is undefined (the similarities or the gold scores are all equal)"
     try:
-        return steiger_test(r_a, r_b, r_ab, len(g))[1], None
+        return steiger_test(r_a, r_b, r_ab, len(g))[1], r_a - r_b, None
     except ValueError as e:
-        return float("nan"), str(e)
+        return float("nan"), float("nan"), str(e)
+
+
+def _steiger_note(tested: dict[str, tuple[float, float]]) -> str | None:
+    """Why p steiger can disagree with the other tests: per task whose score is no pooled Pearson r (``tested``: its
+    score difference and the Pearson difference Steiger tested), the note says so and names the tasks where the two
+    differences have opposite signs (STS-B, MiniLM with and without ``query: ``: Spearman -0.14, Pearson +0.70)."""
+    if not tested:
+        return None
+    flipped = [f"{t} ({100 * dp:+.2f} against {100 * d:+.2f})" for t, (d, dp) in tested.items() if d * dp < 0]
+    return ("p steiger tests Pearson's r on all pairs pooled (Steiger 1980, Eq. 14, is defined for Pearson's r), not the "
+            "protocol's scores in A, B and diff, which the bootstrap and permutation tests resample, so it can disagree "
+            "with them" + (f"; Pearson's difference has the other sign on {', '.join(flipped)}" if flipped else "") + ".")
 
 
 @dataclass
@@ -137,10 +150,10 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
                   alpha: float = 0.05) -> Comparison:
     """Paired tests of A against B on every task of ``pairs``, Holm across tasks, and Avg."""
     check_test(test, alpha)
-    rows, diffs, no_steiger = {}, [], {}
+    rows, diffs, no_steiger, other_metric = {}, [], {}, {}
     for a, b in pairs:
         check_comparable(a, b)
-        p_steiger, why = _steiger(a.items, b.items)  # before the resampling: --test steiger refuses at once
+        p_steiger, pearson_diff, why = _steiger(a.items, b.items)  # before the resampling: --test steiger refuses at once
         if why is not None and test == "steiger":
             raise EmbenchError(f"{a.record.display}: --test steiger cannot compare this task: {why}; "
                                "use --test bootstrap or permutation")
@@ -151,6 +164,8 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
         diffs.append(d)
         lo, hi = percentile_interval(d, settings.level)
         metric = metric_for(a.record, a.items)
+        if np.isfinite(p_steiger) and (metric.correlation, metric.aggregation) != ("pearson", "all"):
+            other_metric[a.record.display] = (a.record.main_score - b.record.main_score, pearson_diff)
         _, p_perm = paired_permutation_test(a.items.scored(), b.items.scored(), metric, settings.resamples,
                                             task_rng(settings.seed + 1, a.record.task))
         rows[a.record.display] = {
@@ -176,8 +191,9 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
         f"Verdict per task: the {test} test, Holm-corrected over {len(pairs)} task(s), at alpha {alpha:g}; "
         "Avg.: the paired bootstrap of the average difference.",
     ]
-    if test == "steiger" and any(s.record.protocol.get("correlation") != "pearson" for s, _ in pairs):
-        notes.append("Steiger's test compares Pearson correlations on all pairs pooled; the scores shown are the protocol's.")
+    steiger_note = _steiger_note(other_metric)  # whatever --test: the column sits beside every table, and a Spearman
+    if steiger_note:  # score's p steiger was read as its own (p 0.099 beside a bootstrap p of 0.81, differences of opposite sign)
+        notes.append(steiger_note)
     notes += [f"p steiger is empty for {task}: {why}." for task, why in no_steiger.items()]
     return Comparison(pairs[0][0].record.model, pairs[0][1].record.model, frame, test, alpha, settings, notes,
                       names={a.record.task: a.record.display for a, _ in pairs})
