@@ -161,7 +161,7 @@ def test_a_bad_value_in_a_config_file_is_named_by_the_file_and_its_key(tmp_path,
 
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(EmbenchError, match=rf"^--config {re.escape(str(path))}: max_steps must be an integer, got 'x'$"):
+    with pytest.raises(EmbenchError, match=rf"^file='{re.escape(str(path))}': max_steps must be an integer, got 'x'$"):
         make_config(path, method="unsup-simcse", out=str(tmp_path / "t"))
     for line, said in (("lr: -1", "lr must be more than 0.0, got -1"),
                        ("method_options: {temperature: hot}", "temperature must be a number, got 'hot'"),
@@ -169,9 +169,9 @@ def test_a_bad_value_in_a_config_file_is_named_by_the_file_and_its_key(tmp_path,
                        ("temperature: 1.0e+40", r"temperature must be at least 0.0001 and at most 10, got 1e\+40 .*")):
         path = tmp_path / "other.yaml"
         path.write_text(line + "\n")
-        with pytest.raises(EmbenchError, match=rf"^--config {re.escape(str(path))}: {said}$"):
+        with pytest.raises(EmbenchError, match=rf"^file='{re.escape(str(path))}': {said}$"):
             make_config(path, method="unsup-simcse")
-    with pytest.raises(EmbenchError, match=r"^--max-steps must be an integer, got 'x'$"):  # given as a flag: the flag
+    with pytest.raises(EmbenchError, match=r"^max_steps must be an integer, got 'x'$"):  # given as a keyword: the keyword
         resolve(make_config(method="unsup-simcse", max_steps="x"))
 
 
@@ -240,12 +240,13 @@ def test_a_yes_no_option_given_as_text_reads_the_word_not_its_length(raw, expect
 
 
 @pytest.mark.parametrize(("item", "message"), [
-    ("group_by_length=maybe", "--set group_by_length must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
-    ("unpadded=2", "--set unpadded must be true or false (or yes/no, on/off, 1/0), got 2"),
-    ('resume=""', "--resume must be true or false (or yes/no, on/off, 1/0), got ''"),
-    ("fn_protect_hard=maybe", "--set fn_protect_hard must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
-    ("eval_tasks=[1]", "--eval-task must be a name or a list of names, got [1]"),
-    ("model_config=3", "--set model_config must be a mapping of name: value, got 3"),
+    # as make_config's keywords; `embench train --set ...` says --set group_by_length, --eval-task (test_train_spellings)
+    ("group_by_length=maybe", "group_by_length must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
+    ("unpadded=2", "unpadded must be true or false (or yes/no, on/off, 1/0), got 2"),
+    ('resume=""', "resume must be true or false (or yes/no, on/off, 1/0), got ''"),
+    ("fn_protect_hard=maybe", "fn_protect_hard must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
+    ("eval_tasks=[1]", "eval_tasks must be a name or a list of names, got [1]"),
+    ("model_config=3", "model_config must be a mapping of name: value, got 3"),
     ("data_root=[1]", None),  # a text option keeps what was written: the folder named '[1]'
 ])
 def test_a_value_its_option_cannot_take_is_refused_naming_the_option_and_value(item, message):
@@ -269,7 +270,7 @@ def test_text_options_keep_what_set_wrote_and_a_config_file_names_a_wrong_type(t
                        ("select_initial: maybe", "select_initial must be true or false (or yes/no, on/off, 1/0), got 'maybe'"),
                        ("eval_tasks: {STS12: 1}", "eval_tasks must be a name or a list of names, got {'STS12': 1}")):
         path.write_text(line + "\n")
-        with pytest.raises(EmbenchError, match=f"^--config {re.escape(str(path))}: {re.escape(said)}$"):
+        with pytest.raises(EmbenchError, match=f"^file='{re.escape(str(path))}': {re.escape(said)}$"):
             make_config(path, method="unsup-simcse")
     path.write_text('select_initial: "false"\ngroup_by_length: "No"\nresume: 0\n')  # quoted in YAML: still the word
     cfg = resolve(make_config(path, method="unsup-simcse"))

@@ -228,7 +228,8 @@ def test_an_unknown_training_option_names_set_and_where_the_options_are_listed()
     from embench.core.errors import EmbenchError
     from embench.train import make_config
 
-    with pytest.raises(EmbenchError, match=r"^--set \(or its own flag\): 'temprature' is neither a training option nor an "
+    # in Python the option is a keyword of make_config's (`embench train` says "--set (or its own flag): ...")
+    with pytest.raises(EmbenchError, match=r"^'temprature' is neither a training option nor an "
                                            r"option of method crop\. Did you mean 'temperature'\?"):
         make_config(method="crop", temprature=0.1)
     # an option of another method says which: `--sigma 2` given to unsup-simcse

@@ -256,7 +256,7 @@ def test_jtcse_recipes_run_the_scripts_forms_and_need_a_second_tower(tiny_bert_d
     assert (cfg.lr_schedule, cfg.grad_clip, cfg.weight_decay, cfg.warmup_ratio) == ("constant", 0.0, 0.01, 0.0)
     paper = resolve(make_config(method="jtcse", model=str(tiny_bert_dir))).method_options
     assert (paper.nce_form, paper.icnce_form, paper.tmc_form) == ("paper", "paper", "paper")
-    with pytest.raises(EmbenchError, match="--recipe jtcse-bert needs --tower2: the paper's two towers are different"):
+    with pytest.raises(EmbenchError, match="recipe='jtcse-bert' needs tower2: the paper's two towers are different"):
         train(make_config(recipe="jtcse-bert", model=str(tiny_bert_dir), data_root=str(data_root), out=str(tmp_path),
                           max_steps=1, progress=False))
     assert not any(tmp_path.iterdir())  # stopped before anything was loaded or written

@@ -38,7 +38,7 @@ def test_show_names_the_recipe_s_model_and_what_needs_one():
 
 
 def test_a_recipe_that_needs_a_model_stops_before_loading_anything(data_root, tmp_path):
-    with pytest.raises(EmbenchError, match="--recipe crop needs --model"):
+    with pytest.raises(EmbenchError, match="recipe='crop' needs model"):
         train(make_config(recipe="crop", data_root=str(data_root), out=str(tmp_path / "run"), progress=False))
     assert not (tmp_path / "run").exists()
 
@@ -50,12 +50,12 @@ def test_the_papers_model_missing_here_is_a_clear_error_naming_model(data_root, 
                           eval_steps=0, progress=False))
     msg = str(e.value)
     assert msg.startswith("could not load model 'bert-base-uncased'. Tried:\n  - ")  # as embench run says it
-    assert "bert-base-uncased is the model --recipe simcse-sup trains by default (the paper's)" in msg
-    assert "give --model NAME (a folder, e.g. all-MiniLM-L6-v2 offline)" in msg
+    assert "bert-base-uncased is the model recipe='simcse-sup' trains by default (the paper's)" in msg  # train's keywords
+    assert "give model=NAME (a folder, e.g. all-MiniLM-L6-v2 offline)" in msg
     with pytest.raises(EmbenchError) as e:  # a decoder recipe's hint names a decoder, not an encoder it would refuse
         train(make_config(recipe="bellm", data_root=str(data_root), out=str(tmp_path / "bellm"), max_steps=1,
                           eval_steps=0, progress=False))
-    assert "give --model NAME (a decoder LLM: a folder or a .gguf file, e.g. SmolLM2-135M-Instruct offline)" in str(e.value)
+    assert "give model=NAME (a decoder LLM: a folder or a .gguf file, e.g. SmolLM2-135M-Instruct offline)" in str(e.value)
 
 
 def test_show_with_seeds_lists_each_seed_and_its_folder(tmp_path):

@@ -301,8 +301,8 @@ def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_overwrite_clears_t
     out = tmp_path / "run"
     train(_small_crop_config(tiny_bert_dir, data_root, out, max_steps=4, save_every=2))
     (out / "notes.txt").write_text("mine")
-    with pytest.raises(EmbenchError, match=r"--out .*run holds a run of crop \(4 steps\) on .*train_config.json, "
-                                           r"metrics.jsonl, best/, checkpoint-last/, checkpoints/\): continue it with --resume"):
+    with pytest.raises(EmbenchError, match=r"out='.*run' holds a run of crop \(4 steps\) on .*train_config.json, "
+                                           r"metrics.jsonl, best/, checkpoint-last/, checkpoints/\): continue it with resume"):
         train(_small_crop_config(tiny_bert_dir, data_root, out, max_steps=1))
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000002", "step-000004"]  # untouched
     with pytest.raises(EmbenchError, match="give one of them"):
@@ -477,10 +477,10 @@ def test_nan_loss_before_any_resume_checkpoint_says_there_is_none_and_writes_non
 
 # -- configuration and CLI -----------------------------------------------------------------------
 @pytest.mark.parametrize(("given", "message"), [
-    ({"batch_size": "eight"}, "--batch-size must be an integer, got 'eight'"),
-    ({"max_steps": 2.5}, "--max-steps must be an integer, got 2.5"),
-    ({"lr": True}, "--lr must be a number, got True"),
-    ({"temperature": "abc"}, "--set temperature must be a number, got 'abc'"),
+    ({"batch_size": "eight"}, "batch_size must be an integer, got 'eight'"),  # in Python: make_config's keywords
+    ({"max_steps": 2.5}, "max_steps must be an integer, got 2.5"),
+    ({"lr": True}, "lr must be a number, got True"),
+    ({"temperature": "abc"}, "temperature must be a number, got 'abc'"),
 ])
 def test_an_option_of_the_wrong_type_from_a_config_or_set_is_named_before_anything_runs(given, message):
     with pytest.raises(EmbenchError, match=re.escape(message)):

@@ -115,9 +115,9 @@ def test_two_training_runs_into_one_out_one_refused_the_other_finishes(tiny_bert
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option, value, named", [("max_length", 100000, "--max-length 100000"),
-                                                  ("eval_max_length", 513, "--set eval_max_length 513"),
-                                                  ("export_max_length", 1000, "--set export_max_length 1000")])
+@pytest.mark.parametrize("option, value, named", [("max_length", 100000, "max_length=100000"),  # train's keywords
+                                                  ("eval_max_length", 513, "eval_max_length=513"),
+                                                  ("export_max_length", 1000, "export_max_length=1000")])
 def test_a_length_beyond_the_model_s_positions_is_one_error_before_the_weights_load(tiny_bert_dir, data_root, tmp_path,
                                                                                     option, value, named):
     """Before, --max-length 100000 was taken, and a text longer than the 512 positions failed mid-step with a traceback."""
@@ -135,7 +135,7 @@ def test_a_huge_learning_rate_is_stopped_as_a_collapse_and_no_collapsed_state_is
     with pytest.raises(TrainingDivergedError, match=r"the run collapsed: .* zero gradient norm for 5 steps up to step \d+") as err:
         train(_config(tiny_bert_dir, data_root, tmp_path / "run", lr=1e4, max_steps=30, save_steps=1))
     # a checkpoint a step later than the collapse's first step holds collapsed weights: not offered to resume from
-    assert "was written after that began: start again with a lower --lr" in str(err.value)
+    assert "was written after that began: start again with a lower lr" in str(err.value)
 
 
 @pytest.mark.slow
@@ -213,9 +213,11 @@ def test_an_out_that_is_a_file_is_said_to_be_a_file(tmp_path, data_root):
     blocker.write_text("x")
     said = rf"^--out {blocker} is a file, not a folder; choose another --out$"
     cfg = make_config(method="unsup-simcse", model="no-such-model-is-loaded", data_root=str(data_root), out=str(blocker))
-    for start in (lambda: OutputLock(blocker).acquire(), lambda: train(cfg), lambda: train_seeds(cfg, [1])):
+    for start in (lambda: OutputLock(blocker).acquire(), lambda: train_seeds(cfg, [1])):
         with pytest.raises(EmbenchError, match=said):
             start()
+    with pytest.raises(EmbenchError, match=rf"^out='{blocker}' is a file, not a folder; choose another out$"):
+        train(cfg)  # the Python API names its parameter
     assert blocker.read_text() == "x"
 
 

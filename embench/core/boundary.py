@@ -5,7 +5,9 @@ command line calls them all):
 
 * an :class:`EmbenchError` says the options in the function's own parameters (``sick_split='x'``, not the command
   line's ``--sick-split 'x'``: :mod:`embench.core.spellings`), the same exception (its class and attributes, such
-  as the scores an ``UndefinedScoreError`` carries) re-raised with its message rewritten;
+  as the scores an ``UndefinedScoreError`` carries) re-raised with its message rewritten; a layer above core whose
+  options are not known here (training's: a config's fields and every method's, plug-ins too) gives its own table
+  or a function that rewrites a message (``@python_api(train_spelling)``);
 * the caller's random state is kept (:mod:`embench.core.random_state`).
 
 The command line (``embench ...``) marks its commands with :func:`command_line`: their errors keep its spellings.
@@ -14,7 +16,7 @@ The command line (``embench ...``) marks its commands with :func:`command_line`:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -27,9 +29,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 _CALLER: ContextVar[str | None] = ContextVar("embench_caller", default=None)
 
 
-def python_api(function: str) -> Callable[[F], F]:
-    """Decorate a public function whose options are ``PYTHON_NAMES[function]`` (the module doc says what it does)."""
-    options = PYTHON_NAMES[function]
+def python_api(spelling: str | Mapping[str, str] | Callable[[str], str]) -> Callable[[F], F]:
+    """Decorate a public function whose options are ``PYTHON_NAMES[spelling]``, or the table ``spelling``, or whose
+    messages ``spelling(message)`` says in its parameters (the module doc says what it does)."""
+    say = _respeller(spelling)
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
@@ -41,7 +44,7 @@ def python_api(function: str) -> Callable[[F], F]:
                 with kept_random_state():
                     return fn(*args, **kwargs)
             except EmbenchError as e:
-                spelled(e, options)
+                spelled(e, say)
                 raise
             finally:
                 _CALLER.reset(token)
@@ -51,11 +54,20 @@ def python_api(function: str) -> Callable[[F], F]:
     return decorate
 
 
-def spelled(error: EmbenchError, options: dict[str, str]) -> None:
-    """``error``'s message in the Python spelling, in place: every class of core/errors.py says ``args[0]`` (those
-    that override ``__str__`` return it), so the new first argument is what ``str(error)`` says."""
+def _respeller(spelling: str | Mapping[str, str] | Callable[[str], str]) -> Callable[[str], str]:
+    if isinstance(spelling, str):  # looked up now: a misspelt name fails at import, not at the first error
+        spelling = PYTHON_NAMES[spelling]
+    if isinstance(spelling, Mapping):
+        table = spelling
+        return lambda message: respell(message, table)
+    return spelling
+
+
+def spelled(error: EmbenchError, say: Callable[[str], str]) -> None:
+    """``error``'s message in the Python spelling (``say``), in place: every class of core/errors.py says ``args[0]``
+    (those that override ``__str__`` return it), so the new first argument is what ``str(error)`` says."""
     if error.args and isinstance(error.args[0], str):
-        error.args = (respell(error.args[0], options), *error.args[1:])
+        error.args = (say(error.args[0]), *error.args[1:])
 
 
 def command_line() -> Callable[[], None]:

@@ -74,35 +74,37 @@ _OPTION = re.compile(r"(?<![\w`'\"-])(?P<option>--[a-z][a-z0-9-]*)(?P<plural>\(s
 _NUMBER_OR_PLACEHOLDER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|[A-Z][A-Z0-9_]*")
 
 
-def respell(message: str, options: Mapping[str, str]) -> str:
+def respell(message: str, options: Mapping[str, str], words: Mapping[str, tuple[str, ...]] = WORDS) -> str:
     """``message`` with each option of ``options`` in the Python spelling: ``--ci 'abc'`` -> ``ci='abc'``, ``--layer
-    must ...`` -> ``layer must ...``; other ``--words`` and anything between backticks as they are."""
+    must ...`` -> ``layer must ...``; other ``--words`` and anything between backticks as they are. ``words``: the
+    plain words each parameter takes (:data:`WORDS`; a layer above core adds its own names: training's recipes)."""
     parts = re.split(r"(`[^`]*`)", message)  # odd parts: commands to type, kept
-    return "".join(p if i % 2 else _OPTION.sub(lambda m: _python(m, options), p) for i, p in enumerate(parts))
+    return "".join(p if i % 2 else _OPTION.sub(lambda m: _python(m, options, words), p) for i, p in enumerate(parts))
 
 
-def _python(m: re.Match[str], options: Mapping[str, str]) -> str:
+def _python(m: re.Match[str], options: Mapping[str, str], words: Mapping[str, tuple[str, ...]]) -> str:
     name = options.get(m["option"])
     if name is None:  # not an option of this function: left as the message has it
         return m[0]
+    if not name:  # an option that is no parameter: the word after it is the parameter, as written (--set KEY=VALUE is
+        return m["value"] or ""  # KEY=VALUE), a plain one too (--set optimizer must ...: not the sentence's word)
     value, rest = m["value"], ""
-    if value is not None and not _is_value(value, name):
+    if value is not None and not _is_value(value, words.get(name, ())):
         value, rest = None, " " + m["value"]  # a word of the sentence, not a value of the option
     elif value is not None and value[0] not in "'\"":
         value = value.rstrip(".:")  # the sentence's own punctuation after a path
         rest = m["value"][len(value):]
-    if not name:  # an option that is no parameter (--set KEY=VALUE is KEY=VALUE): the value alone
-        return (value or "") + rest
     if value is None or "=" in name:
         return name + rest if value is None else f"{name} {value}{rest}"
     shown = value if value[0] in "'\"" or _NUMBER_OR_PLACEHOLDER.fullmatch(value) else repr(value)
     return f"{name}={shown}{rest}"
 
 
-def _is_value(token: str, name: str) -> bool:
-    """A quoted string, a number or a placeholder; a word the option takes (WORDS); or a path, a name or a list: a token
-    holding / . : _ - , or a digit (``--layer must`` goes on with the sentence; ``--model all-MiniLM-L6-v2`` names one)."""
+def _is_value(token: str, takes: tuple[str, ...]) -> bool:
+    """A quoted string, a number or a placeholder; a word the option takes (``takes``); or a path, a name or a list: a
+    token holding / . : _ - , or a digit (``--layer must`` goes on with the sentence; ``--model all-MiniLM-L6-v2``
+    names one)."""
     bare = token.rstrip(".:")  # "--test permutation: a seed group ...": the sentence's colon
-    if token[0] in "'\"" or _NUMBER_OR_PLACEHOLDER.fullmatch(token) or bare in WORDS.get(name, ()):
+    if token[0] in "'\"" or _NUMBER_OR_PLACEHOLDER.fullmatch(token) or bare in takes:
         return True
     return len(bare) > 1 and (any(c in bare for c in "/.:_-,") or any(c.isdigit() for c in bare))  # not "--data / ENV"

@@ -10,14 +10,17 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ..core.boundary import python_api
 from ..core.errors import EmbenchError
 from ..core.registry import nearest
 from .config import FIELDS, TrainConfig, option_flag, read_config_file
 from .methods import METHODS
 from .recipes import RECIPES
 from .resolution import check_file_values, typed
+from .spellings import OVERRIDES, make_config_spelling
 
 
+@python_api(make_config_spelling)  # its errors say lr=, data=, not the command line's --lr, --train-data
 def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig:
     """A config from the method's defaults, an optional recipe, an optional file, then ``overrides``
     (``None`` values are ignored).
@@ -27,7 +30,7 @@ def make_config(file: str | Path | None = None, **overrides: Any) -> TrainConfig
     layers: list[tuple[str, dict[str, Any]]] = []
     if file is not None:
         layers.append((f"--config {file}", _normalised(read_config_file(file))))
-    layers.append(("--set (or its own flag)", _normalised({k: v for k, v in overrides.items() if v is not None})))
+    layers.append((OVERRIDES, _normalised({k: v for k, v in overrides.items() if v is not None})))
     recipe_name = next((vals["recipe"] for _, vals in reversed(layers) if vals.get("recipe")), None)
     if recipe_name:
         recipe = RECIPES.get(recipe_name)

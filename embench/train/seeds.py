@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.boundary import command_line
 from ..core.errors import EmbenchError
 from ..evaluation.seed_groups import SEED_GROUP_FILE, read_seed_group, write_seed_group
 from . import checkpoints
@@ -130,6 +131,7 @@ class SeedJob(submitit.helpers.Checkpointable if submitit is not None else objec
 
         env = job_environment()
         use_allotted_cpus()
+        ended = command_line()  # submitted by `embench train --seeds`: its errors say that command's options
         with stop_on_sigterm(submitit.JobEnvironment.USR_SIG if env is not None else None) as stop:
             try:
                 _, kept = train_seed(cfg, seed)
@@ -142,6 +144,8 @@ class SeedJob(submitit.helpers.Checkpointable if submitit is not None else objec
             except EmbenchError as e:  # said in one line, as the CLI says it; the task still ends FAILED
                 print(f"seed {seed}: {e}", file=sys.stderr, flush=True)
                 raise SystemExit(1) from None
+            finally:
+                ended()
         return str(kept)
 
     def checkpoint(self, cfg: TrainConfig, seed: int) -> Any:

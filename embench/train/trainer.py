@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from ..core.atomic import write_json
+from ..core.boundary import python_api
 from ..core.errors import EmbenchError
 from ..data.root import DataRoot
 from ..models.device_choice import pick_device
@@ -46,6 +47,7 @@ from .resolution import resolve
 from .run_state import data_fingerprint, finish_export, resume_state, writing
 from .schedule import make_optimizer, make_scheduler, warmup_steps
 from .selection import Selection, choose, warn_if_untrained_was_best
+from .spellings import train_spelling
 from .step import no_sync, optimiser_step
 from .throughput import Throughput
 from .weights_health import CollapseWatch, weights_problem
@@ -75,6 +77,9 @@ class Trainer:
     >>> Trainer(make_config(recipe="crop", model="all-MiniLM-L6-v2", max_steps=100)).fit()  # doctest: +SKIP
     """
 
+    # errors say batch_size=, not --batch-size; setup() is left bare: the generators it seeds are what step() draws from
+    # after it returns, which restoring the caller's random state would undo
+    @python_api(train_spelling)
     def __init__(self, cfg: TrainConfig):
         self.cfg = cfg = resolve(cfg)
         self.method = METHODS.get(cfg.method)(cfg)
@@ -214,6 +219,7 @@ class Trainer:
         self.metrics.emit(rec)
 
     # -- the loop --------------------------------------------------------------------------------
+    @python_api(train_spelling)  # the caller's random state back after the run, which seeds its own from cfg.seed
     def fit(self) -> TrainResult:
         """Train to the last step; see the module docstring."""
         lock = OutputLock(self.out).acquire() if self.dist.is_main else None  # one run per --out at a time
@@ -282,6 +288,7 @@ class Trainer:
         return last_loss
 
 
+@python_api(train_spelling)
 def train(cfg: TrainConfig) -> TrainResult:
     """Train ``cfg.method`` and keep the best checkpoint.
 
