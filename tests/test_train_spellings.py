@@ -118,6 +118,12 @@ def test_a_plugin_method_s_options_are_its_parameters_too(monkeypatch):
     (["--set", "group_by_length=maybe"], "--set group_by_length must be true or false"),
     (["--set", "eval_tasks=[1]"], "--eval-task must be a name or a list of names, got [1]"),
     (["--set", "data=3"], "--train-data must be a name or a list of names, got 3"),
+    # options with no flag of their own are said as --set KEY (they said --log-steps, --warmup-of, --nce-form: no
+    # such option)
+    (["--set", "log_steps=0"], "--set log_steps must be at least 1, got 0"),
+    (["--set", "warmup_of=step"], "--set warmup_of must be run or epoch, got 'step'"),
+    (["--method", "jtcse", "--set", "nce_form=x"], "--set nce_form must be paper or code, got 'x'"),
+    (["--method", "jtcse", "--set", "modulus_on=x"], "--set modulus_on must be pooler or cls, got 'x'"),
 ])
 def test_the_command_line_keeps_its_options_and_the_api_is_itself_again_after_it(args, said):
     r = CliRunner().invoke(app, ["train", *args, "--show"])

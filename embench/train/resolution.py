@@ -36,19 +36,20 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     cfg = replace(cfg, **typed(TrainConfig, {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}, option_flag))
     if cfg.eval_steps and cfg.eval_tasks is None and not cfg.eval_analyses:
         cfg = replace(cfg, eval_tasks=["STSBenchmark-dev"])
-    for name, value, low in (("batch-size", cfg.batch_size, 2), ("max-length", cfg.max_length, 4),
-                             ("log-steps", cfg.log_steps, 1), ("grad-accumulation", cfg.grad_accumulation, 1),
-                             ("set bucket_tokens", cfg.bucket_tokens, 0),
-                             ("set bucket_min_tokens", 0 if cfg.bucket_min_tokens is None else cfg.bucket_min_tokens, 0)):
+    # named by option_flag: log_steps and the bucket options have no flag of their own (--set log_steps=...)
+    for name, value, low in (("batch_size", cfg.batch_size, 2), ("max_length", cfg.max_length, 4),
+                             ("log_steps", cfg.log_steps, 1), ("grad_accumulation", cfg.grad_accumulation, 1),
+                             ("bucket_tokens", cfg.bucket_tokens, 0),
+                             ("bucket_min_tokens", 0 if cfg.bucket_min_tokens is None else cfg.bucket_min_tokens, 0)):
         if value < low:
-            raise EmbenchError(f"--{name} must be at least {low}, got {value}")
+            raise EmbenchError(f"{option_flag(name)} must be at least {low}, got {value}")
     if cfg.bucket_min_tokens is None:  # a bucket counted as at least a quarter of the budget, as the engine's batches
         cfg = replace(cfg, bucket_min_tokens=cfg.bucket_tokens // FLOOR_SHARE)
     _check_numbers(vars(cfg))
     if cfg.precision not in PRECISIONS:
         raise EmbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.warmup_of not in ("run", "epoch"):
-        raise EmbenchError(f"--warmup-of must be run or epoch, got {cfg.warmup_of!r}")
+        raise EmbenchError(f"{option_flag('warmup_of')} must be run or epoch, got {cfg.warmup_of!r}")
     if cfg.optimizer not in OPTIMIZERS:  # said by --show and before loading, not when the optimiser is made
         raise EmbenchError(f"--set optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
     if cfg.resume and cfg.overwrite:

@@ -69,16 +69,16 @@ class JTCSEOptions:
     modulus_on: str = "pooler"  # pooler (Eq. 13) | cls (the last hidden state's [CLS], Fig. 8's variant)
     remove_layernorm: int = 0  # remove the LayerNorms of the last n layers (Fig. 8)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # said as --set KEY: only --cross-layers of these has a flag, and --set takes all
         for name in ("nce_form", "icnce_form", "tmc_form"):
             if getattr(self, name) not in J.FORMS:
-                raise EmbenchError(f"--{name.replace('_', '-')} must be paper or code, got {getattr(self, name)!r}")
+                raise EmbenchError(f"--set {name} must be paper or code, got {getattr(self, name)!r}")
         if self.modulus_on not in ("pooler", "cls"):
-            raise EmbenchError(f"--modulus-on must be pooler or cls, got {self.modulus_on!r}")
+            raise EmbenchError(f"--set modulus_on must be pooler or cls, got {self.modulus_on!r}")
         check_temperature(self.temperature)
         for name in ("nce_weight", "icnce_weight", "ictm_weight", "cross_layers", "remove_layernorm"):
             if (getattr(self, name) or 0) < 0:
-                raise EmbenchError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+                raise EmbenchError(f"--set {name} must be >= 0, got {getattr(self, name)}")
 
 
 class JTCSE(Method):
