@@ -33,6 +33,7 @@ from .evaluation.record_intervals import add_intervals
 from .evaluation.results import Record, ResultStore, record_key
 from .evaluation.seed_comparison import check_group_test, compare_seed_groups, seed_side
 from .evaluation.seed_groups import SeedGroup, read_seed_group
+from .evaluation.side_settings import named_sides, two_sides
 from .evaluation.significance import IntervalSettings
 from .evaluation.suites import SUITES
 from .models.as_encoder import as_encoder
@@ -207,20 +208,23 @@ def compare(
     ci: float = 95,
     resamples: int | None = None,
     ci_seed: int | None = None,
+    options_a: dict[str, Any] | None = None,
+    options_b: dict[str, Any] | None = None,
     **options: Any,
 ) -> Comparison:
     """Is ``model_a`` better than ``model_b``? Paired tests per task (default ``sts-all``), Holm across tasks.
 
-    >>> c = compare("all-MiniLM-L6-v2", "all-mpnet-base-v2")   # doctest: +SKIP
-    >>> c.frame[["A", "B", "diff", "p holm", "verdict"]]         # doctest: +SKIP
+    >>> c = compare("all-MiniLM-L6-v2", "all-MiniLM-L6-v2", options_b={"pooling": "cls"})   # doctest: +SKIP
+    >>> c.frame[["A", "B", "diff", "p holm", "verdict"]]                                      # doctest: +SKIP
 
     Both models are evaluated (stored records reused) under one protocol; each task's difference gets
     its paired-bootstrap interval and p-value, a paired permutation test and Steiger's test; ``test``
     picks the one behind the verdict. A seed group (a folder from ``train --seeds``) is compared by a
     hierarchical bootstrap over its seeds and the items instead (``embench/evaluation/seed_comparison.py``).
-    ``options`` are :func:`evaluate`'s; ``ci_seed`` defaults to the protocol's seed, as there.
+    ``options`` are :func:`evaluate`'s, for both sides; ``options_a``/``options_b`` one side's model settings alone
+    (``pooling``, ``layer``, ...: ``evaluation/side_settings.py``), over shared ones. ``ci_seed``: as in evaluate.
     """
-    one_axis(options.get("truncate_dim"), options.get("quantize"))  # a paired test: one configuration of each model
+    sides, given = two_sides((model_a, model_b), options, (options_a, options_b))  # refused: A and B the same
     check_test(test, alpha, task_kinds(suite, name_list(tasks, "tasks")))  # before either model loads
     for m in (model_a, model_b):
         check_local_path(m)
@@ -230,15 +234,15 @@ def compare(
     settings = IntervalSettings.parse(ci, resamples, ci_seed)  # checked before either model loads
     # no ci_seed: the protocol's seed, as `run --ci` draws (1111 here re-saved the intervals run had stored under --seed)
     kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": ci_seed}
-    ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **options) for m in (model_a, model_b))
+    ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **side) for m, side in zip((model_a, model_b), sides, strict=True))
     settings = ev_a.interval_settings or settings
+    names = named_sides((ev_a, ev_b), [g.name if g else None for g in groups], given)  # "X (pooling=cls)"
     if any(groups):
-        sides = [seed_side(g.name if g else ev.records[0].model, ev.records, ev.items, group=g is not None)
-                 for g, ev in zip(groups, (ev_a, ev_b), strict=True)]
-        return with_task_aliases(compare_seed_groups(*sides, settings, test, alpha))  # verdict("STSB") as -t takes it
+        seeds = [seed_side(n, ev.records, ev.items, group=g is not None) for n, g, ev in zip(names, groups, (ev_a, ev_b), strict=True)]
+        return with_task_aliases(compare_seed_groups(*seeds, settings, test, alpha))  # verdict("STSB") as -t takes it
     pairs = [(Side(a, ev_a.items.get((a.model, a.task))), Side(b, ev_b.items.get((b.model, b.task))))
              for a, b in zip(ev_a.records, ev_b.records, strict=True)]
-    return with_task_aliases(compare_sides(pairs, settings, test, alpha))
+    return with_task_aliases(compare_sides(pairs, settings, test, alpha, names))
 
 
 def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine,

@@ -55,7 +55,8 @@ def test_cli_compare_of_a_three_pair_task(env, tiny_bert_dir, one_thread, task_r
     (folder / "pairs.tsv").write_text("sentence1\tsentence2\tscore\n" + "".join("\t".join(r) + "\n" for r in rows),
                                       encoding="utf-8")
     (folder / "task.yaml").write_text("name: tiny3\nkind: pairs\nfiles: pairs.tsv\nscore_range: [0, 5]\n", encoding="utf-8")
-    base = ["compare", "-m", str(tiny_bert_dir), "-m", str(tiny_bert_dir), "--task-file", str(folder / "task.yaml"),
+    base = ["compare", "-m", str(tiny_bert_dir), "-m", str(tiny_bert_dir), "--set-b", "pooling=mean",  # not itself: refused
+            "--task-file", str(folder / "task.yaml"),
             "--resamples", "100", "-q"]
     out = CliRunner().invoke(app, [*base, "-f", "csv"])
     assert out.exit_code == 0, out.output

@@ -31,8 +31,9 @@ def test_compare_draws_with_the_protocol_s_seed_as_run_does(env, tiny_bert_dir, 
     run = embench.evaluate(model, tasks=["STS16"], seed=7, ci=95, resamples=200)
     path = ResultStore().path(run.records[0])
     before = path.read_text()
-    c = embench.compare(model, model, tasks=["STS16"], seed=7, resamples=200)
+    other = {"options_b": {"pooling": "mean"}}  # B: the model under another pooling (itself against itself is refused)
+    c = embench.compare(model, model, tasks=["STS16"], seed=7, resamples=200, **other)
     assert c.settings.seed == 7 and "seed 7" in " ".join(c.notes)
     assert path.read_text() == before  # run's interval is the one compare drew: nothing re-saved
-    assert embench.compare(model, model, tasks=["STS16"], resamples=200, ci_seed=3).settings.seed == 3
-    assert embench.compare(model, model, tasks=["STS16"], resamples=200).settings.seed == 1111
+    assert embench.compare(model, model, tasks=["STS16"], resamples=200, ci_seed=3, **other).settings.seed == 3
+    assert embench.compare(model, model, tasks=["STS16"], resamples=200, **other).settings.seed == 1111

@@ -147,9 +147,11 @@ def check_test(test: str, alpha: float, kinds: dict[str, str] | None = None) -> 
 
 
 def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings, test: str = "bootstrap",
-                  alpha: float = 0.05) -> Comparison:
-    """Paired tests of A against B on every task of ``pairs``, Holm across tasks, and Avg."""
+                  alpha: float = 0.05, names: Sequence[str] | None = None) -> Comparison:
+    """Paired tests of A against B on every task of ``pairs``, Holm across tasks, and Avg. ``names``: the two sides
+    as the table names them (default their records' model; one model under two settings: :mod:`.side_settings`)."""
     check_test(test, alpha)
+    name_a, name_b = names or (pairs[0][0].record.model, pairs[0][1].record.model)
     rows, diffs, no_steiger, other_metric = {}, [], {}, {}
     for a, b in pairs:
         check_comparable(a, b)
@@ -186,7 +188,7 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
     }
     frame.index.name = "task"
     notes = [
-        f"A = {pairs[0][0].record.model}, B = {pairs[0][1].record.model}; diff = A - B, with its paired "
+        f"A = {name_a}, B = {name_b}; diff = A - B, with its paired "
         f"{settings.describe()}.",
         f"Verdict per task: the {test} test, Holm-corrected over {len(pairs)} task(s), at alpha {alpha:g}; "
         "Avg.: the paired bootstrap of the average difference.",
@@ -195,7 +197,7 @@ def compare_sides(pairs: Sequence[tuple[Side, Side]], settings: IntervalSettings
     if steiger_note:  # score's p steiger was read as its own (p 0.099 beside a bootstrap p of 0.81, differences of opposite sign)
         notes.append(steiger_note)
     notes += [f"p steiger is empty for {task}: {why}." for task, why in no_steiger.items()]
-    return Comparison(pairs[0][0].record.model, pairs[0][1].record.model, frame, test, alpha, settings, notes,
+    return Comparison(name_a, name_b, frame, test, alpha, settings, notes,
                       names={a.record.task: a.record.display for a, _ in pairs})
 
 
