@@ -143,7 +143,7 @@ def test_a_manifest_that_is_a_folder_is_said_as_such(tmp_path):
 def test_a_pooler_that_returns_no_vector_per_text_is_named_at_the_first_batch(tiny_bert_dir):
     enc = embench.load_model(tiny_bert_dir, device="cpu")
     enc.pooler = lambda inp: inp.hidden_states[-1][:, 0, 0]  # (texts,): one number each, as the audit's plug-in did
-    with pytest.raises(EmbenchError, match=r"--batch-size must be a whole number, not float 1.5"):
+    with pytest.raises(EmbenchError, match=r"^encode\(\): batch_size must be a whole number of at least 1, not float 1.5"):
         enc.encode(["a", "b", "c", "d"], batch_size=1.5)  # failed in a slice (or, for 3 texts, passed)
     with pytest.raises(EmbenchError, match=r"pooler 'cls' returned \(2,\); a pooler returns one vector per text, "
                                            r"a tensor of shape \(texts, dim\) = \(2, dim\)"):

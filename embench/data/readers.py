@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.errors import CorruptFileError, MalformedDataError
+from ..core.surrogates import json_surrogate_problem
 
 _GZIP_ERRORS = (EOFError, OSError, zlib.error)  # truncated stream, bad header (BadGzipFile), bad data
 
@@ -84,7 +85,8 @@ def read_lines(path: Path) -> list[str]:
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line of a JSON-lines file (``.gz`` allowed).
 
-    A line that is not UTF-8 or not a JSON object is a MalformedDataError naming the file and line.
+    A line that is not UTF-8 or not a JSON object, or whose strings hold a lone surrogate (an escape such as
+    ``\\ud800`` without its other half: no text), is a MalformedDataError naming the file and line.
     """
     for i, raw in enumerate(read_bytes(path).split(b"\n"), start=1):
         try:
@@ -99,6 +101,9 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
             raise MalformedDataError(path, i, f"not valid JSON ({e.msg})") from None
         if not isinstance(row, dict):
             raise MalformedDataError(path, i, f"expected a JSON object, found {type(row).__name__}")
+        problem = json_surrogate_problem(line, row)
+        if problem is not None:  # every reader of texts from JSON comes through here: named before the engine chokes
+            raise MalformedDataError(path, i, problem)
         yield i, row
 
 

@@ -28,12 +28,15 @@ import time
 import uuid
 import warnings
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..core.atomic import STALE_SECONDS, TMP_SUFFIX, atomic_file, sweep_stale
+from ..core.errors import EmbenchError
 from ..core.paths import unwritable
+from ..core.surrogates import surrogate_problem
 
 SUFFIX = ".npz"
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
@@ -41,6 +44,16 @@ _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def keyed_texts(texts: Sequence[str]) -> list[tuple[str, str]]:
+    """(key, text) of each text; one that UTF-8 cannot hold (a lone surrogate) is an EmbenchError naming its index
+    among ``texts``, not a UnicodeEncodeError from the key (readers and ``encode()`` refuse them first, by name)."""
+    try:
+        return [(text_key(t), t) for t in texts]
+    except UnicodeEncodeError:
+        i, problem = next((i, p) for i, t in enumerate(texts) if (p := surrogate_problem(t)) is not None)
+        raise EmbenchError(f"text {i} of the {len(texts)} to encode ({texts[i][:60]!r}) {problem}") from None
 
 
 def default_cache_dir() -> Path:

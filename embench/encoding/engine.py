@@ -26,7 +26,7 @@ from .allocator import keep_batch_memory, release_batch_memory
 from .batch_forward import forward_halving
 from .batching import batches as _batches
 from .batching import resolve_batching
-from .cache import EmbeddingCache, text_key
+from .cache import EmbeddingCache, keyed_texts, text_key
 from .encoder_interface import Encoder
 from .prompted import prompted_engine
 from .row_gather import RowGather
@@ -76,7 +76,7 @@ class Engine:
         if prompt:
             return prompted_engine(self, prompt).embed(texts)
         with older_objects_frozen():  # no full garbage collection walks the process's objects mid-pass
-            keyed = [(text_key(t), t) for t in texts]
+            keyed = keyed_texts(texts)  # a text UTF-8 cannot hold: an error naming its index
             self.stats["requested"] += len(keyed)
             if not keyed:
                 return np.zeros((0, 0), dtype=np.float32)
@@ -98,7 +98,7 @@ class Engine:
         these texts are memory hits.
         """
         with older_objects_frozen():
-            return self._ensure([[(text_key(t), t) for t in texts] for texts in groups])
+            return self._ensure([keyed_texts(texts) for texts in groups])
 
     def _ensure(self, groups: list[list[tuple[str, str]]]) -> list[dict[str, int]]:
         """Put every (key, text) of ``groups`` in memory: from memory, the disk cache, or one encoding pass."""
@@ -112,7 +112,7 @@ class Engine:
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         """The texts (once each) that neither this engine's memory nor its cache holds."""
-        keyed = {text_key(t): t for t in texts}
+        keyed = dict(keyed_texts(texts))
         todo = [k for k in keyed if k not in self._memory]
         stored = self.cache.stored(todo) if self.cache is not None and todo else set()
         return [keyed[k] for k in todo if k not in stored]
@@ -187,7 +187,7 @@ def _fill_views(engines: Sequence[Engine], texts: Sequence[str]) -> None:
         raise EmbenchError("views served by one forward pass must share one model, maximum length, dtype and prompt; got: "
                            + "; ".join(dict.fromkeys(f"{e.encoder.name} (max length {e.encoder.settings.max_length}, "
                                                      f"{e.encoder.settings.dtype})" for e in engines)))
-    keyed = [(text_key(t), t) for t in texts]
+    keyed = keyed_texts(texts)
     todo: dict[str, str] = {}
     missing: list[set[str]] = []
     for e in engines:

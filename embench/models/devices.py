@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EmbenchError
-from ..encoding.cache import text_key
+from ..encoding.cache import keyed_texts, text_key
 from ..encoding.engine import Engine, fill_views
 from .device_choice import pick_device
 from .loader import load_model
@@ -34,7 +34,8 @@ STOP_SECONDS = 10.0  # how long a stopped encoding process may take to flush its
 def split_texts(texts: Sequence[str], parts: int) -> list[list[str]]:
     """The unique texts in ``parts`` near-equal shares (round robin over the texts sorted by length, so
     each device gets long and short texts alike and finishes about when the others do)."""
-    unique = sorted(dict.fromkeys(texts), key=lambda t: (len(t), text_key(t)))
+    keyed = keyed_texts(list(dict.fromkeys(texts)))  # a text UTF-8 cannot hold: an error naming it, not a key's traceback
+    unique = [t for _, t in sorted(keyed, key=lambda kt: (len(kt[1]), kt[0]))]
     return [unique[i::parts] for i in range(parts)]
 
 

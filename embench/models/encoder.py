@@ -28,7 +28,7 @@ from .poolers import VIEW_KEYS, needs_all_layers, view_keys
 from .pooling import POOLERS, PoolInput, pooled_by
 from .precision import gpu_attention
 from .prompt_fit import lowered, prompt_truncation, prompted_token_ids
-from .prompts import exclude_prompt_tokens
+from .prompts import PromptViews, exclude_prompt_tokens
 from .regional_compile import compile_layers
 from .unpadded_batch import forward_packed
 
@@ -54,7 +54,7 @@ class EncoderSettings:
         return d
 
 
-class HFEncoder(SentenceEncode):
+class HFEncoder(PromptViews, SentenceEncode):
     """A ``transformers`` model + tokenizer + pooler.
 
     Inference runs under ``torch.inference_mode``. A non-fp32 ``dtype`` holds the weights in that dtype on a GPU

@@ -92,6 +92,31 @@ class PromptSet:
         return other
 
 
+class PromptViews:
+    """``with_prompt`` for :class:`~embench.models.encoder.HFEncoder`: what ``model.encode(prompt_name=, prompt=)``
+    (:mod:`embench.encoding.st_arguments`) encodes with, as sentence-transformers applies a prompt given at the call."""
+
+    def with_prompt(self, name: str | None, prefix: str) -> Any:
+        """This encoder with ``prefix`` before every text in place of its own prompt (``name``: the model's prompt it
+        is, None for one given as text), its tokens left out of pooling where the model's Pooling leaves prompts out
+        (for a prompt given as text too, as sentence-transformers counts them); itself when that is its prompt."""
+        me: Any = self
+        prompts = me.prompt_set or PromptSet(exclude_from_pooling=not _folder_pools_prompts(Path(str(me.source))))
+        other = me.view(me.settings.layer, me.settings.pooling, bool(me.settings.extra.get("final_norm")))
+        apply_named(other.settings, prompts, name, prefix, me.tokenizer)
+        excluded = [s.extra.get("prompt_tokens_excluded") for s in (me.settings, other.settings)]
+        if other.settings.prompt == me.settings.prompt and excluded[0] == excluded[1]:  # the same vectors: one cache
+            return me
+        other.load_spec = None  # a process of its own would load the default prompt
+        return other
+
+
+def _folder_pools_prompts(folder: Path) -> bool:
+    """Whether a folder's Pooling keeps a prompt's tokens (``include_prompt``; True for what is no sentence-transformers
+    folder): read here for a model without prompts of its own, whose prompt set would have said it."""
+    return not (folder / "modules.json").is_file() or _pooling_includes_prompt(folder)
+
+
 def template_of(prefix: str, lowercase: bool = False) -> str:
     """A plain prefix as a ``{text}`` template (its own braces doubled, so ``str.format`` keeps them); lower-cased
     for a ``do_lower_case`` folder, whose tokenizer sentence-transformers makes lower-case the prompt with the text."""
