@@ -190,9 +190,9 @@ def _evaluate_group(group: SeedGroup, suite: str | None, *, tasks: Sequence[str]
     one_axis(kwargs.get("truncate_dim"), kwargs.get("quantize"), "a seed group")  # its mean is over seeds, one configuration
     evs = [evaluate(str(path), suite, tasks=tasks, **kwargs) for _, path in sorted(group.members.items())]
     out = Evaluation.merge(evs, view=evs[0].view)
-    out.seed_groups[group.name] = list(dict.fromkeys(r.model for ev in evs for r in ev.records))
+    out.seed_groups[group.key] = list(dict.fromkeys(r.model for ev in evs for r in ev.records))  # its folder: unique
     if label:  # the group's row, as `run --label` names it (the label was dropped)
-        out.labels[group.name] = label
+        out.labels[group.key] = label
     return out
 
 

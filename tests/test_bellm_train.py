@@ -213,7 +213,7 @@ def test_lora_training_saves_an_adapter_that_loads_back_bidirectional(tiny_llama
     assert meta["bidirectional_mode"] == "sum"  # the method's default: Eq. 5
     card = (best / "README.md").read_text()  # was peft's template: "[More Information Needed]" 39 times
     assert "More Information Needed" not in card and "is a LoRA adapter (peft's `adapter_config.json`" in card
-    assert f"on `{tiny_llama_dir}`" in card and "runs every layer causally" in card
+    assert f"on `{tiny_llama_dir.name}`" in card and "runs every layer causally" in card  # the base by its folder's name
     texts = ["A man plays a guitar.", "Two dogs run through the snow."]
     by_folder = embench.load_model(best)  # the folder names its base, prompt and bidirectional setting
     by_base = embench.load_model(tiny_llama_dir, adapter=best)

@@ -267,4 +267,4 @@ def test_the_python_api_labels_a_seed_groups_row_too(env, tiny_bert_dir, one_thr
     group.mkdir()
     (group / "seeds.json").write_text(json.dumps({"members": {"1": str(tiny_bert_dir)}, "config": {}}))
     ev = embench.evaluate(str(group), tasks=["STS-B"], label="My group", progress=False)
-    assert list(ev.frame.index) == ["My group (mean of 1 seeds)"]
+    assert list(ev.frame.index) == ["My group (mean of 1 seed)"]

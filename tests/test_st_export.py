@@ -158,7 +158,7 @@ def test_the_model_card_says_the_recipe_data_steps_scores_and_version_of_the_run
     assert f"| `lr` | `5e-05` | `5e-05` | {recipe.sources['lr']} |" in card
     assert f"| `batch_size` | `8` | `512` | {recipe.sources['batch_size']} |" in card
     assert f"| `temperature` | `0.05` | `0.05` | {recipe.sources['temperature']} |" in card
-    assert f"| `{data}` | nli.csv | `{file_sha256(data)}` |" in card
+    assert f"| `nli.csv` | a file | `{file_sha256(data)}` |" in card  # by its name, not this machine's path
     assert f"kept: step {r.best_step} of {r.steps}" in card and f"embench {__version__}" in card
     logged = [h for h in r.history if "eval/STSBenchmark-dev" in h and h["step"] == r.best_step][0]
     assert f"| STSBenchmark-dev | {100 * logged['eval/STSBenchmark-dev']:.2f} |" in card

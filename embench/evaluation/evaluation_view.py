@@ -9,10 +9,12 @@ from typing import Any
 import pandas as pd
 
 from ..encoding.vector_axes import suffix
+from ..report.counts import counted
 from ..report.tables import breakdown_frame, column_names, csv_with_notes, render, summary_frame
 from ..stats.bootstrap import AGGREGATIONS  # the rows breakdown_frame adds after a task's subsets
 from .items import Items
 from .results import Record
+from .seed_groups import short_names
 from .significance import IntervalSettings
 
 
@@ -36,7 +38,7 @@ class Evaluation:
     items: dict[tuple[str, str], Items] = field(default_factory=dict)  # (model, task) -> per-item outcomes
     intervals: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (model, column) -> (low, high)
     interval_settings: IntervalSettings | None = None
-    seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group row -> its members' model names
+    seed_groups: dict[str, list[str]] = field(default_factory=dict)  # group key (SeedGroup.key) -> members' model names
     per_seed: bool = False  # show each seed's row under its group's mean
     labels: dict[str, str] = field(default_factory=dict)  # model name -> display name of its row (run --label)
 
@@ -89,15 +91,19 @@ class Evaluation:
             out += [self.group_label(g) for g in groups if row == max(self.seed_groups[g], key=rows.index)]
         return out
 
-    def group_label(self, name: str) -> str:
+    def group_label(self, key: str) -> str:
         """A group's row: its label (``run --label``) or name, then how many seeds its mean is over."""
-        return f"{self.labels.get(name, name)} (mean of {len(self.seed_groups[name])} seeds)"
+        return f"{self.group_name(key)} (mean of {counted(len(self.seed_groups[key]), 'seed')})"
+
+    def group_name(self, key: str) -> str:
+        """A group's label, else the shortest ending of its folder that no other group's shares."""
+        return self.labels.get(key) or short_names([k for k in self.seed_groups if k not in self.labels]).get(key, key)
 
     @property
     def spreads(self) -> dict[tuple[str, str], float]:
-        """(group row, column) -> the standard deviation over the group's seeds."""
+        """(group row, column) -> the standard deviation over the group's seeds (of two or more: one has none)."""
         frame = summary_frame(self.records)
-        return {(self.group_label(name), c): float(v) for name, members in self.seed_groups.items()
+        return {(self.group_label(name), c): float(v) for name, members in self.seed_groups.items() if len(members) > 1
                 for c, v in frame.loc[members].std(axis=0, ddof=1).items()}
 
     @property
@@ -163,7 +169,7 @@ class Evaluation:
         if missing:
             note += f"; no interval for {', '.join(missing)} (no per-item outcomes: mteb scores those tasks internally)"
         if self.seed_groups:  # a group's row is its seeds' mean ± std; each seed's record keeps its own interval
-            note += (f"; a seed group's row ({', '.join(self.seed_groups)}) is the mean ± std over its seeds, without an "
+            note += (f"; a seed group's row ({', '.join(map(self.group_name, self.seed_groups))}) is the mean ± std over its seeds, without an "
                      "interval: `embench compare` draws one over seeds and items")
         return note
 

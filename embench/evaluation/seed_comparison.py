@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import EmbenchError
+from ..report.counts import counted
 from ..stats import draw_seeds, hierarchical_distributions, holm, paired_bootstrap_p, percentile_interval
 from .comparison import Comparison, Side, check_comparable, verdict_of
 from .items import Items
@@ -147,4 +148,4 @@ def _row(a: np.ndarray, b: np.ndarray, d: np.ndarray, level: float, n: int) -> d
 
 
 def _describe(side: SeedSide) -> str:
-    return f"{side.name} ({side.n_seeds} seeds)" if side.group else f"{side.name} (a single model)"
+    return f"{side.name} ({counted(side.n_seeds, 'seed')})" if side.group else f"{side.name} (a single model)"

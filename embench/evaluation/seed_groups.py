@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,30 @@ class SeedGroup:
     name: str
     folder: Path
     members: dict[int, Path]  # seed -> model folder
+    missing: dict[int, Path] = field(default_factory=dict)  # listed, but the folder is gone (a lenient read)
 
     @property
     def seeds(self) -> list[int]:
         return sorted(self.members)
+
+    @property
+    def key(self) -> str:
+        """The group's key in an evaluation: its folder, resolved; ``name`` (the folder's last part) is shared by
+        ``runs/bert/simcse`` and ``runs/roberta/simcse``, whose seeds merged into one row under it."""
+        return str(self.folder.resolve())
+
+
+def short_names(keys: Sequence[str]) -> dict[str, str]:
+    """Each group key (a path) as its shortest ending that no other key ends with: ``simcse`` alone,
+    ``bert/simcse`` and ``roberta/simcse`` side by side (a table's rows must tell them apart)."""
+    parts = {k: Path(k).parts or (k,) for k in keys}
+    out = {}
+    for key, own in parts.items():
+        n = 1
+        while n < len(own) and any(o != own and o[-n:] == own[-n:] for o in parts.values()):
+            n += 1
+        out[key] = str(Path(*own[-n:]))
+    return out
 
 
 def parse_seeds(spec: str | int | list) -> list[int]:
@@ -47,8 +68,10 @@ def parse_seeds(spec: str | int | list) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def read_seed_group(spec: str | Path) -> SeedGroup | None:
-    """The seed group stored in folder ``spec``, or None when ``spec`` is not one."""
+def read_seed_group(spec: str | Path, lenient: bool = False) -> SeedGroup | None:
+    """The seed group stored in folder ``spec``, or None when ``spec`` is not one. A member whose folder is gone is an
+    error (a mean over the others would pass for the group's), unless ``lenient`` (training, which trains it again):
+    then it is left out, in ``missing``, and a group with no member left is returned empty."""
     folder = Path(spec).expanduser()
     path = folder / SEED_GROUP_FILE
     if not path.is_file():
@@ -58,12 +81,16 @@ def read_seed_group(spec: str | Path) -> SeedGroup | None:
         members = {int(seed): folder / rel for seed, rel in raw["members"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EmbenchError(f"{path}: not a readable seed group ({exc})") from None
-    missing = [str(p) for p in members.values() if not p.is_dir()]
-    if missing:
-        raise EmbenchError(f"{path}: member folder(s) missing: {', '.join(missing)}")
-    if not members:
+    missing = {s: p for s, p in members.items() if not p.is_dir()}
+    if missing and not lenient:
+        seeds = ",".join(map(str, missing))
+        raise EmbenchError(f"{path}: member folder(s) missing: {', '.join(map(str, missing.values()))}; run the train "
+                           f"command of the group again with the same --seeds (or --seeds {seeds}) to train the "
+                           f"missing seed(s) again: the finished seeds are kept")
+    if not members and not lenient:
         raise EmbenchError(f"{path}: no finished seed yet")
-    return SeedGroup(name=folder.name or str(folder), folder=folder, members=members)
+    return SeedGroup(name=folder.name or str(folder), folder=folder,
+                     members={s: p for s, p in members.items() if s not in missing}, missing=missing)
 
 
 def write_seed_group(folder: Path, members: dict[int, Path], config: dict[str, Any]) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic import write_text
+from .score_text import is_analysis_metric, score_text
 
 # the papers behind the methods: title, authors, and where to find it (as the paper notes record them)
 PAPERS = {
@@ -48,7 +49,7 @@ def write_model_card(folder: Path, *, final: Path, meta: dict[str, Any], pooling
     from ..evaluation.provenance import software
 
     # embench's writers build X.tmp and rename it to X: the lines that name the folder name X
-    final = Path(*(part.removesuffix(".tmp") for part in Path(final).parts))
+    final = _where(Path(*(part.removesuffix(".tmp") for part in Path(final).parts)))
     sw = software()
     method = str(meta.get("method") or "")
     data = ModelCardData(library_name="sentence-transformers" if st_modules else "transformers",
@@ -59,7 +60,7 @@ def write_model_card(folder: Path, *, final: Path, meta: dict[str, Any], pooling
     commit = f" (commit {sw['embench_commit']})" if sw.get("embench_commit") else ""
     lines = [f"# {final.name}: {method or 'an embench model'}", "",
              f"A sentence-embedding model trained with embench {sw['embench']}{commit}: `embench train --method {method}"
-             + (f" --recipe {meta['recipe']}" if meta.get("recipe") else "") + f"` from `{meta.get('base_model')}`"
+             + (f" --recipe {meta['recipe']}" if meta.get("recipe") else "") + f"` from `{portable(meta.get('base_model'))}`"
              + (" (its configuration, randomly initialised)" if meta.get("from_scratch") else "") + ".", ""]
     lines += _recipe(meta, method) + _training(meta, pooling, max_length) + _evaluation(meta, final)
     lines += (_adapter_usage(final, adapter_of) if adapter_of else _usage(final, meta, st_modules, why_not_st, prompt_prefix))
@@ -68,6 +69,24 @@ def write_model_card(folder: Path, *, final: Path, meta: dict[str, Any], pooling
     path = Path(folder) / "README.md"
     write_text(path, text)  # atomically: a full disk leaves no torn card
     return path
+
+
+def portable(name: Any) -> Any:
+    """A local model folder or data file by its own name, a hub id or data keyword as it is: the card travels with
+    the folder, where ``/tmp/x/tiny-bert`` names nothing (``embench_training.json`` keeps the paths the run was given)."""
+    if isinstance(name, (list, tuple)):
+        return [portable(n) for n in name]
+    if not isinstance(name, str) or not name:
+        return name
+    path = Path(name).expanduser()
+    local = path.is_absolute() or name.startswith((".", "~")) or path.exists()
+    return (path.resolve().name or name) if local else name
+
+
+def _where(final: Path) -> Path:
+    """How the card's usage lines name the folder: as given when relative (``runs/sel/best``), else a placeholder
+    (``path/to/best``), not the machine's path."""
+    return final if not final.is_absolute() and ".." not in final.parts else Path("path/to") / final.name
 
 
 def _hub_id(name: Any) -> str | None:
@@ -102,6 +121,7 @@ def _recipe_table(recipe: Any, meta: dict[str, Any]) -> list[str]:
         return []
     cfg = meta.get("config") or {}
     run = {**cfg, **(cfg.get("method_options") or {})}
+    run.update({k: portable(run.get(k)) for k in ("model", "data")})  # a local folder or file by its name
     rows = ["", "| option | this run | the recipe's | source |", "|---|---|---|---|"]
     for option, value in recipe.values.items():
         rows.append(f"| `{option}` | {_cell(run.get(option))} | {_cell(value)} | {_cell(recipe.sources[option], code=False)} |")
@@ -109,7 +129,10 @@ def _recipe_table(recipe: Any, meta: dict[str, Any]) -> list[str]:
 
 
 def _cell(value: Any, code: bool = True) -> str:
-    """A value in a markdown table cell: its pipes escaped, in code font unless it is prose."""
+    """A value in a markdown table cell: its pipes escaped, in code font unless it is prose; none is a dash (crop's
+    recipe names no model: ``None`` read as a model's name)."""
+    if value is None:
+        return "—"
     text = str(value).replace("|", "\\|").replace("\n", " ")
     return f"`{text}`" if code else text
 
@@ -132,11 +155,11 @@ def _training(meta: dict[str, Any], pooling: str, max_length: int) -> list[str]:
         out.append("- options: " + ", ".join(f"{k}={v}" for k, v in options.items()))
     specs = meta.get("data") or []
     if specs:
-        out += ["", "| training data | file | sha256 |", "|---|---|---|"]
+        out += ["", "| training data | source | sha256 |", "|---|---|---|"]
         for spec in specs:
             p = Path(spec).expanduser()
-            if p.is_file():
-                out.append(f"| `{spec}` | {p.name} | `{file_sha256(p)}` |")
+            if p.is_file():  # by its name: the sha256 says which file it was
+                out.append(f"| `{p.name}` | a file | `{file_sha256(p)}` |")
             else:  # corpora, snli, 20newsgroups: files of the data root, checked by `embench data check`
                 out.append(f"| `{spec}` | the data root's `{spec}` files | (see `embench data check`) |")
     if meta.get("examples") is not None:
@@ -152,9 +175,12 @@ def _evaluation(meta: dict[str, Any], final: Path) -> list[str]:
         return ["## Evaluation", "", f"No evaluation score at this step ({why}); `embench run --model {final}` "
                 "evaluates it.", ""]
     chosen = f", the best on {meta['selected_on']}" if meta.get("selected_on") else ""
-    out = ["## Evaluation", "", f"Scores (x100) of embench's evaluation at the kept step {meta.get('step')}{chosen}: the "
-           "numbers `embench run` gives at the evaluation's maximum length.", "", "| metric | score |", "|---|---|"]
-    out += [f"| {name} | {100 * float(v):.2f} |" for name, v in scores.items() if isinstance(v, (int, float))]
+    analyses = (meta.get("config") or {}).get("eval_analyses") or []
+    out = ["## Evaluation", "", f"Scores of embench's evaluation at the kept step {meta.get('step')}{chosen}, as the "
+           "training log prints them: a task's x100, the number `embench run` gives at the evaluation's maximum length; "
+           "an analysis' as it is.", "", "| metric | score |", "|---|---|"]
+    out += [f"| {name} | {score_text(float(v), is_analysis_metric(name, analyses))} |" for name, v in scores.items()
+            if isinstance(v, (int, float))]
     return [*out, ""]
 
 
@@ -181,7 +207,7 @@ def _usage(final: Path, meta: dict[str, Any], st_modules: list[str] | None, why_
 def _adapter_usage(final: Path, base: str) -> list[str]:
     return ["## Use", "", "```python", "import embench", "",
             f'vectors = embench.load_model("{final}").encode(texts)  # the base, the adapter, prompt and attention', "```", "",
-            f"The folder is a LoRA adapter (peft's `adapter_config.json` and `adapter_model.safetensors`) on `{base}`; "
+            f"The folder is a LoRA adapter (peft's `adapter_config.json` and `adapter_model.safetensors`) on `{portable(base)}`; "
             "`embench_adapter.json` names that base, the prompt, the pooling and the bidirectional last layers, so "
             f"`embench run --model {final}` (or `--model BASE --adapter {final}`) loads them all. peft's "
             "`PeftModel.from_pretrained(AutoModel.from_pretrained(BASE), path)` loads the weights, but transformers runs "

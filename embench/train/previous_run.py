@@ -108,3 +108,21 @@ def clear_or_refuse(out: Path, cfg: Any, clear: bool = True) -> bool:
     for p in found if clear else ():
         shutil.rmtree(p) if p.is_dir() else p.unlink()
     return True
+
+
+def refuse_unfinished_seed(group: Path, seed: int, member: Path, cfg: Any) -> None:
+    """A seed of ``--seeds`` not in the group whose folder holds a run, under neither ``--resume`` nor ``--overwrite``:
+    refused as :func:`clear_or_refuse` refuses a run, in the group's words. Its words named ``--out GROUP/seed-N``,
+    which the user never gave, and said ``--overwrite`` as if it started that seed alone: it trains every seed again."""
+    found = [] if cfg.resume or cfg.overwrite else run_outputs(member)
+    if not found:
+        return
+    names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
+    if checkpoints.resumable(member):
+        go_on = "continue it with --resume (the same command; the finished seeds are kept)"
+    elif kept_models(member):  # --resume refuses to remove the models it kept (refuse_if_kept)
+        go_on = f"it has no resume checkpoint to continue from: remove {member} to train seed {seed} again"
+    else:
+        go_on = "it has no resume checkpoint to continue from: --resume trains the seed again from step 0"
+    raise EmbenchError(f"--out {group}: seed {seed} ({member}) holds an unfinished run ({names}): {go_on}; "
+                       "--overwrite trains every seed of the group again, or train into another --out")

@@ -26,7 +26,7 @@ from . import checkpoints
 from .config import TrainConfig
 from .footprint import drop_resume_state, folder_parts
 from .out_lock import check_out_folder
-from .previous_run import clear_or_refuse, refuse_if_kept
+from .previous_run import clear_or_refuse, refuse_if_kept, refuse_unfinished_seed
 from .trainer import Trainer, TrainResult
 
 try:
@@ -43,10 +43,17 @@ def seed_folders(out: str | Path, seeds: Sequence[int]) -> dict[int, Path]:
     return {s: Path(out) / f"seed-{s}" for s in seeds}
 
 
-def finished_seeds(out: str | Path) -> dict[int, Path]:
-    """The seeds of ``OUT/seeds.json`` (none when there is no group yet)."""
-    group = read_seed_group(out) if (Path(out) / SEED_GROUP_FILE).is_file() else None
-    return dict(group.members) if group else {}
+def finished_seeds(out: str | Path, say: bool = False) -> dict[int, Path]:
+    """The seeds of ``OUT/seeds.json`` (none when there is no group yet). A seed whose folder is gone is left out, not
+    an error: ``--seeds`` then trains it again, as it trains any seed not finished (``say``: warned about, once)."""
+    group = read_seed_group(out, lenient=True) if (Path(out) / SEED_GROUP_FILE).is_file() else None
+    if group is None:
+        return {}
+    if say and group.missing:
+        log.warning("%s: the folder of seed(s) %s is gone (%s): left out of the group; --seeds with them trains them "
+                    "again", Path(out) / SEED_GROUP_FILE, ", ".join(map(str, group.missing)),
+                    ", ".join(map(str, group.missing.values())))
+    return dict(group.members)
 
 
 def add_to_group(out: Path, seed: int, kept: Path, shared: dict[str, Any]) -> None:
@@ -70,13 +77,28 @@ def check_same_options(out: Path, cfg: TrainConfig) -> None:
         before = json.loads((out / SEED_GROUP_FILE).read_text(encoding="utf-8")).get("config") or {}
     except (OSError, ValueError):
         return  # no group yet (an unreadable one is named where it is read)
-    now = json.loads(json.dumps(cfg.to_dict(), default=str))  # as the group stored it
+    before, now = _as_trained(before), _as_trained(cfg.to_dict())
     changed = [f"{k}={now[k]!r} (the group's seeds: {before[k]!r})" for k in sorted(before.keys() & now.keys())
                if k not in RUN_ONLY and before[k] != now[k]]
     if changed:
         raise EmbenchError(f"--out {out} holds a seed group trained with other options; this run has {'; '.join(changed)}. "
                            "Add seeds with the group's options, train every seed again with --overwrite, or train into "
                            "another --out")
+
+
+def _as_trained(config: dict[str, Any]) -> dict[str, Any]:
+    """A configuration as the run trains it, each method option beside the others: seeds.json keeps the options as
+    given, so ``--set mlm_weight=0.0`` (the default) differed from a group that left it out. Resolved here
+    (``resolve``: method defaults and fallbacks filled in), for the group's seeds.json of any version too; one
+    that no longer resolves (a method or option since renamed) is compared as it was written."""
+    from .config import FIELDS
+    from .resolution import resolve
+
+    try:
+        config = resolve(TrainConfig(**{k: v for k, v in config.items() if k in FIELDS})).to_dict()
+    except (EmbenchError, TypeError, ValueError):
+        config = json.loads(json.dumps(config, default=str))
+    return {**{k: v for k, v in config.items() if k != "method_options"}, **(config.get("method_options") or {})}
 
 
 def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
@@ -91,6 +113,7 @@ def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
         log.info("seed %d is already trained (%s); kept", seed, done[seed])
         return None, done[seed]
     member = seed_folders(out, [seed])[seed]
+    refuse_unfinished_seed(out, seed, member, cfg)  # before the seed's Trainer, whose refusal names its folder as --out
     # --resume continues the seed that was interrupted; a seed never started, or stopped before its first resume
     # checkpoint, begins afresh (what it left is cleared: previous_run.py)
     resume = bool(cfg.resume) and checkpoints.resumable(member)
@@ -114,6 +137,7 @@ def train_seeds(cfg: TrainConfig, seeds: Sequence[int],
     members: dict[int, Path] = {}
     if cfg.overwrite:  # every seed again, none kept
         clear_or_refuse(Path(cfg.out), cfg)
+    finished_seeds(cfg.out, say=True)  # a seed whose folder was removed: said once here, not at every seed
     for seed in seeds:
         result, members[seed] = train_seed(cfg, seed)  # the group is written after every seed: a stop keeps them
         if on_seed:
@@ -172,7 +196,7 @@ def submit_seeds(cfg: TrainConfig, seeds: Sequence[int], settings: Any = None,
         clear_or_refuse(out, cfg)
     out.mkdir(parents=True, exist_ok=True)
     check_same_options(out, cfg)
-    done = finished_seeds(out)
+    done = finished_seeds(out, say=True)
     todo = [s for s in seeds if s not in done]
     held = held_seeds(out, todo) if todo and cluster == "slurm" else {}
     todo = [s for s in todo if s not in held]

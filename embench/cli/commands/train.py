@@ -123,12 +123,14 @@ def train(
     if os.environ.get("RANK", "0") != "0":  # under torchrun only the first process reports
         return
     # a task's score x100, as every table prints it; an analysis' number (alignment 0.0004) as it is, named
+    from ...train.score_text import is_analysis_metric, score_text
+
     sel, evaluator = trainer.selection, trainer.evaluator
-    tasks = {spec.key for spec in evaluator.tasks} if evaluator is not None else set()
-    shown = ((lambda v: f"{100 * v:.2f}") if sel is None or sel.metric in tasks else (lambda v: f"{v:.4g} ({sel.metric})"))
-    score = (f"{shown(result.best_score)} at step {result.best_step}" if result.best_score is not None
+    analysis = sel is not None and evaluator is not None and is_analysis_metric(sel.metric, [s.key for s in evaluator.analyses])
+    named = f" ({sel.metric})" if analysis else ""
+    score = (f"{score_text(result.best_score, analysis)}{named} at step {result.best_step}" if result.best_score is not None
              else f"step {result.best_step}")
-    before = f" (before training {shown(result.initial_score)})" if result.initial_score is not None else ""
+    before = f" (before training {score_text(result.initial_score, analysis)}{named})" if result.initial_score is not None else ""
     series = f"; series: {len(result.series)} checkpoints in {result.out / 'checkpoints'}" if result.series else ""
     message_console(stderr=False).print(f"kept: {result.best_dir}  {score}{before}; metrics: {result.metrics}{series}", highlight=False)
     if result.footprint is not None:
@@ -199,6 +201,7 @@ def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "
     """``--seeds``: one run per seed into OUT/seed-N, listed in OUT/seeds.json; here, or one Slurm array task each."""
     from ...core.errors import EmbenchError
     from ...evaluation.seed_groups import parse_seeds
+    from ...report.counts import counted
     from ...train.seeds import train_seeds
     from ..output import interrupted, message_console
 
@@ -213,12 +216,15 @@ def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "
     if executor == "slurm":
         _submit_seeds(cfg, seeds, slurm_option)
         return
+    from ...train.score_text import is_analysis_metric, score_text, selected_metric
+
+    analysis = is_analysis_metric(selected_metric(cfg) or "", cfg.eval_analyses or [])  # its number as it is, not x100
 
     def report(s: int, result, kept) -> None:
         if result is None:
             err.print(f"seed {s}: already trained, kept {kept}")
         else:
-            score = f"{100 * result.best_score:.2f}" if result.best_score is not None else "-"
+            score = score_text(result.best_score, analysis) if result.best_score is not None else "-"
             err.print(f"seed {s}: kept {kept} ({score} at step {result.best_step})", highlight=False)
             if result.footprint is not None:
                 err.print(f"seed {s}: {result.footprint.describe()}", highlight=False, markup=False)
@@ -228,7 +234,7 @@ def _train_seeds(cfg, spec: str | None, seed: int | None, err, executor: str = "
     except KeyboardInterrupt:
         raise interrupted(f"[yellow]interrupted[/]: finished seeds are kept; run the same command (with --resume) to continue "
                           f"in {cfg.out}") from None
-    message_console(stderr=False).print(f"seed group: {cfg.out} ({len(members)} seeds: {', '.join(map(str, sorted(members)))}); "
+    message_console(stderr=False).print(f"seed group: {cfg.out} ({counted(len(members), 'seed')}: {', '.join(map(str, sorted(members)))}); "
                     f"evaluate it with `embench run --model {cfg.out}`", highlight=False)
 
 
