@@ -236,7 +236,7 @@ def compare(
     kw = {"ci": settings.level, "resamples": settings.resamples, "ci_seed": ci_seed}
     ev_a, ev_b = (evaluate(m, suite, tasks=tasks, **kw, **side) for m, side in zip((model_a, model_b), sides, strict=True))
     settings = ev_a.interval_settings or settings
-    names = named_sides((ev_a, ev_b), [g.name if g else None for g in groups], given)  # "X (pooling=cls)"
+    names = named_sides((ev_a, ev_b), groups, given)  # "X (pooling=cls)"
     if any(groups):
         seeds = [seed_side(n, ev.records, ev.items, group=g is not None) for n, g, ev in zip(names, groups, (ev_a, ev_b), strict=True)]
         return with_task_aliases(compare_seed_groups(*seeds, settings, test, alpha))  # verdict("STSB") as -t takes it

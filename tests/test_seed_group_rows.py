@@ -83,3 +83,16 @@ def test_compare_names_a_group_of_one_seed_in_the_singular():
 
     assert _describe(SeedSide("si4", {"STS-B": [None]})) == "si4 (1 seed)"
     assert _describe(SeedSide("sg", {"STS-B": [None, None, None]})) == "sg (3 seeds)"
+
+
+def test_compare_names_two_groups_that_share_a_folder_name_apart():
+    """compare said "A = simcse, B = simcse" for runs/bert/simcse against runs/roberta/simcse: as run's rows, each
+    group by the shortest ending of its folder that the other's lacks."""
+    from types import SimpleNamespace
+
+    from embench.evaluation.side_settings import named_sides
+
+    side = SimpleNamespace(records=[SimpleNamespace(model="m", encoder={})])
+    groups = [SimpleNamespace(key="/r/bert/simcse"), SimpleNamespace(key="/r/roberta/simcse")]
+    assert named_sides((side, side), groups, ()) == ("bert/simcse", "roberta/simcse")
+    assert named_sides((side, side), [groups[0], None], ()) == ("simcse", "m")

@@ -113,12 +113,16 @@ def check_distinct_records(records_a: Sequence[Any], records_b: Sequence[Any]) -
                            "settings of its own (embench compare: --set-b KEY=VALUE; Python: options_b={KEY: VALUE})")
 
 
-def named_sides(evaluations: Sequence[Any], groups: Sequence[str | None], given: Sequence[str]) -> tuple[str, str]:
-    """The two sides' names (a seed group's own, else its model's) with their telling settings (:func:`side_names`);
-    two single models whose records are the same refused (:func:`check_distinct_records`)."""
+def named_sides(evaluations: Sequence[Any], groups: Sequence[Any], given: Sequence[str]) -> tuple[str, str]:
+    """The two sides' names (a seed group's (``groups``: a SeedGroup or None per side) as run's rows name it, the
+    shortest ending of its folder that the other's lacks; else its model's) with their telling settings
+    (:func:`side_names`); two single models whose records are the same refused (:func:`check_distinct_records`)."""
+    from .seed_groups import short_names
+
     if not any(groups):
         check_distinct_records(evaluations[0].records, evaluations[1].records)
-    return side_names([g or ev.records[0].model for g, ev in zip(groups, evaluations, strict=True)],
+    short = short_names(list(dict.fromkeys(g.key for g in groups if g is not None)))  # runs/bert/simcse: bert/simcse
+    return side_names([short[g.key] if g is not None else ev.records[0].model for g, ev in zip(groups, evaluations, strict=True)],
                       [ev.records[0].encoder for ev in evaluations], given)
 
 
