@@ -126,3 +126,22 @@ def test_opt_keeps_its_vectors_and_key_and_runs_with_the_gpu_s_prepared_mask(tin
         gpu_way = enc.model(**model_inputs(enc.model, batch, "cuda")).last_hidden_state[:, -1]
     np.testing.assert_allclose(enc.encode_batch(TEXTS), before.numpy(), atol=1e-6)
     np.testing.assert_allclose(gpu_way.numpy(), before.numpy(), atol=1e-5)
+
+
+@pytest.mark.slow  # builds and loads a model
+def test_a_roberta_saved_as_a_causal_lm_counts_its_own_positions_and_keeps_its_key(tiny_model):
+    """RoBERTa numbers positions from padding_idx + 1 itself: handed ids from 0 it was shifted, padded or not (1.58 on
+    one unpadded text), and keyed apart from its correct old vectors."""
+    from transformers import RobertaConfig, RobertaModel
+
+    folder = tiny_model("tiny-roberta-decoder", lambda vocab: RobertaModel(RobertaConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=130, pad_token_id=0, is_decoder=True)))
+    enc = embench.load_model(folder, device="cpu")
+    assert "positions_per_text" not in enc.settings.extra
+    batch = enc.tokenize(TEXTS[:1])  # one text: no padding
+    with torch.inference_mode():
+        own = enc.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    assert not np.allclose(enc.encode_batch(TEXTS[:1]), 0)
+    got = enc.model(**model_inputs(enc.model, batch, "cpu")).last_hidden_state.detach()
+    np.testing.assert_allclose(got.numpy(), own.numpy(), atol=1e-6)

@@ -6,7 +6,8 @@ padding a text's first real token sits at the number of pad tokens before it. A 
 text); a rotary one (Llama, Qwen, Mistral) sees only relative positions and changes by rounding alone. Encoding,
 training and generation all hand a decoder ``cumsum(mask) - 1``, padding at 0 (never attended), as
 ``GenerationMixin._prepare_position_ids_for_generation`` does. Encoders keep what they get: BERT pads on the right,
-so its real tokens are numbered from 0 already, and RoBERTa counts its positions from the padding index itself.
+so its real tokens are numbered from 0 already, and RoBERTa counts its positions from the padding index itself
+(even saved as a causal LM: :data:`SELF_COUNTED`).
 
 Vectors a decoder with absolute positions gave under left padding before this change are other vectors: such a
 model's settings carry ``positions_per_text`` (:func:`key_positions`), so its cache key and records' identity
@@ -28,6 +29,11 @@ ROTARY_ATTRIBUTES = ("rope_parameters", "rope_theta", "rope_scaling", "rotary_di
 # decoders with absolute positions that already count them from the 2D padding mask themselves (OPT's
 # ``OPTLearnedPositionalEmbedding``): the same positions as here, so the same vectors
 MASK_COUNTED = ("opt",)
+# models that number their positions themselves from the input ids, from padding_idx + 1 (RoBERTa's
+# ``create_position_ids_from_input_ids``): a RoBERTa saved as a causal LM (is_decoder) is counted per text already, and
+# ids from 0 would shift every vector of it, padded or not (by 1.58 on a tiny one)
+SELF_COUNTED = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm", "data2vec-text", "ibert",
+                "longformer", "luke", "markuplm", "mpnet", "esm", "xmod", "lilt", "layoutlmv3")
 
 
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -48,14 +54,15 @@ def takes_position_ids(model: torch.nn.Module) -> bool:
     """Whether ``model`` is a decoder whose forward takes ``position_ids`` (a peft model: its base model's)."""
     model = model.get_base_model() if hasattr(model, "get_base_model") else model
     config = getattr(model, "config", None)
-    return config is not None and is_decoder(config) and _forward_takes(type(model))
+    return (config is not None and is_decoder(config) and getattr(config, "model_type", "") not in SELF_COUNTED
+            and _forward_takes(type(model)))
 
 
 def absolute_positions(config: Any) -> bool:
     """Whether a decoder's vectors move with its position numbers (no rotary embedding, none counted from the mask)."""
     if any(getattr(config, name, None) for name in ROTARY_ATTRIBUTES):
         return False
-    return is_decoder(config) and getattr(config, "model_type", "") not in MASK_COUNTED
+    return is_decoder(config) and getattr(config, "model_type", "") not in MASK_COUNTED + SELF_COUNTED
 
 
 def key_positions(settings: Any, padding_side: str, config: Any) -> None:
