@@ -87,6 +87,24 @@ def test_a_seed_added_with_an_option_at_its_default_joins_the_group(tmp_path, tr
     assert trained == [1, 2]
 
 
+def test_a_run_only_option_that_fails_resolving_is_no_other_option(tmp_path, trained, monkeypatch):
+    """``--tensorboard`` without its package fails ``resolve``: the new config was then compared as written against
+    the group's resolved one, and refused for eval_tasks=None (the group's: ['STSBenchmark-dev'])."""
+    import importlib.util
+
+    out = tmp_path / "sg"
+
+    def cfg(**kw):
+        return make_config(method="simcse", model="m", data=["wiki.txt"], out=str(out), **kw)
+
+    train_seeds(cfg(), [1])
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    check_same_options(out, cfg(tensorboard=True))
+    with pytest.raises(EmbenchError, match=r"this run has lr=0\.5 \(the group's seeds: "):
+        check_same_options(out, cfg(tensorboard=True, lr=0.5))
+
+
 def test_an_interrupted_seed_is_refused_in_the_groups_words(tmp_path, trained):
     """It said "--out OUT/seed-2 holds a run ... start again with --overwrite": an --out the user never gave, and under
     --seeds --overwrite trains every seed again, not that one."""
