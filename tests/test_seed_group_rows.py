@@ -96,3 +96,14 @@ def test_compare_names_two_groups_that_share_a_folder_name_apart():
     groups = [SimpleNamespace(key="/r/bert/simcse"), SimpleNamespace(key="/r/roberta/simcse")]
     assert named_sides((side, side), groups, ()) == ("bert/simcse", "roberta/simcse")
     assert named_sides((side, side), [groups[0], None], ()) == ("simcse", "m")
+
+
+def test_seed_scores_takes_the_group_as_its_folder_or_as_the_table_names_it(tmp_path):
+    """Groups became keyed by their resolved folder: seed_scores("simcse"), the name the table shows, was a KeyError."""
+    folder = tmp_path / "runs" / "simcse"
+    members = [str(folder / f"seed-{s}" / "best") for s in (1, 2)]
+    records = [Record(task="STSBenchmark", display="STS-B", kind="sts", model=m, main_score=v, scores={},
+                      protocol=EvalProtocol().to_dict(), encoder={}) for m, v in zip(members, (0.25, 0.75), strict=True)]
+    ev = embench.Evaluation(records=records, seed_groups={str(folder.resolve()): members})
+    expected = {"STS-B": [0.25, 0.75], "Avg.": [0.25, 0.75]}
+    assert ev.seed_scores("simcse") == ev.seed_scores(str(folder)) == ev.seed_scores(str(folder.resolve())) == expected

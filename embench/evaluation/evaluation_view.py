@@ -63,9 +63,14 @@ class Evaluation:
         return out
 
     def seed_scores(self, group: str) -> dict[str, list[float]]:
-        """Column -> every seed's score (``Avg.`` too) of a seed group, or of a single model (one score each)."""
+        """Column -> every seed's score (``Avg.`` too) of a seed group (its folder as given, resolved, or as the table
+        names it), or of a single model (one score each)."""
+        from pathlib import Path
+
+        key = next((k for k in (group, str(Path(group).expanduser().resolve())) if k in self.seed_groups), None)
+        key = key or next((k for k in self.seed_groups if self.group_name(k) == group), group)
         frame = summary_frame(self.records)
-        rows = frame.loc[self.seed_groups.get(group, [group])]
+        rows = frame.loc[self.seed_groups.get(key, [key])]
         return {c: rows[c].tolist() for c in frame.columns}
 
     @property
