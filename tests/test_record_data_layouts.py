@@ -76,3 +76,29 @@ def test_a_stored_record_is_reused_under_the_root_given_in_another_layout(tmp_pa
         assert not [w for w in caught if "not reused" in str(w.message)], given
     assert [ev.status["SICKRelatedness"] for ev in runs.values()] == ["computed", "stored", "stored"]
     assert len({ev.records[0].main_score for ev in runs.values()}) == 1
+
+
+def test_a_gz_file_gzipped_otherwise_is_the_same_data_and_its_record_reused(tmp_path):
+    """`data download --base-url` of a mirror wrote STS-B's .csv.gz with other gzip bytes (`data check`: ok, as the
+    manifest hashes the content): the record made on the other root was computed again, "sha256 differs"."""
+    import gzip
+    import hashlib
+
+    from embench.evaluation.provenance import data_checksums
+
+    text = b"a\tb\t3.0\nc\td\t1.0\n"
+    rel = "raw/sts/STSBenchmark/sts-test.csv.gz"
+    roots = {}
+    for name, level, stamp in (("one", 9, 0), ("two", 1, 12345)):
+        path = tmp_path / name / rel
+        path.parent.mkdir(parents=True)
+        path.write_bytes(gzip.compress(text, compresslevel=level, mtime=stamp))
+        roots[name] = DataRoot(tmp_path / name)
+    one, two = (roots[n].path / rel for n in ("one", "two"))
+    assert file_sha256(one) != file_sha256(two)  # other bytes, one content
+    stored = data_checksums(roots["one"], [one])
+    assert stored == {rel: hashlib.sha256(text).hexdigest()}
+    assert data_problem(record_of(stored), roots["two"], file_sha256) is None
+    assert data_problem(record_of({rel: file_sha256(one)}), roots["one"], file_sha256) is None  # an older record
+    two.write_bytes(gzip.compress(text + b"e\tf\t2.0\n"))
+    assert "has changed since (sha256 differs)" in data_problem(record_of(stored), roots["two"], file_sha256)

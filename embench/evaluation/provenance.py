@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.version import __version__
+from ..data.manifest import content_sha256
 from ..data.root import DataRoot, file_sha256
 
 
@@ -48,7 +49,9 @@ def software() -> dict[str, str | None]:
 
 
 def data_checksums(root: DataRoot, files: list[Path]) -> dict[str, str]:
-    return {root.relative(f): file_sha256(f) for f in files}
+    """Each data file's sha256, a ``.gz`` file's of its decompressed content (as the manifest and ``data check`` hash
+    it): one file gzipped by another tool or level (a mirror's download) is the same data, and its record reused."""
+    return {root.relative(f): content_sha256(f) if f.suffix == ".gz" else file_sha256(f) for f in files}
 
 
 def record_provenance(enc_desc: dict[str, Any], root: DataRoot, prepared: Any, outcome: Any, protocol: Any,
