@@ -146,8 +146,11 @@ def test_reused_answers_follow_the_model_s_weights_not_its_path_as_typed(tmp_pat
     assert json.loads(meta.read_text())["llm_fingerprint"]
     (tmp_path / "cur").unlink()
     (tmp_path / "cur").symlink_to(tmp_path / "llamalm2")
-    with pytest.raises(EmbenchError, match=r"holds answers asked with other settings \(llm\)"):
+    with pytest.raises(EmbenchError, match=r"holds answers asked with other settings \(llm\): remove it, or give "
+                                           r"another out$"):  # in Python's spelling (the command line: --out)
         curate("cur")
+    with pytest.raises(EmbenchError, match=r"other settings \(llm\): remove it, or give another scores$"):
+        curate_triplets("cur", trip, tmp_path / "elsewhere.csv", scores=scores)  # --scores named it: that option is said
     older = {"llm": str(tmp_path / "llamalm"), "chat": None, "max_new_tokens": 8, "answer_prefix": "", "prompt": SCORING}
     meta.write_text(json.dumps(older))  # written by the version before
     assert curate("./llamalm") == 3 and json.loads(meta.read_text())["llm_fingerprint"]  # kept with its weights now

@@ -113,7 +113,7 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
         raise EmbenchError(f"{scores_flag} {paths['scores']} is a folder; give the answers CSV file")
     answers = _scored(paths["scores"], rows, scores_flag)  # first: a file that is no scores file gets no settings file
     _check_scoring_settings(paths["scores"], str(llm), {"chat": chat, "max_new_tokens": max_new_tokens,
-                                                        "answer_prefix": answer_prefix, "prompt": SCORING})
+                                                        "answer_prefix": answer_prefix, "prompt": SCORING}, scores_flag)
     seconds = _score_missing(llm, rows, answers, paths["scores"], chat, max_new_tokens, batch_size, device, progress,
                              answer_prefix)
     frame = _decisions(rows, answers, rule, alpha, beta, gamma)
@@ -133,7 +133,7 @@ def curate_triplets(llm: str, triplets: str | os.PathLike, out: str | os.PathLik
     return CurationResult(out, len(frame), int(frame["kept"].sum()), dropped, seconds, files, frame)
 
 
-def _check_scoring_settings(scores: Path, llm: str, settings: dict[str, Any]) -> None:
+def _check_scoring_settings(scores: Path, llm: str, settings: dict[str, Any], flag: str = "--out") -> None:
     """Answers in an existing scores file are reused only when they were asked the same way, of the same model: one
     with the same weights (``llm_fingerprint``), however its path is spelled or wherever a symlink to it points."""
     from ..models.language_model import language_model_fingerprint
@@ -147,7 +147,7 @@ def _check_scoring_settings(scores: Path, llm: str, settings: dict[str, Any]) ->
             differ.insert(0, "llm")
         if differ:
             raise EmbenchError(f"{scores} holds answers asked with other settings ({', '.join(differ)}): remove it, or "
-                               "give another --out")
+                               f"give another {flag}")  # the option that named the answers file
     scores.parent.mkdir(parents=True, exist_ok=True)
     write_json(meta, {"llm": llm, **({"llm_fingerprint": fingerprint} if fingerprint else {}), **settings}, default=None)
 
