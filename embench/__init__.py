@@ -16,7 +16,7 @@ _PUBLIC = {
     "Evaluation": "embench.api",
     "compare": "embench.api",
     "evaluate": "embench.api",
-    "results": "embench.api",
+    "results": "embench.tasks.stored_results",  # not embench.api: listing records imports no torch
     "report_tables": "embench.tasks.report_tables",
     "EvalProtocol": "embench.evaluation.protocols",
     "load_model": "embench.models.loader",
@@ -31,8 +31,9 @@ __all__ = ["Comparison", "EvalProtocol", "Evaluation", "__version__", "compare",
            "generate_triplets", "load_model", "report_tables", "results"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
-    from .api import Comparison, Evaluation, compare, evaluate, results
+    from .api import Comparison, Evaluation, compare, evaluate
     from .evaluation.protocols import EvalProtocol
     from .generate import curate_triplets, generate_triplets
     from .models.loader import load_model
     from .tasks.report_tables import report_tables
+    from .tasks.stored_results import results

@@ -14,8 +14,7 @@ from typing import Any
 
 from .core.arguments import name_list
 from .core.boundary import python_api
-from .core.errors import EmbenchError, UndefinedScoreError
-from .core.paths import not_there
+from .core.errors import UndefinedScoreError
 from .data.root import DataRoot, file_sha256
 from .encoding.cache import default_cache_dir
 from .encoding.encoder_interface import Encoder
@@ -42,8 +41,9 @@ from .models.loader import load_model
 from .models.model_names import check_local_path
 from .report.progress import announce, third_party_bars
 from .tasks import TASKS
-from .tasks.names import resolve_tasks, stored_task_names, task_kinds, with_task_aliases, with_task_files
+from .tasks.names import resolve_tasks, task_kinds, with_task_aliases, with_task_files
 from .tasks.recorded_protocol import seeded_protocol, task_protocol
+from .tasks.stored_results import results  # kept apart: listing records imports no torch
 
 log = logging.getLogger(__name__)
 MODEL_OPTIONS = ("pooling", "layer", "max_length", "dtype", "device", "normalize", "prompt", "family", "bidirectional_last",
@@ -282,19 +282,6 @@ def _scored(pending: list[tuple[str, Any, str, VectorAxis, Any]], engine: Engine
             provenance=record_provenance(enc_desc, root, prepared, outcome, protocol, engine, (encoding, scoring), counts)
             | embed.provenance(engine.dim), key=key,
         ), outcome.items
-
-
-@python_api("results")
-def results(results_dir: str | Path | None = None, model: str | Sequence[str] | None = None,
-            task: str | Sequence[str] | None = None) -> list[Record]:
-    """Stored records, optionally filtered by model (a substring of its name; several: any of them) and task
-    (a name or alias such as ``STS-B``, as ``run`` takes them, or a task file's stored name; several: any of them)."""
-    if results_dir is not None and not Path(results_dir).is_dir():  # not an empty answer: a mistyped folder
-        raise EmbenchError(f"results folder {results_dir} {not_there(results_dir, 'folder')}")
-    models = name_list(model, "model") or []
-    tasks = stored_task_names(name_list(task, "task"), stored := ResultStore(results_dir).records())
-    return [r for r in stored
-            if (not models or any(m.lower() in r.model.lower() for m in models)) and (not tasks or r.task in tasks)]
 
 
 __all__ = ["Comparison", "Evaluation", "compare", "evaluate", "load_model", "results"]

@@ -87,3 +87,11 @@ def test_a_model_s_prompts_and_its_excluded_prompt_tokens_split_rows_in_both_tab
     assert _rows(results_frame(recs)[0], "prompt_tokens_excluded") == {0: 0.8218, 3: 0.8255}
     assert paper_tables(recs)[0].frame["STS12"].to_dict() == {"m (prompt_tokens_excluded=0)": 0.8218,
                                                               "m (prompt_tokens_excluded=3)": 0.8255}
+
+
+def test_rows_are_formed_within_each_model():
+    """A combination is filled in only by its own model's (one model's settings never hide another's row)."""
+    from embench.report.protocol_groups import row_keys
+
+    entries = [("a", ("x", None)), ("b", ("x", None)), ("a", ("x", "y")), ("b", (None, "z")), ("a", ("x", None))]
+    assert row_keys(entries) == [("b", "x", None), ("a", "x", "y"), ("b", None, "z")]

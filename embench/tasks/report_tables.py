@@ -14,9 +14,11 @@ from ..core.errors import EmbenchError
 from ..evaluation.results import Record
 from ..evaluation.scan import NoMatchingRecords, scan_results
 from ..evaluation.suites import SUITES
+from ..models.aliases import canonical_model
 from ..report.model_match import same_model
 from ..report.paper import SPLITS, PaperTable, paper_tables
 from .names import stored_task_names
+from .record_axes import protocol_axes
 
 
 def _asked_task(task: str, records: Sequence[Record]) -> str:
@@ -57,7 +59,16 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
     results_dirs, models, tasks = name_list(results_dirs, "results_dirs"), name_list(models, "models") or [], name_list(tasks, "tasks")
     if split is not None and split not in SPLITS:
         raise EmbenchError(f"--split {split!r}: choose one of {', '.join(SPLITS)} (or leave it out)")
-    records, problems = scan_results(results_dirs)
+    return tables_of_records(*scan_results(results_dirs), results_dirs, models=models, suite=suite, tasks=tasks,
+                             names=names, split=split, lower_is_better=lower_is_better, caption=caption)
+
+
+def tables_of_records(records: list[Record], problems: list[tuple[Path, str]], results_dirs: Sequence[str | Path],
+                      models: Sequence[str] = (), suite: str | None = None, tasks: Sequence[str] | None = None,
+                      names: dict[str, str] | None = None, split: str | None = None, lower_is_better: Sequence[str] = (),
+                      caption: str | None = None) -> tuple[list[PaperTable], list[tuple[Path, str]]]:
+    """:func:`report_tables` of the records (and problems) ``scan_results(results_dirs)`` gave, its arguments checked:
+    `embench report` scans once for its tables, its task names and its --name check alike."""
     order = _task_order(suite, tasks or (), records)  # every record's names: a task file's task another model ran too
     if models:
         known = sorted({r.model for r in records})
@@ -85,5 +96,6 @@ def report_tables(results_dirs: Sequence[str | Path], models: Sequence[str] = ()
     # rows in the order of -m (the columns' order is the records'): the first model asked is the first row
     rows = sorted(stored, key=lambda s: next((i for i, m in enumerate(models) if same_model(s, m)), len(models)))
     tables = paper_tables(records, names=names, split=split, lower_is_better=lower_is_better, caption=caption,
-                          model_order=rows if models else ())
+                          model_order=rows if models else (), axes_of=protocol_axes,  # STS13 is no SICK-R split's
+                          model_of=canonical_model)  # an alias and its hub id: one row, as `results show` has them
     return tables, problems

@@ -117,8 +117,8 @@ def export(
 ) -> None:
     """Write stored MTEB records in mteb's result format (readable by mteb.ResultCache)."""
     check_folder_option(output, "--out")
-    from ...api import results
     from ...tasks.mteb.adapter import export_records
+    from ...tasks.stored_results import results
 
     folder = stored_folder(results_dir)  # none there: nothing to show (exit 1), as `results show` says it
     written = export_records(results(folder, model=model), output)
@@ -135,7 +135,7 @@ def blocks(
     fmt: FmtOpt = Fmt.table,
 ) -> None:
     """Block averages of stored MTEB records: mean within each task type, then across types."""
-    from ...api import results
+    from ...tasks.stored_results import results
 
     folder = stored_folder(results_dir)
     recs = [r for r in results(folder, model=model) if (r.scores or {}).get("mteb_type")]

@@ -63,11 +63,11 @@ def report(
     title: Annotated[str | None, typer.Option("--title", help="HTML page title (default: embench report).")] = None,
 ) -> None:
     """Paper tables from stored results (best bold, second underlined, Avg. recomputed, protocol footnote); figures from analysis outputs."""
-    from ...evaluation.scan import NoMatchingRecords
+    from ...evaluation.scan import NoMatchingRecords, scan_results
     from ...report import figures as figs
     from ...report.html_page import figure_html, page
     from ...report.paper_render import render_tables, to_html
-    from ...tasks.report_tables import report_tables
+    from ...tasks.report_tables import tables_of_records
 
     fmt_ = value(fmt)
     names = _names(name or [])
@@ -91,21 +91,23 @@ def report(
         if not path.is_file() or path.suffix.lower() != ".png" or not _is_png(path):
             why = not_there(path) if not path.is_file() else "is not a PNG file (.png, and a PNG's first bytes)"
             raise typer.BadParameter(f"{path} {why}", param_hint="--image")
-    tables, problems = [], []
+    tables, problems, scanned = [], [], []
     if results:
         results = [stored_folder(r) for r in results]  # a folder that does not exist: nothing to show (exit 1)
-        _check_task_names(task, results)
+        scanned, found_problems = scan_results(results)  # read once: for the task names, the tables and --name alike
+        _check_task_names(task, scanned)
         where = ", ".join(map(str, results))
         try:
             with warnings.catch_warnings():  # its unused-name warning: _warn_unused_names below also reads the analyses
                 warnings.filterwarnings("ignore", message="names: no record has")
-                tables, problems = report_tables(results, models=model or (), suite=suite, tasks=task, names=names,
-                                                 split=value(split), lower_is_better=lower or (), caption=caption)
+                tables, problems = tables_of_records(scanned, found_problems, results, models=model or (), suite=suite,
+                                                     tasks=task, names=names, split=value(split),
+                                                     lower_is_better=lower or (), caption=caption)
         except NoMatchingRecords as e:
             nothing_matches(where, e.held, {"--model": model, "--suite": [suite] if suite else None, "--task": task})
     for path, problem in problems:
         err.print(f"[yellow]skipped[/] {path}: {problem} (the other records are reported)")
-    _warn_unused_names(names, results, analysis)
+    _warn_unused_names(names, scanned, analysis)
     made: list[tuple[Path, str]] = []
     if analysis:
         if out is None:
@@ -149,16 +151,14 @@ def _figures_folder(out: Path) -> Path:
     return out.parent / f"{out.stem}-figures"
 
 
-def _check_task_names(tasks: list[str] | None, folders: list[Path]) -> None:
+def _check_task_names(tasks: list[str] | None, records: list) -> None:
     """A ``--task`` that is neither a task (name or alias, any case) nor stored (a task file's task, by its own or its
     table's name) is the registry's error with the nearest names, as every other command says it (it was "no stored
     results for task(s) STS99")."""
     from ...tasks import TASKS
 
-    if unregistered := [t for t in tasks or () if t not in TASKS]:  # the records are read for these names only
-        from ...evaluation.scan import scan_results
-
-        stored = {n.lower() for r in scan_results(folders)[0] for n in (r.task, r.display)}
+    if unregistered := [t for t in tasks or () if t not in TASKS]:  # only these are looked up among the stored names
+        stored = {n.lower() for r in records for n in (r.task, r.display)}
         for t in unregistered:
             if t.lower() not in stored:
                 TASKS.canonical(t)  # unknown task 'STS99'. Did you mean 'STS16', ... (an mteb name it registers)
@@ -178,15 +178,15 @@ def _check_format_options(fmt: str, caption: bool, **given: bool) -> None:
         raise typer.BadParameter("--caption titles a LaTeX, markdown or HTML table; CSV has no caption", param_hint="--caption")
 
 
-def _warn_unused_names(names: dict[str, str], results: list[Path] | None, analysis: list[Path] | None) -> None:
-    """A --name whose model is in no record and no analysis output would be ignored without a word."""
+def _warn_unused_names(names: dict[str, str], records: list, analysis: list[Path] | None) -> None:
+    """A --name whose model is in no record (those the tables were read from) and no analysis output would be ignored
+    without a word."""
     if not names:
         return
-    from ...evaluation.scan import scan_results
     from ...report import figures as figs
     from ...report.model_match import same_model
 
-    seen = {r.model for r in scan_results(results)[0]} if results else set()
+    seen = {r.model for r in records}
     for composer in figs.COMPOSERS.values() if analysis else ():
         seen.update(figs.read_output(analysis, composer.file)["model"].astype(str))
     for model, label in names.items():

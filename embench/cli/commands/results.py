@@ -70,7 +70,7 @@ def export(
 
 def _stored(results_dir: Path | None, model: list[str] | None, task: list[str] | None):
     """The records asked for; none is exit 1 with what the folder does hold when a filter left nothing."""
-    from ...api import results
+    from ...tasks.stored_results import results
 
     folder = stored_folder(results_dir)
     recs = results(folder, model=model, task=task)
@@ -123,32 +123,38 @@ def results_frame(recs):
     import pandas as pd
 
     from ...core.identity_fields import comparable
-    from ...models.aliases import ALIASES
-    from ...report.paper import protocol_of
+    from ...models.aliases import canonical_model
+    from ...report.protocol_groups import agrees, applies_to, row_keys, scored_protocol
     from ...report.tables import column_names
     from ...tasks import TASKS
+    from ...tasks.record_axes import protocol_axes
     from ...tasks.recorded_protocol import TASK_KEYS
 
-    # only the protocol axes a record's kind of task depends on: STS-B's score has no aggregation, MR's no correlation
+    # only the protocol axes a record's task is scored under (None for the others, which agree with every row): STS-B's
+    # score has no aggregation, MR's no correlation, STS13's no --sick-split (stored at its default: not a second row)
     fields = _identity_fields(recs)
+    protocols = [scored_protocol(r, protocol_axes) for r in recs]
     # a task file's data digest and a plug-in task's code too (each in the record's key): two versions of one task's
     # data are two rows, not one cell that shows whichever record was read last
-    settings = [{"fingerprint": r.encoder.get("fingerprint"), **dict(protocol_of(r)), **_encoder_settings(r, fields),
-                 **{k: r.protocol[k] for k in TASK_KEYS if k in r.protocol}} for r in recs]
+    settings = [{"fingerprint": r.encoder.get("fingerprint"), **p, **_encoder_settings(r, fields),
+                 **{k: r.protocol[k] for k in TASK_KEYS if k in r.protocol}} for r, p in zip(recs, protocols, strict=True)]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     differing = [k for k in keys if len({repr(s.get(k)) for s in settings if s.get(k) is not None}) > 1]
     shared = {k: v for k in keys if k not in differing
               and (v := next((s[k] for s in settings if s.get(k) is not None), None)) is not None}
     # an alias and its hub id (all-MiniLM-L6-v2, sentence-transformers/all-MiniLM-L6-v2) are one row
     # when their weights are the same (differing fingerprints show as a column)
-    entries = [((ALIASES.canonical(r.model) if r.model in ALIASES else r.model), tuple(comparable(s.get(k)) for k in differing), r)
+    entries = [(canonical_model(r.model), tuple(comparable(s.get(k)) for k in differing), r)
                for r, s in zip(recs, settings, strict=True)]  # comparable: a model's prompts (a dict) as text
-    keys_of_rows = _row_keys([(m, v) for m, v, _ in entries])
+    keys_of_rows = row_keys([(m, v) for m, v, _ in entries])
     rows: dict[tuple, dict] = {key: {} for key in keys_of_rows}
+    rows_of_model: dict[str, list[tuple]] = {}  # a record is matched with its own model's rows only
+    for key in keys_of_rows:
+        rows_of_model.setdefault(key[0], []).append(key)
     columns = column_names(recs)  # an mteb task and a task file of its name: a column each
     for (model, values, r), column in zip(entries, columns, strict=True):
-        for key in keys_of_rows:
-            if key[0] == model and _agrees(values, key[1:]):
+        for key in rows_of_model[model]:
+            if agrees(values, key[1:]):
                 rows[key][column] = r.main_score
     order = {n: i for i, n in enumerate(TASKS.names())}
     shown = {column: order.get(r.task, len(order)) for r, column in zip(recs, columns, strict=True)}
@@ -162,7 +168,9 @@ def results_frame(recs):
     frame[tasks] = frame[tasks].astype(float)
     frame["Avg."] = frame[tasks].mean(axis=1, skipna=False)
     frame.attrs["settings"] = ["model", *differing]
-    note = "shared by every row: " + ", ".join(f"{k}={v}" for k, v in shared.items()) if shared else None
+    only = applies_to(recs, protocols)  # sick_split=full (SICK-R): not a setting of STS13's column
+    note = "shared by every row: " + ", ".join(f"{k}={v}" + (f" ({only[k]})" if k in only else "")
+                                               for k, v in shared.items()) if shared else None
     return frame.reset_index(drop=True), note, shared
 
 
@@ -189,20 +197,3 @@ def _sortable(v) -> tuple:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return (0, v, "")
     return (1, 0, str(v)) if v is not None else (2, 0, "")
-
-
-def _agrees(values: tuple, row: tuple) -> bool:
-    """A record's settings agree with a row's where both have one (None: the setting does not apply)."""
-    return all(v is None or r is None or v == r for v, r in zip(values, row, strict=True))
-
-
-def _row_keys(entries: list[tuple[str, tuple]]) -> list[tuple]:
-    """One row per model and most specific combination of settings: a combination with a None that another
-    combination of the same model fills in is no row of its own."""
-    combos = list(dict.fromkeys((m, v) for m, v in entries))
-
-    def covered(m: str, v: tuple) -> bool:  # another combination has every value v has, and more
-        return any(m2 == m and all(y is None or x == y for x, y in zip(v2, v, strict=True))
-                   and sum(x is not None for x in v2) > sum(y is not None for y in v) for m2, v2 in combos)
-
-    return [(m, *v) for m, v in combos if not covered(m, v)]

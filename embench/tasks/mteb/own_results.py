@@ -17,57 +17,18 @@ registry (``ResultCache.load_results`` without ``validate_and_filter``).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import re
 from importlib import metadata
 from typing import Any
 
 from ...core.hashing import stable_hash
-from ...report.paper import protocol_of
-from ..senteval.datasets import TRANSFER_DATASETS
-from ..sts.datasets import STS_DATASETS
-from ..sts.scored_axes import SPLIT_OPTIONS, ignored_axes
+from ..record_axes import protocol_axes
+from ..sts.scored_axes import SPLIT_OPTIONS
 
 PREFIX = "embench-"
 ENGLISH = ["eng-Latn"]  # every STS and SentEval set embench reads is English
-ROWS = {"sts": {r.name: r for r in STS_DATASETS}, "transfer": {r.name: r for r in TRANSFER_DATASETS}}  # declarations only
-
-
-def protocol_axes(record: Any) -> tuple[str, ...]:
-    """The protocol axes the record's score depends on, in the protocol's order.
-
-    Those of its kind of task (as ``embench report`` keeps tables apart), narrowed by what its task is: a SemEval
-    year has no split or regressor, STS-B and SICK-R no subsets to aggregate, a single-sentence transfer task no
-    pair features; SentEval's regressor also depends on the seed it is trained with. A task file's record is narrowed
-    by what its provenance says it is (``_task_file_drops``); any other task keeps every axis of its kind."""
-    axes = [a for a, _ in protocol_of(record)]
-    data = ROWS.get(record.kind, {}).get(record.task)
-    own = (getattr(record, "provenance", None) or {}).get("task_meta", {})
-    if record.kind == "sts" and data is not None:
-        option = data.pair_format.split_option
-        axes = [a for a in axes if a not in ignored_axes(option)]
-        if option is not None and record.protocol.get("scoring") == "regressor":
-            axes.append("seed")
-    elif record.kind == "sts" and own.get("task_file_kind") == "pairs":
-        axes = [a for a in axes if a not in _task_file_drops(own)]
-        if str(own.get("scoring", "")) == "regressor":
-            axes.append("seed")
-    elif record.kind == "transfer" and (data.line != "pair-columns" if data is not None
-                                        else own.get("task_file_kind") == "classification"):
-        axes = [a for a in axes if a != "pair_features"]
-    return tuple(axes)
-
-
-def _task_file_drops(meta: dict[str, Any]) -> set[str]:
-    """The axes a task file's pairs are not scored under (``provenance.task_meta``): STS-B's and SICK-R's splits never;
-    the scoring when a file with no train split was scored by similarity (its meta says so) although the run asked
-    for the regressor; the aggregation when the regressor scored it, or when it has one subset (all, mean and wmean
-    are then one number)."""
-    regressor = str(meta.get("scoring", "")) == "regressor"
-    drop = {*SPLIT_OPTIONS, *(() if regressor else ("scoring",))}
-    if regressor or len(set(meta.get("subsets") or ())) < 2:
-        drop.add("aggregation")
-    return drop
 
 
 def own_task_name(record: Any) -> str:
@@ -101,6 +62,12 @@ def _date(provenance: dict[str, Any]) -> _dt.datetime | None:
         return None
 
 
+@functools.cache  # read once: package metadata is a scan of site-packages, and an export builds a result per record
+def mteb_version() -> str:
+    """The installed mteb's version, which every result it builds is stamped with."""
+    return metadata.version("mteb")
+
+
 def own_task_result(record: Any):
     """The record as an mteb ``TaskResult`` (one split, one score entry), its main score unchanged.
 
@@ -120,7 +87,7 @@ def own_task_result(record: Any):
     return TaskResult(
         dataset_revision=stable_hash(files, 16) if files else "not available",
         task_name=own_task_name(record),
-        mteb_version=metadata.version("mteb"),
+        mteb_version=mteb_version(),
         scores={_split(record, axes): [entry]},
         evaluation_time=prov.get("wall_seconds"),
         date=_date(prov),
