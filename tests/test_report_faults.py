@@ -11,29 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_report import record, store  # one record builder and store for the report tests
 from typer.testing import CliRunner
 
 import embench
 from embench.cli.app import app
 from embench.core.errors import EmbenchError
-from embench.evaluation.protocols import EvalProtocol
-from embench.evaluation.results import Record, ResultStore, record_key
 from embench.report import style
-
-ENCODER = {"pooling": "mean", "layer": 6, "max_length": 256, "dtype": "fp32", "normalize": True, "lowercase": False, "prompt": ""}
-
-
-def record(model: str, task: str, score: float, display: str | None = None) -> Record:
-    proto, enc = EvalProtocol().to_dict(), {**ENCODER, "fingerprint": model}
-    return Record(task=task, display=display or task, kind="sts", model=model, main_score=score, scores={}, protocol=proto,
-                  encoder=enc, key=record_key(task, enc, proto))
-
-
-def store(tmp_path: Path, records: list[Record]) -> Path:
-    s = ResultStore(tmp_path / "results")
-    for r in records:
-        s.save(r)
-    return s.root
 
 
 def spectrum(folder: Path, models: list[str], columns: tuple[str, ...] = ("index", "normalised")) -> Path:
@@ -65,7 +49,7 @@ def legends(monkeypatch):
 
 @pytest.mark.slow  # the task registry's first look-up
 def test_a_task_is_asked_for_by_the_aliases_run_takes(tmp_path):
-    root = store(tmp_path, [record("m1", "STSBenchmark", 0.8, "STS-B"), record("m1", "STS12", 0.7)])
+    root = store(tmp_path, [record("m1", "STSBenchmark", 0.8, display="STS-B"), record("m1", "STS12", 0.7)])
     for alias in ("stsb", "STS-B", "sts-b", "STSBenchmark"):
         (table,), _ = embench.report_tables([root], tasks=[alias])
         assert list(table.frame.columns) == ["STS-B"], alias
