@@ -36,8 +36,8 @@ def test_an_analysis_number_is_shown_as_the_log_shows_it_not_x100(tmp_path):
 
 
 def test_the_card_names_a_local_model_and_data_by_their_own_names(tmp_path):
-    """Given absolute paths, the card said ``from /tmp/.../tiny-bert``, ``SentenceTransformer("/tmp/.../best")`` and
-    the data file's path: the card travels with the folder, where those paths name nothing."""
+    """Given absolute paths, the card said ``from <absolute folder>/tiny-bert``, ``SentenceTransformer("<absolute
+    folder>/best")`` and the data file's path: the card travels with the folder, where those paths name nothing."""
     model = tmp_path / "models" / "tiny-bert"
     model.mkdir(parents=True)
     data = tmp_path / "data" / "wiki.txt"

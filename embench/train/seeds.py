@@ -77,10 +77,12 @@ def check_same_options(out: Path, cfg: TrainConfig) -> None:
         before = json.loads((out / SEED_GROUP_FILE).read_text(encoding="utf-8")).get("config") or {}
     except (OSError, ValueError):
         return  # no group yet (an unreadable one is named where it is read)
-    (stored, resolved_before), (now, resolved_now) = _as_trained(before), _as_trained(cfg.to_dict())
-    if resolved_before != resolved_now:  # one resolved, one as written: compared as written both, not raw vs resolved
-        (stored, _), (now, _) = _as_trained(before, raw=True), _as_trained(cfg.to_dict(), raw=True)
-    before = stored
+    given = cfg.to_dict()
+    before_resolved, now_resolved = _resolved(before), _resolved(given)
+    if before_resolved is None or now_resolved is None:  # compared as written both, never raw against resolved
+        before, now = _flat(json.loads(json.dumps(before, default=str))), _flat(json.loads(json.dumps(given, default=str)))
+    else:
+        before, now = _flat(before_resolved), _flat(now_resolved)
     changed = [f"{k}={now[k]!r} (the group's seeds: {before[k]!r})" for k in sorted(before.keys() & now.keys())
                if k not in RUN_ONLY and before[k] != now[k]]
     if changed:
@@ -89,26 +91,24 @@ def check_same_options(out: Path, cfg: TrainConfig) -> None:
                            "another --out")
 
 
-def _as_trained(config: dict[str, Any], raw: bool = False) -> tuple[dict[str, Any], bool]:
-    """(A configuration as the run trains it, each method option beside the others; whether it resolved): seeds.json
-    keeps the options as given, so ``--set mlm_weight=0.0`` (the default) differed from a group that left it out.
-    Resolved here (``resolve``: method defaults and fallbacks filled in), for the group's seeds.json of any version
-    too, with the run-only options at their defaults (``--tensorboard`` without its package fails resolving, and is
-    said where the run starts); one that does not resolve (a method or option since renamed), or ``raw``, is as
-    written."""
+def _resolved(config: dict[str, Any]) -> dict[str, Any] | None:
+    """A configuration as the run trains it: seeds.json keeps the options as given, so ``--set mlm_weight=0.0`` (the
+    default) differed from a group that left it out. Resolved (``resolve``: method defaults and fallbacks filled in),
+    for a seeds.json of any version too, with the run-only options at their defaults (``--tensorboard`` without its
+    package fails resolving, and is said where the run starts); None where it does not resolve (a method or option
+    since renamed)."""
     from .config import FIELDS
     from .resolution import resolve
 
-    resolved = False
-    if not raw:
-        try:
-            config = resolve(TrainConfig(**{k: v for k, v in config.items() if k in FIELDS and k not in RUN_ONLY})).to_dict()
-            resolved = True
-        except (EmbenchError, TypeError, ValueError):
-            pass
-    if not resolved:
-        config = json.loads(json.dumps(config, default=str))
-    return {**{k: v for k, v in config.items() if k != "method_options"}, **(config.get("method_options") or {})}, resolved
+    try:
+        return resolve(TrainConfig(**{k: v for k, v in config.items() if k in FIELDS and k not in RUN_ONLY})).to_dict()
+    except (EmbenchError, TypeError, ValueError):
+        return None
+
+
+def _flat(config: dict[str, Any]) -> dict[str, Any]:
+    """Each method option beside the others, so that a differing one is named on its own."""
+    return {**{k: v for k, v in config.items() if k != "method_options"}, **(config.get("method_options") or {})}
 
 
 def train_seed(cfg: TrainConfig, seed: int) -> tuple[TrainResult | None, Path]:
