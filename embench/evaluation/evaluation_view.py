@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -65,8 +66,6 @@ class Evaluation:
     def seed_scores(self, group: str) -> dict[str, list[float]]:
         """Column -> every seed's score (``Avg.`` too) of a seed group (its folder as given, resolved, or as the table
         names it), or of a single model (one score each)."""
-        from pathlib import Path
-
         key = next((k for k in (group, str(Path(group).expanduser().resolve())) if k in self.seed_groups), None)
         key = key or next((k for k in self.seed_groups if self.group_name(k) == group), group)
         frame = summary_frame(self.records)
