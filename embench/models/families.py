@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.code_identity import outside_code
 from ..core.errors import EmbenchError
 from ..core.plugins import instance_of
 from ..core.registry import Registry
@@ -160,7 +161,12 @@ def family_identity(fam: Family, config: Any, gguf: bool, st_folder: bool) -> di
     moves its absolute positions). Part of the cache key and of a record's identity; nothing for the family's own."""
     own = detect(config, gguf_file="gguf" if gguf else None, st_folder=st_folder)
     changed = (fam.padding_side, fam.attn_implementation) != (own.padding_side, own.attn_implementation)
-    return {"family": fam.name} if fam.patch is not None or changed else {}
+    if fam.patch is None and not changed:
+        return {}
+    # a plug-in's (or a run-time family's patch from outside embench): its origin and code too, so that an edited hook
+    # re-encodes (core/code_identity.py); keyed by name alone it was served the old hook's vectors. embench's keep the name
+    code = outside_code(fam.patch if fam.patch is not None else fam, FAMILIES.plugin(fam.name) if fam.name in FAMILIES else None)
+    return {"family": f"{fam.name} ({code})" if code else fam.name}
 
 
 def resolve_prompt(prompt: str | None) -> str | None:
