@@ -229,7 +229,7 @@ def test_catalogue_rows_agree_with_mtebs_model_meta():
 def test_a_row_sets_defaults_that_options_and_a_folders_own_config_override(tmp_path, tiny_bert_dir, monkeypatch):
     row = ModelRow(name="tiny", pooling="mean", normalize=True, prompts={"query": "q: "}, default_prompt="query",
                    citation="x", reference="y")
-    monkeypatch.setattr("embench.models.loader.row_for", lambda name: row)
+    monkeypatch.setattr("embench.models.loader.row_to_load", lambda name: row)
     enc = embench.load_model(tiny_bert_dir, device="cpu")
     assert (enc.settings.pooling, enc.settings.normalize, enc.settings.prompt) == ("mean", True, "q: {text}")
     mine = embench.load_model(tiny_bert_dir, device="cpu", pooling="cls", normalize=False, prompt="none")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.errors import EmbenchError
 from ..core.registry import Registry
+from .aliases import ALIASES
 
 TABLE = Path(__file__).with_name("catalogue.toml")
 FIELDS = ("name", "hub", "aliases", "revision", "pooling", "normalize", "max_length", "max_tokens", "dim", "similarity",
@@ -94,6 +95,20 @@ for _r in _rows():
 def row_for(name: Any) -> ModelRow | None:
     """The row of a model named by its name, hub id or alias (any case); None for any other model or a folder."""
     return MODELS.get(name) if isinstance(name, str) and name in MODELS else None
+
+
+def row_to_load(name: Any) -> ModelRow | None:
+    """The row :func:`~embench.models.loader.load_model` applies to ``name``: a hub id's or alias's (:func:`row_for`),
+    none where the name reaches a local folder or ``.gguf`` file as a path, however it is spelled (``e5-base-v2``,
+    ``./e5-base-v2``, absolute), as the loader reads it (an installed alias before a folder: model_names.py). Only the
+    bare spelling once took the row of a folder in the working directory named like a known model; sentence-transformers
+    loads such a folder with its own files, and so does embench now."""
+    text = str(name)
+    if text not in ALIASES:
+        path = Path(text).expanduser()
+        if path.is_dir() or (path.is_file() and path.suffix == ".gguf"):
+            return None
+    return row_for(text)
 
 
 def row_settings(row: ModelRow | None, has_own_config: bool) -> dict[str, Any]:

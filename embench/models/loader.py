@@ -26,7 +26,7 @@ from ..core.errors import EmbenchError, ModelLoadError
 from ..encoding.cuda_graphs import shape_graphs
 from .aliases import alias_name
 from .bidirectional import settle_bidirectional, with_bidirectional
-from .catalogue import row_for, row_settings
+from .catalogue import row_settings, row_to_load
 from .device_choice import pick_device
 from .encoder import DTYPES, EncoderSettings, HFEncoder
 from .ensemble import is_ensemble, load_ensemble
@@ -43,8 +43,9 @@ from .positions import key_positions
 from .precision import warn_if_emulated
 from .prompts import attach_prompts, read_prompt_set, with_row
 from .read_failures import read_failed
-from .st_folder import load_dense, read_json, sentence_transformers_config
+from .st_folder import load_dense, sentence_transformers_config
 from .tokenizer_files import tokenizer_folder
+from .trained_settings import trained_prompt, trained_setting
 from .unpadded_batch import patched_attention, unpadded_where_possible
 
 
@@ -139,7 +140,7 @@ def load_model(
                              device=device, normalize=normalize, tokenizer=tokenizer, name=name, prompt=prompt,
                              family=family, fingerprint=fingerprint, trust_remote_code=trust_remote_code)
     forced: Family | None = FAMILIES.get(family) if family else None  # did-you-mean before any loading
-    row = row_for(str(name_or_path)) if isinstance(name_or_path, (str, os.PathLike)) else None  # a known model's needs
+    row = row_to_load(name_or_path) if isinstance(name_or_path, (str, os.PathLike)) else None  # a known model's needs
     if prompt is not None:
         prompt = check_prompt(prompt)  # a named template (bellm, bellm-code, bellm-eval, prompteol, none) becomes its text
     info: AdapterInfo | None = None
@@ -164,14 +165,19 @@ def load_model(
         src = _module_source(name_or_path, tokenizer, name, fingerprint, forced)
     else:
         pinned = row.revision if row else None
-        src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code, revision=revision, pinned=pinned)
+        try:
+            src = _checkpoint_source(str(name_or_path), tokenizer, name, forced, trust_remote_code, revision=revision, pinned=pinned)
+        except ModelLoadError as e:
+            if info is None or adapter is not None:
+                raise
+            raise info.base_not_found(e) from None  # the base an adapter folder names: which file named it
     fam, st_cfg, tok = src.family, {**src.st_cfg, **row_settings(row, bool(src.st_cfg))}, src.tokenizer
     check_max_length(max_length, src.config, tokenizer=tok)  # room for a text besides the special tokens
     if info is not None:
         src = info.attach(src)  # checks the base first: an adapter of another model is refused here
     # unless given, an adapter or a checkpoint embench trained keeps the attention it was trained with
     saved = [(info.bidirectional_last, info.bidirectional_mode) if info is not None else (None, None),
-             tuple(_trained_setting(src.trained_folder, k) for k in ("bidirectional_last", "bidirectional_mode"))]
+             tuple(trained_setting(src.trained_folder, k) for k in ("bidirectional_last", "bidirectional_mode"))]
     bidirectional = settle_bidirectional(bidirectional_last, bidirectional_mode, saved, src.config, fam.causal, src.display)
     if bidirectional.last:
         src = with_bidirectional(src, bidirectional)
@@ -180,20 +186,20 @@ def load_model(
     tok.padding_side = fam.padding_side
     settings = EncoderSettings(
         # a checkpoint embench trained with a pooling sentence-transformers lacks keeps it (embench_training.json)
-        pooling=pooling or st_cfg.get("pooling") or _trained_setting(src.trained_folder, "pooling") or fam.pooling or "cls",
+        pooling=pooling or st_cfg.get("pooling") or trained_setting(src.trained_folder, "pooling") or fam.pooling or "cls",
         layer=layer,
         max_length=int(max_length if max_length is not None else st_cfg.get("max_length") or model_max_length(src.config, tok)),
         dtype=dtype or fam.default_dtype(device),
         normalize=bool(st_cfg.get("normalize", False)) if normalize is None else normalize,
         lowercase=bool(st_cfg.get("lowercase", False)),
         # a checkpoint embench trained keeps the prompt it was trained with
-        prompt=(_trained_prompt(src.trained_folder) or fam.prompt) if prompt is None else prompt,
+        prompt=(trained_prompt(src.trained_folder) or fam.prompt) if prompt is None else prompt,
     )
     # what changes the vectors beyond the settings: a patched or forced family; left padding (absolute positions)
     settings.extra.update(family_identity(fam, src.config, src.source.endswith(".gguf"), bool(src.st_cfg)))
     key_positions(settings, fam.padding_side, src.config)  # and positions counted per text (GPT-2)
     prompts = attach_prompts(settings, with_row(read_prompt_set(Path(src.source)) if src.st_cfg else None, row),
-                             prompt, prompt_name, tok, src.display)
+                             prompt, prompt_name, tok, src.display, Path(src.source) if src.st_cfg else None)
     if src.revision:  # the hub commit read (a local folder has none): in the cache key and the record's identity
         settings.extra["revision"] = src.revision
     settings.extra.update(bidirectional.extra())  # K and mode: in the cache key, the record's identity and provenance
@@ -290,11 +296,3 @@ def _checkpoint_source(raw_name: str, tokenizer: Any, name: str | None, forced: 
     return _Source(config, tokenizer, load, fingerprint, str(folder / gguf) if gguf else str(folder), name or alias_name(raw_name),
                    fam, st_cfg, snapshot_revision(folder) or getattr(config, "_commit_hash", None), hf_folder)
 
-
-def _trained_setting(folder: Path | None, key: str) -> Any:
-    meta = folder / "embench_training.json" if folder is not None else None
-    return read_json(meta).get(key) if meta is not None and meta.is_file() else None
-
-
-def _trained_prompt(folder: Path | None) -> str:
-    return str(_trained_setting(folder, "prompt") or "")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic import write_json
-from ..core.errors import EmbenchError
+from ..core.errors import EmbenchError, ModelLoadError
 from .fingerprints import joined, weights_fingerprint
 
 ADAPTER_META = "embench_adapter.json"
@@ -33,9 +33,18 @@ class AdapterInfo:
     prompt: str | None
     pooling: str | None
     bidirectional_mode: str | None = None  # absent from folders saved before the modes: those were trained in "mask"
+    named_in: Path | None = None  # the file that names the base (embench_adapter.json, or peft's adapter_config.json)
 
     def describe(self) -> str:
         return self.folder.name
+
+    def base_not_found(self, error: ModelLoadError) -> ModelLoadError:
+        """``error`` (the base could not be loaded) naming the file that names the base: a peft folder's base is as
+        it was given when the adapter was trained, a relative path read from the working directory."""
+        where = self.named_in or self.folder
+        return ModelLoadError(error.name, error.tried, f"the base model {self.base_model!r} is named by {where}"
+                              f"{' (base_model_name_or_path)' if where.name == PEFT_CONFIG else ''}: correct it there, "
+                              f"or load the adapter with --model BASE --adapter {self.folder}")
 
     def fingerprint(self) -> str:
         """sha256 over the adapter's weights and peft config."""
@@ -90,7 +99,9 @@ def read_adapter(path: str | os.PathLike, quiet: bool = False) -> AdapterInfo | 
             meta = json.loads((p / ADAPTER_META).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
             raise EmbenchError(f"{p / ADAPTER_META}: cannot be read ({e})") from None
+    named_in = p / ADAPTER_META
     if not meta.get("base_model"):  # a plain peft folder: the base it names
+        named_in = p / PEFT_CONFIG
         try:
             meta["base_model"] = json.loads((p / PEFT_CONFIG).read_text(encoding="utf-8")).get("base_model_name_or_path")
         except (OSError, json.JSONDecodeError) as e:
@@ -98,7 +109,7 @@ def read_adapter(path: str | os.PathLike, quiet: bool = False) -> AdapterInfo | 
     if not meta.get("base_model"):
         raise EmbenchError(f"adapter {p} does not name its base model: load it with --model BASE --adapter {p}")
     return AdapterInfo(p.resolve(), str(meta["base_model"]), meta.get("base_fingerprint"), meta.get("bidirectional_last"),
-                       meta.get("prompt"), meta.get("pooling"), meta.get("bidirectional_mode"))
+                       meta.get("prompt"), meta.get("pooling"), meta.get("bidirectional_mode"), named_in.resolve())
 
 
 def write_adapter_meta(folder: Path, **meta: Any) -> None:

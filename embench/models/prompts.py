@@ -21,6 +21,7 @@ for queries and symmetric tasks; documents get none.
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from ..core.paths import within
 from ..core.registry import nearest
 from .st_folder import read_json
 
+_TEMPLATE = string.Formatter()  # a template's parts: the literal text before its first field is its prefix
 SIDE_NAMES = {"query": ("query",), "document": ("document", "passage", "corpus")}
 
 
@@ -190,18 +192,31 @@ def apply_named(settings: Any, prompts: PromptSet | None, name: str | None, pref
         settings.extra["prompt_tokens_excluded"] = prompt_token_count(tokenizer, prefix, settings.lowercase, settings.max_length)
 
 
+def exclude_template_prefix(settings: Any, prompts: PromptSet | None, folder: Path | None, tokenizer: Any) -> None:
+    """A ``--prompt`` template on a folder whose Pooling leaves prompts out (``include_prompt: false``): the tokens of
+    its text before ``{text}`` are left out of pooling, as sentence-transformers leaves out ``encode(prompt=PREFIX)``'s
+    (``PREFIX{text}`` gives its vectors). Text after ``{text}``, which sentence-transformers has no form for, is pooled
+    with the sentence. The template once kept every token, though ``model.encode(prompt=PREFIX)`` left them out."""
+    excluded = prompts.exclude_from_pooling if prompts is not None else (
+        folder is not None and not _folder_pools_prompts(folder))
+    prefix = next(iter(_TEMPLATE.parse(settings.prompt)), ("",))[0] if settings.prompt and excluded else ""
+    if prefix:
+        settings.extra["prompt_tokens_excluded"] = prompt_token_count(tokenizer, prefix, settings.lowercase, settings.max_length)
 
 
 def attach_prompts(settings: Any, prompts: PromptSet | None, prompt: str | None, prompt_name: str | None,
-                   tokenizer: Any, model: str) -> PromptSet | None:
+                   tokenizer: Any, model: str, folder: Path | None = None) -> PromptSet | None:
     """Settle the prompt every text gets: ``prompt_name`` (one of the model's), else a ``prompt`` template the
-    user gave (already in ``settings``), else the model's default prompt; either choice given fixes it for every
-    side and task. Returns the prompt set a side or task may pick from later."""
+    user gave (already in ``settings``; its prefix left out of pooling where the ``folder``'s Pooling leaves prompts
+    out), else the model's default prompt; either choice given fixes it for every side and task. Returns the prompt
+    set a side or task may pick from later."""
     if prompt is not None and prompt_name is not None:
         raise EmbenchError("give --prompt (a template) or --prompt-name (one of the model's prompts), not both")
     if prompt_name is not None and prompts is None:
         raise EmbenchError(f"--prompt-name {prompt_name!r}: {model} declares no prompts (config_sentence_transformers.json "
                            "'prompts', or a catalogue row: embench list models); give a template with --prompt instead")
+    if prompt is not None:
+        exclude_template_prefix(settings, prompts, folder, tokenizer)
     if prompts is None:
         return None
     # the prompts a side or task may take: part of the record's identity (a retrieval score depends on them)
