@@ -100,7 +100,7 @@ def test_cells_read_their_slurm_jobs_states(tmp_path, monkeypatch):
     state = GridState(tmp_path)
     state.init()
     state.mark(cells[1], "failed", job="j", error="stopped by SIGTERM")
-    state.mark(cells[2], "running", job="j")
+    state.mark(cells[2], "running", job="j", slurm_job="12_1")
     marker = json.loads(state.marker_path(cells[2]).read_text())  # left by a node's process this machine cannot see
     state.marker_path(cells[2]).write_text(json.dumps({**marker, "host": "node-7"}))
     jobs = {"12_0": [cells[0]], "12_1": [cells[1], cells[2]], "13": [cells[3], cells[4]]}
@@ -121,6 +121,65 @@ def test_cells_read_their_slurm_jobs_states(tmp_path, monkeypatch):
     assert states[cells[2].id]["note"] == "Slurm job 12_1 ended CANCELLED"
     assert list(status_frame(cells, states)["why"])[1] == "stopped by SIGTERM; Slurm job 12_1 ended CANCELLED"
     assert len(asked) == 1 and set(asked[0]) == {"12_0", "12_1", "13"}  # one sacct call for every job
+
+
+def _submitted(results: Path, slurm_job: str, cells: list[Cell], job: str = "m-1") -> None:
+    slurm_jobs.submitted_dir(results).mkdir(parents=True, exist_ok=True)
+    (slurm_jobs.submitted_dir(results) / f"{job}.json").write_text(json.dumps(
+        {"slurm_job": slurm_job, "cells": [c.id for c in cells], "folder": str(results / ".grid/slurm/%j"),
+         "time": 1.0}))
+
+
+@pytest.mark.parametrize(("marker", "state"), [
+    ({}, "running"),  # a local job running the cell since, under the same grid job name
+    ({"slurm_job": "14_0"}, "running"),  # a later Slurm job's
+    ({"slurm_job": "12_0"}, "missing"),  # the ended job's own
+    ({"log": ".grid/slurm/12_0/12_0_0_log.err"}, "missing"),  # the ended job's, from an embench that wrote no id
+    ({"log": ".grid/logs/m-1.log"}, "running"),  # a local job's
+])
+def test_a_slurm_job_that_ended_makes_missing_only_the_running_markers_it_wrote(tmp_path, monkeypatch, marker, state):
+    """A cell whose Slurm job FAILED, run again by a local job, read "missing" while that job ran it: a second
+    re-run (or a dry run) would have planned it again. The markers of a process Slurm did not run are its own."""
+    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
+    _submitted(tmp_path, "12_0", [cell])
+    grid = GridState(tmp_path)
+    grid.init()
+    grid.mark(cell, "running", job="m-1", **marker)  # this process: alive, on this host
+    if "slurm_job" in marker or "log" in marker:  # a node's process, which this machine cannot see
+        raw = json.loads(grid.marker_path(cell).read_text())
+        grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
+    monkeypatch.setattr(slurm_jobs, "job_states", lambda ids: dict.fromkeys(ids, "FAILED"))
+    st = cell_states([cell], ResultStore(tmp_path), grid)[cell.id]
+    assert (st["state"], st["note"]) == (state, "Slurm job 12_0 ended FAILED")
+
+
+@pytest.mark.slow  # imports the worker (and through it torch)
+def test_a_slurm_array_task_names_itself_in_its_cells_markers(tmp_path, monkeypatch):
+    """What lets a Slurm job that ended tell its own markers from another job's: submitit's id of the array task
+    (``12_0``, as ``record`` notes it) reaches the job, which writes it in each marker."""
+    from embench.grid import slurm, worker
+
+    class Env:
+        cluster, job_id = "slurm", "12_0"
+        paths = type("Paths", (), {"stderr": tmp_path / "12_0_0_log.err"})
+
+    given = []
+    monkeypatch.setattr(slurm, "job_environment", Env)
+    monkeypatch.setattr(worker, "run_job", lambda *a: given.append(a) or [])
+    slurm.GridJob()("m-1.json")
+    assert given == [("m-1.json", str(tmp_path / "12_0_0_log.err"), "12_0")]
+    monkeypatch.undo()
+
+    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
+    job = tmp_path / "m-1.json"
+    job.write_text(json.dumps({"id": "m-1", "model": str(tmp_path / "no-such-model"), "model_options": {},
+                               "cells": [cell.to_dict()], "results": str(tmp_path), "data": str(tmp_path),
+                               "cache_dir": str(tmp_path), "batch_size": 2, "devices": []}))
+    seen = []
+    mark = GridState.mark
+    monkeypatch.setattr(GridState, "mark", lambda self, c, s, **info: (seen.append((s, info)), mark(self, c, s, **info)))
+    worker.run_job(job, None, "12_0")  # the model does not load: the cell fails, after its running marker
+    assert seen[0] == ("running", {"job": "m-1", "log": None, "slurm_job": "12_0"})
 
 
 def test_without_sacct_and_squeue_a_held_cell_is_unknown_naming_its_job(tmp_path, monkeypatch):

@@ -86,11 +86,12 @@ class GridJob(submitit.helpers.Checkpointable if submitit is not None else objec
 
         env = job_environment()
         log = str(env.paths.stderr) if env is not None else None
+        slurm_job = str(env.job_id) if env is not None and env.cluster == "slurm" else None  # "12_3", as submitted
         use_allotted_cpus()
         try:
             with stop_on_sigterm(submitit.JobEnvironment.USR_SIG if env is not None else None) as stop:
                 try:
-                    failed = run_job(job_file, log)
+                    failed = run_job(job_file, log, slurm_job)
                 except KeyboardInterrupt:
                     if not stop.terminated:
                         raise

@@ -46,9 +46,10 @@ def holders(results: Path | str) -> dict[str, dict[str, Any]]:
 
 def with_job_states(states: dict[str, dict[str, Any]], results: Path | str) -> dict[str, dict[str, Any]]:
     """The cell states of ``status.cell_state`` corrected by the states of their Slurm jobs: a cell whose job is
-    pending or running is ``running`` (so a re-run does not submit it twice); a ``running`` marker whose job has
-    ended is ``missing``; a cell whose job's state is unknown is ``unknown`` (unless a live marker says running);
-    every cell not done names its job and the job's state."""
+    pending or running is ``running`` (so a re-run does not submit it twice); a ``running`` marker that job wrote,
+    once it has ended, is ``missing`` (another job's, a local one running the cell since, stays ``running``); a cell
+    whose job's state is unknown is ``unknown`` (unless a live marker says running); every cell not done names its
+    job and the job's state."""
     open_cells = [cid for cid, st in states.items() if st["state"] != "done"]
     if not open_cells:
         return states
@@ -70,9 +71,19 @@ def with_job_states(states: dict[str, dict[str, Any]], results: Path | str) -> d
             st.update(state="running", job=st.get("job") or job)
             st["note"] = f"Slurm job {job} {slurm}"
         else:
-            if st["state"] == "running":  # its marker was left by a process Slurm has ended
+            if st["state"] == "running" and _marked_by(st, sub):  # its marker was left by a process Slurm has ended
                 st["state"] = "missing"
             st["note"] = (f"Slurm job {job} ended (squeue no longer lists it; sacct cannot say how)" if slurm == ENDED
                           else f"Slurm job {job} ended {slurm}")
         out[cid] = st
     return out
+
+
+def _marked_by(st: dict[str, Any], sub: dict[str, Any]) -> bool:
+    """Whether the ``running`` marker of a cell was written by the Slurm submission ``sub``, not by a job running the
+    cell since (a local one, under the same grid job name): the marker names its array task's id; one from an
+    embench that wrote no id is that task's when its log is in submitit's folder of that task (``slurm/12_3/``)."""
+    if st.get("marker_slurm_job"):
+        return str(st["marker_slurm_job"]) == str(sub["slurm_job"])
+    log = Path(str(st.get("log") or ""))
+    return log.parent.name == str(sub["slurm_job"]) and log.parent.parent.name == "slurm"

@@ -33,7 +33,9 @@ def cell_state(cell: Cell, store: ResultStore, state: GridState) -> dict[str, An
     if marker.get("state") == "running":
         here = marker.get("host") == socket.gethostname()
         if not here or process_alive(int(marker.get("pid", 0))):
-            return {"state": "running", "job": marker.get("job"), "log": marker.get("log"), "host": marker.get("host")}
+            # the Slurm array task that wrote it, if one did: a Slurm job that ended ends only its own markers
+            return {"state": "running", "job": marker.get("job"), "log": marker.get("log"), "host": marker.get("host"),
+                    "marker_slurm_job": marker.get("slurm_job")}
         return {"state": "missing", "note": f"its job {marker.get('job')} stopped without a word (killed?)",
                 "log": marker.get("log")}
     if marker.get("state") == "failed":

@@ -37,13 +37,14 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".strip()
 
 
-def run_job(job_file: Path | str, log_path: str | None = None) -> list[str]:
-    """Run one job file; returns the ids of the cells that failed (their markers say why)."""
+def run_job(job_file: Path | str, log_path: str | None = None, slurm_job: str | None = None) -> list[str]:
+    """Run one job file; returns the ids of the cells that failed (their markers say why). ``slurm_job``: the Slurm
+    id of the array task running it, in its markers (a marker another process wrote outlives that task's end)."""
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
     results = Path(job["results"])
     state, store = GridState(results), ResultStore(results)
     cells = [Cell.from_dict(c) for c in job["cells"]]
-    info = {"job": job["id"], "log": log_path}
+    info = {"job": job["id"], "log": log_path, **({"slurm_job": slurm_job} if slurm_job else {})}
     for c in cells:
         state.mark(c, "running", **info)
     failed: list[str] = []
