@@ -17,7 +17,7 @@ from embench.core.errors import EmbenchError
 from embench.evaluation.protocols import EvalProtocol
 from embench.evaluation.results import ResultStore
 from embench.grid import slurm_jobs
-from embench.grid.slurm_states import job_states
+from embench.grid.slurm_states import job_states, read_states
 from embench.grid.state import Cell, GridState
 from embench.grid.status import cell_states, status_frame, summary
 from embench.train import seed_jobs
@@ -59,6 +59,18 @@ def test_sacct_answers_first_and_a_pending_arrays_range_gives_each_task(slurm_bi
     assert job_states(["7_0", "7_1", "7_2", "7_4", "9"]) == {
         "7_0": "CANCELLED", "7_1": "PENDING", "7_2": "PENDING", "7_4": "PENDING", "9": "RUNNING"}
     assert (slurm_bin / "calls").read_text().splitlines()[1].endswith("--jobs 9")
+
+
+@pytest.mark.parametrize("lines", [
+    ["9_[0-1%1]|CANCELLED by 0", "9_0|COMPLETED"],
+    ["9_0|COMPLETED", "9_[0-1%1]|CANCELLED by 0"],
+])
+def test_a_task_on_a_line_of_its_own_is_not_overwritten_by_its_arrays_range(slurm_bin, lines):
+    """A cancelled array's remainder is one range line, whose range sacct (Slurm 22.05) may write over tasks that
+    ran and have lines of their own: the task that ran to the end read CANCELLED, its cells as cut short."""
+    _command(slurm_bin, "sacct", "\n".join(lines) + "\n9_0.batch|COMPLETED\n")
+    assert read_states("\n".join(lines)) == {"9_0": "COMPLETED", "9_1": "CANCELLED"}
+    assert job_states(["9_0", "9_1"]) == {"9_0": "COMPLETED", "9_1": "CANCELLED"}
 
 
 @pytest.mark.parametrize("squeue", [

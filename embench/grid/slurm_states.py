@@ -55,8 +55,10 @@ def _ask(command: list[str]) -> dict[str, str] | None:
 
 def read_states(text: str) -> dict[str, str]:
     """``JobID|State`` lines -> id -> the state's first word ("CANCELLED by 0" -> CANCELLED); a pending array's
-    range (``12_[1-3%2]``) gives each of its tasks; job steps (``12_0.batch``) are not jobs."""
+    range (``12_[1-3%2]``) gives each of its tasks not listed on a line of its own; job steps (``12_0.batch``) are
+    not jobs."""
     out: dict[str, str] = {}
+    ranges: dict[str, str] = {}
     for line in text.splitlines():
         job, sep, state = line.strip().partition("|")
         if not sep or not job or "." in job or not state.split():
@@ -69,5 +71,7 @@ def read_states(text: str) -> dict[str, str]:
         for part in filter(None, ranged["tasks"].split(",")):
             first, _, last = part.partition("-")
             if first.isdigit() and (last or first).isdigit():
-                out.update({f"{ranged['job']}_{t}": word for t in range(int(first), int(last or first) + 1)})
-    return out
+                ranges.update({f"{ranged['job']}_{t}": word for t in range(int(first), int(last or first) + 1)})
+    # a range is the array's remainder that never started ("9_[0-1%1]|CANCELLED by 0" once it is cancelled); sacct
+    # may still name in it a task that did start, on its own line with that task's own end (9_0|COMPLETED)
+    return {**ranges, **out}
