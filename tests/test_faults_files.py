@@ -95,3 +95,31 @@ def test_a_valid_record_is_reused(tmp_path):
         warnings.simplefilter("error")
         found = store.find("m", "STS12", good.key)
     assert found is not None and math.isclose(found.main_score, 0.5)
+
+
+def test_a_record_is_reused_when_its_model_is_named_by_a_relative_path_from_another_folder(tmp_path, monkeypatch):
+    """A record stored from a project folder as ``models/bert-a`` was thrown away (and computed again) when a run
+    from a sub-folder named the same model ``../models/bert-a``: the stored name was read against the new folder."""
+    (tmp_path / "models" / "bert-a").mkdir(parents=True)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    store = ResultStore(tmp_path / "results")
+    good = _record(model="models/bert-a")
+    assert store.save(good).parent.name == "bert-a"
+    monkeypatch.chdir(tmp_path / "sub")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = store.find("../models/bert-a", "STS12", good.key)
+    assert found is not None and found.model == "models/bert-a"
+    store.save(_record(model="../models/bert-a"))  # stored from sub/: still read from the project folder
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.find("models/bert-a", "STS12", good.key) is not None
+        monkeypatch.chdir(tmp_path / "sub")  # a grid's status from elsewhere reads the folder its plan fixed
+        assert store.find("models/bert-a", "STS12", good.key, folder="bert-a") is not None
+    monkeypatch.chdir(tmp_path)
+    d = {**good.to_dict(), "model": "models/bert-b"}  # another model's record in this folder is still refused
+    store.path(good).write_text(json.dumps(d))
+    with pytest.warns(UserWarning, match="its model is 'models/bert-b', its folder says 'bert-a'"):
+        assert store.find("models/bert-a", "STS12", good.key) is None

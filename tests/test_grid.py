@@ -76,6 +76,22 @@ def test_models_come_from_names_globs_and_list_files_in_order_each_once(tmp_path
         expand_models([str(tmp_path / "beside.txt")])
 
 
+@pytest.mark.slow  # plans the grid: imports torch to load the model
+def test_a_list_files_model_that_fails_to_load_names_the_list_and_its_line(env, monkeypatch):
+    """A line no folder answers, kept as a hub id (``models/bert-zz``), failed when planning loaded it with "could not
+    load model 'models/bert-zz'" alone: which list, which line, was lost on the way (the CLI expands the list, then
+    run_grid expands its names again)."""
+    monkeypatch.chdir(env)
+    (env / "specs").mkdir()
+    (env / "specs" / "list.txt").write_text("# the ablation\n\nmodels/bert-zz\n")
+    res = CliRunner().invoke(app, ["grid", "-m", "specs/list.txt", "-t", "STS13", "--results", "rs", "--dry-run"])
+    assert res.exit_code != 0
+    assert str(res.exception).startswith("specs/list.txt:3: could not load model 'models/bert-zz'")
+    origins: dict[str, str] = {}
+    assert expand_models(["specs/list.txt"], origins) == ["models/bert-zz"]
+    assert origins == {"models/bert-zz": "specs/list.txt:3"}
+
+
 def test_the_protocols_file_is_a_list_of_protocol_settings_checked_against_the_choices(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("- {}\n- {name: bert-flow, aggregation: wmean, sick-split: full}\n")

@@ -75,17 +75,30 @@ def slug(name: str) -> str:
     base = name.rstrip("/").replace("\\", "/")
     if "/" in base and Path(base).expanduser().exists():
         base = Path(base).name
+    return _folder_name(base)
+
+
+def _folder_name(base: str) -> str:
     # leading dots go: '.', '..' and hidden names are not folders `results show` would read
     return re.sub(r"[^A-Za-z0-9._-]+", "__", base).strip("_").lstrip(".") or "model"
+
+
+def _folders_of(name: str) -> set[str]:
+    """Every folder slug() may have given a record's model name when it was stored, whatever the folder it was run
+    from: its last part (a path that existed from there: ``models/bert-a``, ``../models/bert-a``) or all of it."""
+    base = name.rstrip("/").replace("\\", "/")
+    return {_folder_name(Path(base).name), _folder_name(base)} if "/" in base else {_folder_name(base)}
 
 
 FIELD_TYPES = {"task": str, "display": str, "kind": str, "model": str, "scores": dict, "protocol": dict,
                "encoder": dict, "provenance": dict, "key": str}
 
 
-def record_problem(raw: Any, model: str | None = None, task: str | None = None, key: str | None = None) -> str | None:
+def record_problem(raw: Any, model: str | None = None, task: str | None = None, key: str | None = None,
+                   folder: str | None = None) -> str | None:
     """Why a decoded record file cannot be trusted, or None: its schema, its key against its content
-    (and against the model, task and key it was looked up by), a finite main score in [-1, 1]."""
+    (and against the model, task and key it was looked up by, in the record ``folder`` it was read from: by default
+    the model's), a finite main score in [-1, 1]."""
     if not isinstance(raw, dict):
         return f"expected a JSON object, found {type(raw).__name__}"
     for name, kind in FIELD_TYPES.items():
@@ -104,8 +117,10 @@ def record_problem(raw: Any, model: str | None = None, task: str | None = None, 
     for name, want in (("task", task), ("key", key)):
         if want is not None and raw[name] != want:
             return f"its {name} is {raw[name]!r}, its file name says {want!r}"
-    if model is not None and slug(raw["model"]) != slug(model):
-        return f"its model is {raw['model']!r}, its folder says {slug(model)!r}"
+    # its model's name must be one that gave the folder it is read from; not slug() of it now: a relative path, stored
+    # from another working folder, reads as another name from this one (the model's weights are in the key)
+    if model is not None and (folder := folder or slug(model)) not in _folders_of(raw["model"]):
+        return f"its model is {raw['model']!r}, its folder says {folder!r}"
     return None
 
 
@@ -127,7 +142,7 @@ def read_record(path: Path, model: str | None = None, task: str | None = None, k
     except (OSError, ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, UnicodeDecodeError, an integer of 4300+ digits
         _name_once(path, f"cannot read it ({type(e).__name__})", then)
         return None
-    problem = record_problem(raw, model, task, key)
+    problem = record_problem(raw, model, task, key, path.parent.name)
     if problem is not None:
         _name_once(path, problem, then)
         return None

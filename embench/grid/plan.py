@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.atomic import write_text
+from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..data.root import DataRoot
 from ..encoding.cache import default_cache_dir
@@ -83,7 +84,12 @@ def make_cells(spec: GridSpec, progress: bool = False) -> tuple[list[Cell], dict
     cells, pinned = [], {}
     with RateProgress(progress, "planning", "the grid", len(spec.models), "models") as bar:
         for model in spec.models:
-            encoder = load_model(model, **{k: v for k, v in spec.model_options.items() if v is not None})
+            try:
+                encoder = load_model(model, **{k: v for k, v in spec.model_options.items() if v is not None})
+            except EmbenchError as e:  # a list file's line kept as a hub id: the error names the line
+                if model not in spec.origins:
+                    raise
+                raise EmbenchError(f"{spec.origins[model]}: {e}") from None
             desc = encoder.describe()
             pinned[model] = {**{k: v for k, v in spec.model_options.items() if v is not None},
                              **{k: desc.get(k) for k in PINNED}}

@@ -33,7 +33,8 @@ def run_grid(spec: GridSpec, results: Path | str, *, executor: str = "local", wo
     # absolute: the job logs the markers name (local.py builds them from it) are found from any cwd
     results = Path(results).resolve()
     # globs and list files as the CLI takes them (the module's example gives GridSpec(models=["ckpt/step-*"]))
-    spec = dataclasses.replace(spec, models=expand_models(spec.models))
+    origins = dict(spec.origins)
+    spec = dataclasses.replace(spec, models=expand_models(spec.models, origins), origins=origins)
     p = plan(spec, results, progress=echo is not None)
     job_files = write_jobs(p, spec, results)
     if dry_run or not job_files:

@@ -22,18 +22,19 @@ GLOB_CHARS = "*?["
 MODEL_FILE_SUFFIXES = (".txt", ".list", ".lst")
 
 
-def expand_models(entries: Sequence[str]) -> list[str]:
+def expand_models(entries: Sequence[str], origins: dict[str, str] | None = None) -> list[str]:
     """Model names in order, each once: a ``.txt``/``.list`` file gives one model per line (``#`` comments),
     a pattern with ``* ? [`` gives its sorted matches, anything else is a model name, alias or folder.
 
     A pattern that matches nothing, or a list file that names no model, is an error now, before any
-    job exists.
+    job exists. ``origins`` receives the line that named each model of a list file (``specs/list.txt:3``): a
+    line kept as a hub id fails only when planning loads it, and that error names the line.
     """
     out: list[str] = []
     for entry in entries:
         path = Path(entry).expanduser()
         if path.is_file() and path.suffix in MODEL_FILE_SUFFIXES:
-            names = _read_model_list(path)
+            names = _read_model_list(path, origins if origins is not None else {})
         elif any(c in entry for c in GLOB_CHARS) and not path.exists():
             names = sorted(glob.glob(str(path)))
             if not names:
@@ -55,7 +56,7 @@ def _same_folder(name: str) -> str:
     return str(path.resolve()) if path.exists() else name
 
 
-def _read_model_list(path: Path) -> list[str]:
+def _read_model_list(path: Path, origins: dict[str, str]) -> list[str]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:  # a list saved as UTF-16 (Windows' Notepad), or not a list at all
@@ -65,7 +66,9 @@ def _read_model_list(path: Path) -> list[str]:
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
-            names += _list_entry(path, number, line)
+            found = _list_entry(path, number, line)
+            origins.update({name: f"{path}:{number}" for name in found if name not in origins})
+            names += found
     if not names:
         raise EmbenchError(f"{path}: the model list names no model (one name, folder or glob a line)")
     return names
@@ -169,6 +172,8 @@ class GridSpec:
     cache_dir: str | None = None
     batch_size: int | None = None
     devices: list[str] = field(default_factory=list)  # more than one: texts sharded over one process each
+    origins: dict[str, str] = field(default_factory=dict)  # model -> the list file's line that named it (expand_models)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        # where the models were named is not what the grid is: the plan's name (its hash) stays the same from any list
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "origins"}

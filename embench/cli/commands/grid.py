@@ -96,12 +96,13 @@ def grid(
     if opts["batch_size"] is not None and opts["batch_size"] < 1:  # said now, not by every job's worker in a traceback
         raise EmbenchError(f"--batch-size must be at least 1, got {opts['batch_size']}")
     slurm = _slurm_settings(ctx, executor, slurm_option)
+    origins: dict[str, str] = {}  # a list file's line per model: a model that fails to load names it
     spec = GridSpec(
-        models=expand_models(models), tasks=list(task or []), protocols=read_protocols(protocols),
+        models=expand_models(models, origins), tasks=list(task or []), protocols=read_protocols(protocols),
         suite=suite if suite or task else "sts-all",
         model_options={k: opts[k] for k in ("pooling", "max_length", "dtype", "device", "revision", "prompt_name")},
         data=str(opts["data"]) if opts["data"] else None, cache_dir=str(opts["cache_dir"]) if opts["cache_dir"] else None,
-        batch_size=opts["batch_size"], devices=parse_devices(devices),
+        batch_size=opts["batch_size"], devices=parse_devices(devices), origins=origins,
     )
     if executor == "local":  # the jobs run here: a device this machine lacks is said before any job exists
         from ...models.device_choice import pick_device
