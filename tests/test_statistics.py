@@ -215,3 +215,18 @@ def test_bad_resample_counts_are_refused():
     for bad in (0, -5, 2.5):
         with pytest.raises(ValueError, match="resamples must be a positive integer"):
             bootstrap_distributions([Scored([x], [y])], Metric(), bad)
+
+
+
+def test_a_resample_that_drew_one_value_only_has_no_pearson_r_as_in_scipy():
+    """Item 0 drawn three times: its weighted mean is 0.1 only to rounding, and the 1e-17 deviations once gave r = 1.
+    scipy's pearsonr of the materialised resample is NaN; so is every such resample here, whatever the copies."""
+    from embench.stats.weighted import weighted_pearson
+
+    x, y = np.array([0.1, 0.7, 0.3]), np.array([0.2, 0.9, 0.5])
+    counts = np.array([[k, 0, 0] for k in range(2, 8)] + [[0, 0, 3], [2, 1, 0]])
+    r = weighted_pearson(x, y, counts)
+    with np.errstate(all="ignore"), pytest.warns(sps.ConstantInputWarning):
+        want = [sps.pearsonr(np.repeat(x, c), np.repeat(y, c))[0] for c in counts]
+    assert np.isnan(r[:-1]).all() and np.isnan(want[:-1]).all()
+    assert r[-1] == pytest.approx(want[-1], abs=1e-12)

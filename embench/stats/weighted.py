@@ -30,8 +30,13 @@ def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) 
     sxy = np.einsum("ij,ij->i", wdx, dy)
     sxx = np.einsum("ij,ij->i", wdx, dx)
     syy = np.einsum("ij,ij->i", w * dy, dy)
+    # a resample that drew one value only (item 0 three times) is constant, but its weighted mean is not that value
+    # to the last bit: deviations of 1e-17 then gave r = +-1 or noise where scipy.stats.pearsonr gives NaN. A spread
+    # under 1e-12 of the values' size is that rounding, never data (scoring's own rule, sts/scoring.py, is 1e-6)
+    flat_x = sxx <= total * (1e-12 * np.abs(x).max()) ** 2
+    flat_y = syy <= total * (1e-12 * np.abs(y).max()) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = sxy / np.sqrt(sxx * syy)
+        r = np.where(flat_x | flat_y, np.nan, sxy / np.sqrt(sxx * syy))
     # rounding can push |r| a hair past 1 on perfectly (anti)correlated rows
     r = np.where(np.isfinite(r), np.clip(r, -1.0, 1.0), np.nan)
     return r if rows else r[0]
