@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import embench
 from embench.analysis import attention as att
@@ -73,3 +74,48 @@ def test_the_auto_pivot_follows_the_pooling_used_in_every_per_token_analysis(tin
                    use_cache=False, pooling="last_token")
     assert set(res["cls-energy"].tables["cls_energy"]["pivot"]) == {"last"}
     assert set(pd.read_csv(tmp_path / "token_dependency.csv")["pivot"]) == {"last"}
+
+
+def _per_token(model, out, data_root, **load):
+    names = ["attention", "cls-energy", "token-dependency"]
+    res = run_many(names, [str(model)], out, {n: {"limit": 6} for n in names}, labels=["llama"], data=data_root,
+                   use_cache=False, **load)
+    return (res["attention"].tables["attention_sinks"], res["cls-energy"].tables["cls_energy"],
+            res["attention"].summary["maps"], pd.read_csv(out / "token_dependency.csv"))
+
+
+@pytest.mark.slow
+def test_a_sum_mode_s_bidirectional_branch_is_reported_beside_the_unchanged_causal_layers(tiny_llama_dir, data_root, tmp_path):
+    """--bidirectional-last 1 (sum mode): cls-energy crashed (the branch's value projections outnumbered the causal
+    attentions) and attention showed the causal stack only, without a word. The branch's layer now has rows of its
+    own, named and labelled, and the causal layers' rows are those of the model without the branch."""
+    sinks, energy, maps, dep = _per_token(tiny_llama_dir, tmp_path / "sum", data_root, bidirectional_last=1)
+    causal_sinks, causal_energy, _, causal_dep = _per_token(tiny_llama_dir, tmp_path / "causal", data_root)
+    branch = "llama (bidirectional branch)"
+    for table, causal, column in ((sinks, causal_sinks, "cls_share"), (energy, causal_energy, "cls_energy")):
+        assert table[["model", "stack", "layer"]].values.tolist() == [
+            ["llama", "main", 1], ["llama", "main", 2], [branch, "bidirectional branch", 2]]
+        np.testing.assert_allclose(table[column][:2], causal[column], rtol=1e-5)
+        assert np.isfinite(table[column]).all() and table[column][2] != pytest.approx(table[column][1])
+    assert [m["layer_numbers"] for m in maps[branch]] == [[2]] and [m["layer_numbers"] for m in maps["llama"]] == [[1, 2]]
+    assert (tmp_path / "sum" / "attention_maps.png").exists()
+    assert set(dep["stack"]) == {"main + bidirectional branch"} and set(causal_dep["stack"]) == {"main"}
+
+
+@pytest.mark.slow
+def test_the_branch_rows_are_the_branch_s_own_attention(tiny_llama_dir, one_thread):
+    """With K = L the branch is the whole model run without the causal mask on the embeddings: what the one-stack
+    modes compute in every layer (sum: padding masked, as mask; sum-code: padding attended, as billm)."""
+    texts = ["A man plays a guitar.", "Two dogs run through a field of deep snow while a boy watches them."]
+
+    def batch(mode):
+        got = []
+        enc = embench.load_model(tiny_llama_dir, bidirectional_last=2, bidirectional_mode=mode)
+        token_pass([TokenRequest(enc, texts, lambda tb, rows: got.append(tb), values=True)], 2)
+        return got[0]
+
+    for branched, stack in (("sum", "mask"), ("sum-code", "billm")):
+        two, one = batch(branched), batch(stack)
+        assert two.branch_layers == (1, 2) and len(two.attentions) == len(two.contexts) == 2
+        for a, b in zip(two.branch_attentions + tuple(two.branch_contexts), one.attentions + tuple(one.contexts), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

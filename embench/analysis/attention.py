@@ -19,6 +19,12 @@ real tokens wherever the padding is, and the CLS energy's pivot is the last real
 pooled by its last token (``pivot`` column), the first token otherwise; the attention shares to the
 first and last tokens are read the same way for both kinds.
 
+A decoder in a BeLLM sum mode (``--bidirectional-mode sum``/``sum-code``) runs its last K layers twice: in the
+causal stack and as the bidirectional branch. Both are reported: the main stack's layers 1..L as without the
+branch, then the branch's layers L-K+1..L as rows of their own, the model named "<label> (bidirectional
+branch)" and ``stack`` = ``bidirectional branch`` (``main`` on every other row); the figures draw the branch as
+a line, and its maps as a block, of their own.
+
 Both need attention weights, i.e. the eager attention implementation: an encoder loaded with
 SDPA or flash attention is switched to eager when transformers allows it, otherwise a clear
 error says which implementation is needed. Both read their states from a per-token pass
@@ -39,7 +45,7 @@ from ..report.per_layer import Measure, per_layer_figure
 from .attention_maps import plot_maps
 from .base import AnalysisResult, analysis
 from .inputs import expand_ensembles, stsb, unique, write_csv, write_json
-from .token_pass import TokenRequest, ensure_eager, token_pass, value_modules
+from .token_pass import BRANCH, MAIN, TokenRequest, ensure_eager, series, stacks_of, token_pass, value_modules
 
 EXAMPLE_SENTENCE = "This is an example sentence for visualising attention scores."  # JTCSE Fig. 9's, ungarbled
 
@@ -142,6 +148,7 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
     requests = []
     targets, _ = expand_ensembles(refs)  # an ensemble's members one by one (each has its own attention)
     check_models(targets, heads)
+    stacks = stacks_of(targets)
     for label, enc_model in targets:
         tok, special = enc_model.tokenizer, _special_ids(enc_model.tokenizer)
 
@@ -149,34 +156,34 @@ def attention(refs, ctx, out, sentences: tuple = (EXAMPLE_SENTENCE,), heads="mea
             for i in rows:
                 real, sent = _real(tb, i), tb.texts[i]
                 ids = tb.enc["input_ids"][i, real].tolist()
-                if sent in shown:
-                    maps.setdefault(label, {})[sent] = {
-                        "sentence": sent, "tokens": tok.convert_ids_to_tokens(ids),
-                        "layers": [head_reduce(a[i].float().cpu().numpy(), heads)[np.ix_(real, real)].tolist() for a in tb.attentions],
-                    }
-                if sent in in_corpus:
-                    punct = final_punctuation(tok.convert_ids_to_tokens(ids), ids, special)
-                    sums.setdefault(label, {})[sent] = {
-                        layer: sink_shares(a[i].float().cpu().numpy(), real, punct, heads)
-                        for layer, a in enumerate(tb.attentions, start=1)}
+                tokens = tok.convert_ids_to_tokens(ids)
+                punct = final_punctuation(tokens, ids, special)
+                for stack, layer, a in tb.stacks("attentions"):  # the main stack's layers, then a branch's
+                    name, a = series(label, stack), a[i].float().cpu().numpy()
+                    if sent in shown:
+                        m = maps.setdefault(name, {}).setdefault(sent, {"sentence": sent, "tokens": tokens, "layers": [], "layer_numbers": []})
+                        m["layers"].append(head_reduce(a, heads)[np.ix_(real, real)].tolist())
+                        m["layer_numbers"].append(layer)
+                    if sent in in_corpus:
+                        sums.setdefault(name, {}).setdefault(sent, {})[layer] = sink_shares(a, real, punct, heads)
 
         requests.append(TokenRequest(enc_model, texts + corpus, consume, attentions=True, batch_size=batch_size))
     yield requests
     rows = []
-    for label, _ in targets:
+    for label, stack in stacks:
         per_sentence = [sums[label][sent] for sent in corpus]  # in the corpus' order, whatever the pass' order
         for layer in sorted(per_sentence[0]) if per_sentence else []:
             p = np.asarray([d[layer]["punct"] for d in per_sentence])
-            rows.append({"model": label, "layer": layer,
+            rows.append({"model": label, "stack": stack, "layer": layer,
                          "cls_share": float(np.mean([d[layer]["cls"] for d in per_sentence])),
                          "sep_share": float(np.mean([d[layer]["sep"] for d in per_sentence])),
                          "punct_share": float(np.nanmean(p)) if np.isfinite(p).any() else float("nan"),
                          "n_sentences": len(per_sentence), "n_with_punct": int(np.isfinite(p).sum()), "heads": str(heads)})
-    ordered_maps = {label: [maps[label][t] for t in texts] for label, _ in targets}
+    ordered_maps = {label: [maps[label][t] for t in texts] for label, _ in stacks}
     frame = pd.DataFrame(rows)
     files = [write_csv(frame, out, "attention_sinks"), write_json(ordered_maps, out, "attention_maps")]
     files += per_layer_figure(frame, SINK_PANELS, out, "attention_sinks", ylabel="mean attention weight")
-    files += plot_maps(ordered_maps, [label for label, _ in targets], out)
+    files += plot_maps(ordered_maps, [label for label, _ in stacks], out)
     return AnalysisResult("attention", {"attention_sinks": frame}, files, {"maps": ordered_maps})
 
 
@@ -222,10 +229,10 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
     requests = []
     targets, groups = expand_ensembles(refs)  # an ensemble's members one by one (each has its own context tensors)
     check_models(targets, values=True)
-    pivots = {}
+    pivots, stacks = {}, stacks_of(targets)
     for label, encoder in targets:
         special = _special_ids(encoder.tokenizer)
-        pivots[label] = pivot_of(encoder)
+        pivots[label] = pivots[series(label, BRANCH)] = pivot_of(encoder)
         at = -1 if pivots[label] == "last" else 0
 
         def consume(tb, rows, label=label, special=special, at=at):
@@ -234,28 +241,26 @@ def cls_energy(refs, ctx, out, heads: str = "concat", exclude_special: bool = Fa
                 n = len(real)
                 ids = tb.enc["input_ids"][i, real].tolist()
                 excl = {p for p, t in enumerate(ids) if t in special} if exclude_special else None
-                per_layer = []
-                for c in tb.contexts:
+                for stack, layer, c in tb.stacks("contexts"):  # the main stack's layers, then a branch's
                     ci = c[i].cpu().numpy()[:, real]  # (H, real T, d)
                     if heads == "concat":
-                        per_layer.append(cls_energy_weight(ci.transpose(1, 0, 2).reshape(n, -1), n, excl, at))
+                        e = cls_energy_weight(ci.transpose(1, 0, 2).reshape(n, -1), n, excl, at)
                     else:
-                        per_layer.append(float(np.mean([cls_energy_weight(ci[h], n, excl, at) for h in range(ci.shape[0])])))
-                energies.setdefault(label, {})[tb.texts[i]] = per_layer
+                        e = float(np.mean([cls_energy_weight(ci[h], n, excl, at) for h in range(ci.shape[0])]))
+                    energies.setdefault(series(label, stack), {}).setdefault(tb.texts[i], {})[layer] = e
 
         requests.append(TokenRequest(encoder, corpus, consume, values=True, batch_size=batch_size))
     yield requests
     rows = []
-    for label, _ in targets:
-        table = np.asarray([energies[label][t] for t in corpus])  # (sentences, layers)
-        for layer in range(table.shape[1]):
-            es = table[:, layer]
-            rows.append({"model": label, "layer": layer + 1, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
+    for label, stack in stacks:
+        for layer in sorted(energies[label][corpus[0]]) if corpus else []:
+            es = np.asarray([energies[label][t][layer] for t in corpus])  # in the corpus' order
+            rows.append({"model": label, "stack": stack, "layer": layer, "cls_energy": float(np.nanmean(es)), "std": float(np.nanstd(es)),
                          "n_sentences": len(es), "heads": heads, "exclude_special": exclude_special, "pivot": pivots[label]})
-    for name, members in groups.items():  # an ensemble's E_CLS: the mean of its members'
+    for name, members in groups.items():  # an ensemble's E_CLS: the mean of its members' main stacks
         part = pd.DataFrame([r for r in rows if r["model"] in members])
         for layer, g in part.groupby("layer"):
-            rows.append({"model": name, "layer": int(layer), "cls_energy": float(g["cls_energy"].mean()), "std": float("nan"),
+            rows.append({"model": name, "stack": MAIN, "layer": int(layer), "cls_energy": float(g["cls_energy"].mean()), "std": float("nan"),
                          "n_sentences": int(g["n_sentences"].min()), "heads": heads, "exclude_special": exclude_special,
                          "pivot": "/".join(sorted({pivots[m] for m in members}))})
     frame = pd.DataFrame(rows)

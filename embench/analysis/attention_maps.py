@@ -30,8 +30,8 @@ def layout(n_tokens: int, n_layers: int, width: float = style.PAGE_WIDTH) -> tup
 
 
 def map_figure(maps: list[tuple[str, dict]]):
-    """The figure of one sentence: for each (model label, {"tokens", "layers"}) a block of one panel per layer,
-    titled with the model, with its own colour bar."""
+    """The figure of one sentence: for each (model label, {"tokens", "layers", "layer_numbers"}) a block of one panel
+    per layer, titled with the model, with its own colour bar."""
     import matplotlib.pyplot as plt
 
     n_tokens = max(len(m["tokens"]) for _, m in maps)
@@ -56,7 +56,7 @@ def map_figure(maps: list[tuple[str, dict]]):
             ax.set_xticks(ticks, names, rotation=90, fontsize=TICK_PT)
             ax.set_yticks(ticks, names if col == 0 else [], fontsize=TICK_PT)
             ax.tick_params(length=0, pad=1)
-            ax.set_title(f"layer {layer + 1}", fontsize=8)
+            ax.set_title(f"layer {m.get('layer_numbers', range(1, len(m['layers']) + 1))[layer]}", fontsize=8)  # a branch's: L-K+1..L
             if col == 0:
                 ax.set_ylabel("query token")
             if layer + cols >= len(m["layers"]):  # no panel below: the key-token axis is named here

@@ -8,6 +8,11 @@ sentence, shown as box plots per model. BeLLM uses the [CLS] pivot for BERT and 
 first, as cls-energy and attention choose it;
 special tokens other than the pivot do not count (``include_special=True`` counts them); both
 sentences of every pair, each once.
+
+The ``stack`` column says what the layer read is: ``main``, the model's layer stack; for a decoder in a BeLLM
+sum mode (``--bidirectional-mode sum``/``sum-code``) its last layer is ``main + bidirectional branch``: the
+final norm of the causal stack's output plus the bidirectional branch's, the states the model pools (the
+layers below it are the causal stack's alone).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from ..report import style
 from .attention import pivot_of
 from .base import AnalysisResult, analysis
 from .inputs import stsb, unique, write_csv
-from .token_pass import TokenRequest
+from .token_pass import BRANCH, MAIN, TokenRequest, branch_layers
 
 
 def spearman_rows(pivot: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -63,7 +68,7 @@ def token_dependency(refs, ctx, out, pivot: str = "auto", layer: int | None = No
         li = n if layer is None else (layer + n + 1 if layer < 0 else layer)
         if not 0 <= li <= n:
             raise EmbenchError(f"--layer {layer} is out of range for {ref.label}: layers 0 to {n}")
-        settings[ref.label] = (which, li)
+        settings[ref.label] = (which, li, f"{MAIN} + {BRANCH}" if li == n and branch_layers(encoder.model) else MAIN)
 
         def consume(tb, rows, label=ref.label, which=which, li=li, special=special):
             hs = tb.hidden_states[li].float().cpu().numpy()
@@ -78,7 +83,8 @@ def token_dependency(refs, ctx, out, pivot: str = "auto", layer: int | None = No
         requests.append(TokenRequest(encoder, corpus, consume, batch_size=batch_size))
     yield requests
     frames = [pd.DataFrame({"model": ref.label, "sentence": corpus, "spearman": [found[ref.label][t] for t in corpus],
-                            "pivot": settings[ref.label][0], "layer": settings[ref.label][1]}) for ref in refs]
+                            "pivot": settings[ref.label][0], "layer": settings[ref.label][1], "stack": settings[ref.label][2]})
+              for ref in refs]
     frame = pd.concat(frames, ignore_index=True)
     summary = frame.groupby("model", sort=False)["spearman"].agg(["mean", "median", "std", "count"]).reset_index()
     files = [write_csv(frame, out, "token_dependency"), write_csv(summary, out, "token_dependency_summary")]

@@ -7,6 +7,12 @@ a generator: it ``yield``\\s the :class:`TokenRequest`\\s it needs (one per mode
 :func:`drive` runs one such analysis; :func:`run_together` starts several, groups their requests by
 model, runs ONE pass per model over the union of their texts (with attention weights and value
 projections where any of them needs them) and lets each finish.
+
+A decoder in a BeLLM sum mode (``--bidirectional-mode sum`` or ``sum-code``,
+:mod:`embench.models.bidirectional_branch`) runs its last K layers a second time, as a bidirectional branch that
+transformers' ``attentions`` leave out: the pass records that branch's attention weights and value projections
+too (:attr:`TokenBatch.branch_layers`), so the analyses report the branch's layers as rows of their own, labelled
+with :data:`BRANCH`, beside the main stack's, which are what they were without the branch.
 """
 
 from __future__ import annotations
@@ -22,6 +28,31 @@ import torch
 from ..core.errors import EmbenchError
 
 VALUE_NAMES = ("value", "v_proj", "v", "v_lin", "value_proj")
+MAIN, BRANCH = "main", "bidirectional branch"  # the ``stack`` a layer's row belongs to
+
+
+def series(label: str, stack: str) -> str:
+    """The name a stack's rows and lines go by: the model's label, marked for the bidirectional branch."""
+    return label if stack == MAIN else f"{label} ({stack})"
+
+
+def stacks_of(targets) -> list[tuple[str, str]]:
+    """(series name, stack) of the rows of every (label, encoder): its main stack, then a sum mode's branch."""
+    return [(series(label, s), s) for label, encoder in targets
+            for s in ((MAIN, BRANCH) if branch_layers(encoder.model) else (MAIN,))]
+
+
+def branch_layers(model) -> list[int]:
+    """Numbers (1 = the first layer) of the layers a sum mode runs again as its bidirectional branch, in their
+    order; empty for every other model."""
+    from ..models.bidirectional import STACK_MODES, bidirectional_setting
+    from ..models.layer_stack import layer_stack
+
+    try:
+        n, setting = len(layer_stack(model)[1]), bidirectional_setting(model)
+    except EmbenchError:  # no layer stack found: no branch either
+        return []
+    return list(range(n - setting.last + 1, n + 1)) if setting.last and setting.mode not in STACK_MODES else []
 
 
 @dataclass
@@ -34,6 +65,11 @@ class TokenBatch:
     hidden_states: tuple[torch.Tensor, ...]  # (embedding output, layer 1, ..., layer L)
     attentions: tuple[torch.Tensor, ...] | None  # per layer (B, H, T, T), when asked for
     values: list[torch.Tensor] | None  # per layer the value projection's output (B, T, kv_heads * d)
+    # a sum mode's bidirectional branch: its layers' numbers, and their attention weights and values from the
+    # branch's own run (the two fields above hold the main stack's only)
+    branch_layers: tuple[int, ...] = ()
+    branch_attentions: tuple[torch.Tensor, ...] | None = None
+    branch_values: list[torch.Tensor] | None = None
 
     @functools.cached_property
     def lengths(self) -> np.ndarray:
@@ -42,10 +78,25 @@ class TokenBatch:
     @functools.cached_property
     def contexts(self) -> list[torch.Tensor]:
         """Per layer the context tensor softmax(QK^T / sqrt d) V, (B, H, T, d) (JTCSE Eq. 6's rows)."""
-        if self.attentions is None or self.values is None:
+        return self._contexts(self.attentions, self.values)
+
+    @functools.cached_property
+    def branch_contexts(self) -> list[torch.Tensor]:
+        """:attr:`contexts` of the bidirectional branch's layers (none without a branch)."""
+        return self._contexts(self.branch_attentions, self.branch_values) if self.branch_layers else []
+
+    def stacks(self, what: str) -> list[tuple[str, int, torch.Tensor]]:
+        """(stack, layer number, tensor) of every layer run: the main stack's, then the branch's; ``what`` is
+        ``attentions`` or ``contexts``."""
+        main = list(enumerate(getattr(self, what), start=1))
+        branch = zip(self.branch_layers, getattr(self, "branch_" + what) or [], strict=True)
+        return [(MAIN, n, t) for n, t in main] + [(BRANCH, n, t) for n, t in branch]
+
+    def _contexts(self, attentions, values) -> list[torch.Tensor]:
+        if attentions is None or values is None:
             raise EmbenchError("context tensors need a pass with attention weights and value projections")
         out = []
-        for att, v in zip(self.attentions, self.values, strict=True):
+        for att, v in zip(attentions, values, strict=True):
             b, h, t, _ = att.shape
             d = head_dim(self.encoder.model.config, h)
             v = v.float().view(b, t, -1, d).permute(0, 2, 1, 3)  # (B, key/value heads, T, d)
@@ -103,17 +154,23 @@ def token_pass(requests: list[TokenRequest], batch_size: int) -> int:
     wanted = [set(r.texts) for r in requests]
     attentions = any(r.attentions or r.values for r in requests)
     values: list[torch.Tensor] = []
+    branch_att: list[torch.Tensor] = []
     hooks = []
+    branch = branch_layers(encoder.model) if attentions else []
     if attentions:
         ensure_eager(encoder)
+        hooks = [m.register_forward_hook(_weights_into(branch_att)) for m in _attention_modules(encoder.model, branch)]
+    n_values = 0
     if any(r.values for r in requests):
-        hooks = [m.register_forward_hook(lambda _m, _i, o: values.append(o.detach()))
-                 for m in value_modules(encoder.model, encoder.num_layers)]
+        modules = value_modules(encoder.model, encoder.num_layers)
+        n_values = len(modules)
+        hooks += [m.register_forward_hook(lambda _m, _i, o: values.append(o.detach())) for m in modules]
     batches = 0
     try:
         for b in range(0, len(texts), batch_size):
             batch = texts[b : b + batch_size]
             values.clear()
+            branch_att.clear()
             enc = encoder.tokenize(batch)
             with torch.inference_mode():
                 out = encoder.forward_hidden(enc, True, output_attentions=attentions)
@@ -122,7 +179,19 @@ def token_pass(requests: list[TokenRequest], batch_size: int) -> int:
                 impl = getattr(encoder.model.config, "_attn_implementation", "unknown")
                 raise EmbenchError(f"{encoder.name}: the model returned no attention weights (attention implementation "
                                    f"{impl!r}); attention analyses need attn_implementation='eager'")
-            tb = TokenBatch(encoder, batch, enc, tuple(out.hidden_states), att, list(values) if hooks else None)
+            got = {}
+            if branch:
+                # the branch layers run twice a pass, in the main stack and then (at the final norm) as the branch
+                # (models/bidirectional_branch.py): the last call of each is the branch's; so are the last values
+                if len(branch_att) != 2 * len(branch) or (n_values and len(values) != n_values + len(branch)):
+                    raise EmbenchError(f"{encoder.name}: layers {branch} (the bidirectional branch) gave {len(branch_att)} "
+                                       f"attention weights and {len(values)} value projections in one forward pass where "
+                                       f"{2 * len(branch)} and {n_values + len(branch) if n_values else 0} (main stack, then "
+                                       "branch) were expected: the branch cannot be told from the main stack "
+                                       "(--bidirectional-mode mask has no branch)")
+                got = {"branch_layers": tuple(branch), "branch_attentions": tuple(branch_att[len(branch):]),
+                       "branch_values": list(values[n_values:]) if n_values else None}
+            tb = TokenBatch(encoder, batch, enc, tuple(out.hidden_states), att, list(values[:n_values]) if n_values else None, **got)
             batches += 1
             for r, want in zip(requests, wanted, strict=True):
                 rows = [i for i, t in enumerate(batch) if t in want]
@@ -132,6 +201,26 @@ def token_pass(requests: list[TokenRequest], batch_size: int) -> int:
         for h in hooks:
             h.remove()
     return batches
+
+
+def _attention_modules(model, layers: list[int]) -> list[torch.nn.Module]:
+    """The modules of the numbered layers that may return attention weights (the layers' direct children: Llama's
+    ``self_attn``, GPT-2's ``attn``; :func:`_weights_into` keeps only what returns weights)."""
+    if not layers:
+        return []
+    from ..models.layer_stack import layer_stack
+
+    stack = layer_stack(model)[1]
+    return [child for n in layers for child in stack[n - 1].children()]
+
+
+def _weights_into(kept: list[torch.Tensor]):
+    """A forward hook that keeps an attention module's weights, (B, H, T, T) as the second output."""
+    def hook(_m, _i, out):
+        w = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+        if isinstance(w, torch.Tensor) and w.dim() == 4 and w.shape[-1] == w.shape[-2]:
+            kept.append(w.detach())
+    return hook
 
 
 def ensure_eager(encoder) -> None:
