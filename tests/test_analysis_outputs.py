@@ -176,6 +176,23 @@ def test_tsne_says_the_perplexity_it_used_and_warns_when_openTSNE_lowered_it(tin
     assert made["options"]["perplexity"] == 200.0  # asked; the CSVs say what was used
 
 
+def test_tsne_split_error_names_tsne_s_own_option(tiny_bert_dir, data_root, tmp_path):
+    """tsne's split error sent its users to `embench analyze knn --set stratify=false`, which tsne refused: tsne
+    now has ``stratify`` for the kNN accuracy it prints, and its error names it."""
+    with pytest.raises(EmbenchError, match=r"unstratified split: `embench analyze tsne --set stratify=false`") as e:
+        run("tsne", [tiny_bert_dir], tmp_path / "out", datasets=("trec",), limit=3, data=data_root, use_cache=False)
+    assert "analyze knn" not in str(e.value)
+    with pytest.raises(EmbenchError, match=r"k=10 is larger than the 2 training points of trec"):  # the split is made
+        run("tsne", [tiny_bert_dir], tmp_path / "out", datasets=("trec",), limit=3, stratify=False, data=data_root)
+
+
+@pytest.mark.slow
+def test_tsne_s_knn_accuracy_takes_an_unstratified_split(tiny_bert_dir, data_root, tmp_path):
+    result = run("tsne", [tiny_bert_dir], tmp_path / "out", datasets=("trec",), limit=30, k=3, stratify=False,
+                 data=data_root, use_cache=False)
+    assert not result.tables["tsne_knn"]["stratify"].any() and result.tables["tsne_knn"]["n_test"].tolist() == [3]
+
+
 # -- fault 5: kNN distances in float64 -----------------------------------------------------------
 def test_euclidean_and_cosine_knn_agree_on_unit_vectors_of_a_near_collapsed_space():
     """In float32 the neighbours of unit vectors that differ in the 4th digit were reordered by round-off, so the two

@@ -49,8 +49,14 @@ def binomial_stderr(p: float, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n) if n > 0 else float("nan")
 
 
-def split_indices(y: np.ndarray, test_size: float, seed: int, stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(train, test) row indices of a seeded split, stratified by label when asked."""
+KNN_ADVICE = ("`embench analyze knn --set stratify=false` (layers too); while training, `--eval-analysis "
+              "knn:...,stratify=false`; knn_accuracy(..., stratify=False)")
+
+
+def split_indices(y: np.ndarray, test_size: float, seed: int, stratify: bool = True,
+                  advice: str = KNN_ADVICE) -> tuple[np.ndarray, np.ndarray]:
+    """(train, test) row indices of a seeded split, stratified by label when asked; ``advice``: how the caller's
+    user asks for an unstratified split (the analysis that splits names its own option)."""
     from sklearn.model_selection import train_test_split
 
     idx = np.arange(len(y))
@@ -59,18 +65,17 @@ def split_indices(y: np.ndarray, test_size: float, seed: int, stratify: bool = T
     except ValueError as e:
         raise EmbenchError(
             f"cannot make a {'stratified ' if stratify else ''}split with test_size={test_size} of {len(y)} labelled "
-            f"examples: {e} (use more labelled examples, e.g. a larger limit; or an unstratified split: "
-            "`embench analyze knn --set stratify=false` (layers too); while training, `--eval-analysis "
-            "knn:...,stratify=false`; knn_accuracy(..., stratify=False))"
+            f"examples: {e} (use more labelled examples, e.g. a larger limit; or an unstratified split: {advice})"
         ) from None
     return np.sort(tr), np.sort(te)
 
 
-def check_split(y, k: int, test_size: float, seed: int, stratify: bool = True, test_mask=None, name: str = "") -> None:
+def check_split(y, k: int, test_size: float, seed: int, stratify: bool = True, test_mask=None, name: str = "",
+                advice: str = KNN_ADVICE) -> None:
     """The split :func:`knn_accuracy` will make of labels ``y``, and ``k`` against its training points, checked
     before any model encodes: both depend on the labels only, and were said after the first model's vectors."""
     mask = None if test_mask is None else np.asarray(test_mask, dtype=bool)
-    n_train = int((~mask).sum()) if mask is not None else len(split_indices(np.asarray(y), test_size, seed, stratify)[0])
+    n_train = int((~mask).sum()) if mask is not None else len(split_indices(np.asarray(y), test_size, seed, stratify, advice)[0])
     if k > n_train:
         raise EmbenchError(f"--k {k} is larger than the {n_train} training points{f' of {name}' if name else ''} "
                            "(use a smaller k, or more labelled examples)")

@@ -4,7 +4,8 @@ The paper uses openTSNE with its default parameters on the (mean-pooled) embeddi
 the kNN accuracy in the full embedding space on each map; embench does the same (on the kNN analysis'
 non-normalised embeddings, unless ``--normalize``), with a seed
 (``random_state``) and a seeded subset of ``limit`` points (default 5,000: t-SNE on a whole set
-takes minutes per model on a laptop). The kNN accuracy is computed on the same points. The ``perplexity``
+takes minutes per model on a laptop). The kNN accuracy is computed on the same points, with the kNN analysis' split
+(9:1, stratified by label unless ``stratify=False``). The ``perplexity``
 column is the one each map was drawn with: openTSNE lowers one too high for the number of points, and embench
 warns when it did.
 """
@@ -40,20 +41,24 @@ def tsne_fit(x: np.ndarray, seed: int = 42, n_jobs: int = 1, **params) -> tuple[
     return np.asarray(emb), float(np.max(used)) if used is not None and len(used) else asked
 
 
+# the maps need no split, the kNN accuracy printed on them does: how a user of tsne asks for an unstratified one
+TSNE_ADVICE = "`embench analyze tsne --set stratify=false`, for the kNN accuracy printed on the maps"
+
+
 @analysis("tsne", scores={"accuracy": "higher"})  # the kNN accuracy of tsne_knn
 def tsne(refs, ctx, out, datasets: tuple = ("agnews",), limit: int | None = 5000, seed: int = 42, n_jobs: int = 1,
-         k: int = 10, metric: str = "euclidean", perplexity: float = 30.0) -> AnalysisResult:
+         k: int = 10, metric: str = "euclidean", perplexity: float = 30.0, stratify: bool = True) -> AnalysisResult:
     """One t-SNE map per (dataset, model): datasets as rows, models side by side."""
     names = [datasets] if isinstance(datasets, str) else list(datasets)
     sets = [load_labelled(d, ctx.root, limit=limit, seed=seed) for d in names]
     for s in sets:  # the kNN split of every set, before any model encodes
-        check_split(s.labels, k, 0.1, seed, name=s.name)
+        check_split(s.labels, k, 0.1, seed, stratify, name=s.name, advice=TSNE_ADVICE)
     points, accs, lowered = [], [], set()
     for s in sets:
         for ref in refs:
             enc = ref.unnormalised()  # the embeddings of the kNN analysis (the paper's Table 2 accuracies on its maps)
             x = ctx.embed(enc, s.texts)
-            acc = knn_accuracy(x, s.labels, k=k, metric=metric, seed=seed)
+            acc = knn_accuracy(x, s.labels, k=k, metric=metric, seed=seed, stratify=stratify)
             xy, used = tsne_fit(x, seed=seed, n_jobs=n_jobs, perplexity=perplexity)
             if used != perplexity and s.name not in lowered:  # once per set: every model's map has its points
                 lowered.add(s.name)
