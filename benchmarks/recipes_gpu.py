@@ -202,12 +202,12 @@ def fit_record(out: Path, history: list[dict]) -> dict:
 
 
 def whole_recipe(name: str, row: dict) -> dict:
-    """The recipe's steps (epochs x examples // batch, as the trainer counts them) x the measured s/step, on this
+    """The recipe's steps (epochs x ceil(examples / batch), as the trainer counts them) x the measured s/step, on this
     data root's data and, where the paper's training set size is known, on that."""
     def hours(examples: int | None) -> tuple[int | None, float | None]:
         if not examples:
             return None, None
-        total = max(1, math.ceil(row["epochs"] * (examples // row["batch_size"])))
+        total = max(1, math.ceil(row["epochs"] * -(-examples // row["batch_size"])))
         return total, total * row["s_per_step"] / 3600
 
     steps, h = hours(row["examples"])

@@ -149,7 +149,7 @@ def markdown(report: dict) -> str:
         "precision; the trainer's own memory fitting), on random weights of the paper's model, evaluation off. "
         "MFU = 6 N tokens/s over the measured matmul rate, N = non-embedding parameters trained and frozen (under "
         "LoRA: the frozen base's forward, backward through its activations and recomputed forward are 6 N a token); "
-        "the whole recipe = its steps (epochs x examples // batch) x the measured s/step. MFU counts real tokens; "
+        "the whole recipe = its steps (epochs x ceil(examples / batch)) x the measured s/step. MFU counts real tokens; "
         "in brackets, the padded tokens the device computed (each batch padded to its longest text), the measure "
         "comparable with a loop over fixed-length ids.", "",
         *[line for note in report.get("notes", []) for line in (note, "")],

@@ -54,7 +54,7 @@ def test_a_recipe_that_fails_is_a_row_with_its_error_not_a_crash(recipes_gpu, da
                                                                  one_thread):
     out = tmp_path / "rg"
     recipes_gpu.main(["--tiny", "--device", "cpu", "--recipes", "crop,simcse-unsup@no-such-shape", "--no-peers",
-                      "--set", "batch_size=1000000", "--data", str(data_root), "--tokenizer", str(minilm_path),
+                      "--set", "batch_size=1000000", "--set", "drop_last=true", "--data", str(data_root), "--tokenizer", str(minilm_path),
                       "--out", str(out)])
     rows = json.loads((out / "recipes_gpu.json").read_text())["rows"]
     assert rows[0]["status"] == "failed" and "fewer than one batch of 1000000" in rows[0]["error"]
@@ -91,11 +91,13 @@ def test_each_epoch_is_one_seeded_shuffle_cut_into_batches_and_split_over_proces
     from embench.train.distributed import DistInfo
 
     n, batch, seed = 1000, 64, 7
-    for step in (0, 1, 14, 15, 31):
-        epoch, pos = divmod(step, n // batch)
-        order = list(range(n))
-        random.Random(seed * 1_000_003 + epoch).shuffle(order)
-        want = order[pos * batch : (pos + 1) * batch]
-        assert batch_indices(n, batch, step, seed, DistInfo()) == want
-        halves = [batch_indices(n, batch, step, seed, DistInfo(rank=r, world_size=2, local_rank=r)) for r in (0, 1)]
-        assert halves == [want[:32], want[32:]]
+    for drop_last, per_epoch in ((False, 16), (True, 15)):  # 15 batches of 64 and the 40 left, or without those
+        for step in (0, 1, 14, 15, 31):
+            epoch, pos = divmod(step, per_epoch)
+            order = list(range(n))
+            random.Random(seed * 1_000_003 + epoch).shuffle(order)
+            want = order[pos * batch : (pos + 1) * batch]
+            assert batch_indices(n, batch, step, seed, DistInfo(), drop_last) == want
+            halves = [batch_indices(n, batch, step, seed, DistInfo(rank=r, world_size=2, local_rank=r), drop_last)
+                      for r in (0, 1)]
+            assert halves == [want[: len(want) // 2], want[len(want) // 2 :]]

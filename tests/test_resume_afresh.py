@@ -15,7 +15,7 @@ from embench.train import make_config
 def _partial_run(out):
     """What a run stopped at step 3 of 500 leaves: its config and metrics, no checkpoint-last/state.pt."""
     out.mkdir(parents=True)
-    (out / "train_config.json").write_text(json.dumps({"method": "unsup-simcse", "model": "m"}))
+    (out / "train_config.json").write_text(json.dumps({"method": "unsup-simcse", "model": "m", "drop_last": False}))
     (out / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in (1, 2, 3)))
     (out / "notes.txt").write_text("mine")
 

@@ -149,7 +149,7 @@ def saved_step(folder: Path) -> int | None:
 # maximum length, prompt); each refused with both values
 COMPATIBLE_KEYS = ("method", "model", "batch_size", "pooling", "seed", "from_scratch", "method_options", "data",
                    "max_examples", "max_length", "freeze_layers", "freeze_embeddings", "lora_r", "lora_alpha",
-                   "lora_targets", "load_kbit", "prompt", "model_config", "family")
+                   "lora_targets", "load_kbit", "prompt", "model_config", "family", "drop_last")
 # what a resumed run may change, said aloud: the schedule's length (it stretches from the saved step), the
 # precision, and how the global batch is split (the same in-batch negatives)
 ANNOUNCED_KEYS = {"max_steps": "the learning-rate schedule is laid over the new length from the saved step",

@@ -63,6 +63,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     max_length: int | None = None
     max_examples: int | None = None  # use only the first n examples of the data
+    drop_last: bool = False  # an epoch's last, smaller batch left out (batch_order.py); the authors' loaders train on it
     seed: int = 42
     # machinery
     device: str | None = None
@@ -104,7 +105,7 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 SET_ONLY = frozenset({
     "model_config", "dropout", "load_kbit", "optimizer", "weight_decay", "warmup_ratio", "warmup_of", "warmup_steps",
     "lr_schedule", "grad_clip", "group_by_length", "bucket_tokens", "bucket_min_tokens", "unpadded", "select_initial",
-    "eval_max_length", "export_max_length", "eval_batch_size", "log_steps", "method_options"})
+    "eval_max_length", "export_max_length", "eval_batch_size", "log_steps", "method_options", "drop_last"})
 
 
 def option_kinds(f: dataclasses.Field) -> set[str]:

@@ -156,7 +156,7 @@ def estimate_step(trainer: Any, checkpointing: bool | None = None) -> StepMemory
         return None
     texts, length = 0, 0
     for step in range(min(STEPS_SAMPLED, trainer.total)):
-        idx = batch_indices(len(trainer.examples), cfg.batch_size, step, cfg.seed, trainer.dist)
+        idx = batch_indices(len(trainer.examples), cfg.batch_size, step, cfg.seed, trainer.dist, cfg.drop_last)
         # the very batches the first steps will take (the trainer's own seeding: trainer.step)
         batch = method.batch(trainer.examples, idx, random.Random(f"{cfg.seed}:{step}:{trainer.dist.rank}"))
         flat = [t for view in batch.texts.values() for t in view]

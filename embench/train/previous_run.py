@@ -75,8 +75,10 @@ def resume_or_start_afresh(out: Path, cfg: Any, say: bool = True) -> Any:
     with a note: there is nothing to continue from, and refusing sent the user round to ``--overwrite``. A run that
     kept a model (``best/``, series checkpoints) is refused instead (:func:`refuse_if_kept`). A seed of ``--seeds``
     starts afresh the same way (``seeds.train_seed``); a seed group in ``out`` is refused."""
-    if not cfg.resume or checkpoints.resumable(out):
+    if not cfg.resume:
         return cfg
+    if checkpoints.resumable(out):
+        return as_started(out, cfg, say)
     found = run_outputs(out)
     if any(p.name == "seeds.json" or p.name.startswith("seed-") for p in found):
         raise EmbenchError(f"--resume: {out} holds a seed group (seeds.json, seed-N/): continue it with the same --seeds "
@@ -88,6 +90,28 @@ def resume_or_start_afresh(out: Path, cfg: Any, say: bool = True) -> Any:
                     "never started): nothing to continue from, so the run starts from step 0%s", out,
                     checkpoints.RESUME_DIR, left)
     return dataclasses.replace(cfg, resume=False, overwrite=bool(found))
+
+
+# options an earlier embench had no key for, with the behaviour it had: a run it started and this one resumes keeps
+# that behaviour (its train_config.json lacks the key), so its steps stay those it was laid out with
+BEFORE_THE_OPTION = {"drop_last": (True, "an epoch's last, smaller batch left out, as embench did before the option")}
+
+
+def as_started(out: Path, cfg: Any, say: bool = True) -> Any:
+    """``cfg`` to resume the run in ``out`` with, where its ``train_config.json`` predates an option of
+    ``BEFORE_THE_OPTION``: that option as the run was started with it, said once. An option the file holds is checked
+    against the checkpoint's as every other (``checkpoints.check_compatible``)."""
+    try:
+        started = json.loads((out / "train_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return cfg
+    if not isinstance(started, dict):
+        return cfg
+    old = {key: value for key, (value, _) in BEFORE_THE_OPTION.items() if key not in started and getattr(cfg, key) != value}
+    for key in old if say else ():
+        log.warning("--resume: %s was started before the option %s existed: it goes on with %s=%s (%s)", out, key, key,
+                    old[key], BEFORE_THE_OPTION[key][1])
+    return dataclasses.replace(cfg, **old) if old else cfg
 
 
 def clear_or_refuse(out: Path, cfg: Any, clear: bool = True) -> bool:

@@ -93,7 +93,7 @@ def step_batches(t: Any, step: int) -> list[Batch]:
     made = getattr(t, "step_batches_made", None)
     if made is not None and made[0] == (step, parts):
         return made[1]
-    idx = batch_indices(len(t.examples), t.cfg.batch_size, step, t.cfg.seed, t.dist)
+    idx = batch_indices(len(t.examples), t.cfg.batch_size, step, t.cfg.seed, t.dist, t.cfg.drop_last)
     if parts > 1 and t.cfg.group_by_length:
         idx = grouped_by_length(t.method.example_lengths(t.examples, idx), idx)
     rng = random.Random(f"{t.cfg.seed}:{step}:{t.dist.rank}")

@@ -29,6 +29,7 @@ from ..data.root import DataRoot
 from ..models.device_choice import pick_device
 from ..report.progress import RateProgress, announce
 from . import checkpoints, distributed
+from .batch_order import steps_per_epoch
 from .callbacks import Evaluator
 from .config import TrainConfig
 from .configure import missing_requirements
@@ -121,9 +122,9 @@ class Trainer:
         self.examples = self.method.examples(self.root)
         self.data_fingerprint = data_fingerprint(self.examples)  # another file, --max-examples or an edit: another run
         n = len(self.examples)
-        self.per_epoch = n // cfg.batch_size
+        self.per_epoch = steps_per_epoch(n, cfg.batch_size, cfg.drop_last)  # the last, smaller batch too unless drop_last
         if self.per_epoch == 0:
-            raise EmbenchError(f"{n} training examples are fewer than one batch of {cfg.batch_size}")
+            raise EmbenchError(f"{n} training examples are fewer than one batch of {cfg.batch_size} (--set drop_last)")
         self.total = self.method.total_steps = cfg.max_steps or max(1, math.ceil(cfg.epochs * self.per_epoch))
         self.warmup = warmup_steps(cfg, self.total, self.per_epoch)
         self.model = self.method.build(self.device)
