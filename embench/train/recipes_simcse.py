@@ -2,6 +2,15 @@
 
 Each value beside its source: the paper's section or table, or the line of the official script
 (princeton-nlp/SimCSE ``run_unsup_example.sh``, ``run_sup_example.sh``) that sets it.
+
+The authors' supervised run on 4 GPUs clipped another gradient than one process on the whole batch computes: their
+``simcse/models.py`` gathers the embeddings with ``dist.all_gather``, which carries no gradient, and puts back its own
+(``z1_list[dist.get_rank()] = z1``), so each GPU computes the loss over all 512 but its gradient flows only through its
+128; DDP then averages the four, which is 1/4 of the loss's exact gradient. embench's gather keeps every process's
+gradient path (``distributed.gather_with_grad``): the exact gradient, on one process or several. Adam(W) is
+insensitive to that scale (up to its eps); Trainer's ``max_grad_norm`` 1.0 clip is not: theirs clipped the quartered
+norm, so ``simcse-sup`` clips the exact one at 4.0, which gives their updates (``tests/test_simcse_sup_clip.py``
+trains both ways: 1e-7 apart; at 1.0, 8e-3). ``--set grad_clip=1`` is Trainer's value read on embench's gradient.
 """
 
 from __future__ import annotations
@@ -62,4 +71,7 @@ SIMCSE_SUP = Recipe.cited(
      "pooling": ("cls", "SimCSE §6.3, Table 6: [CLS] with the MLP for supervised SimCSE; run_sup_example.sh "
                         "--pooler_type cls"),
      "mlp": ("keep", "SimCSE §6.3: the MLP kept at test for supervised SimCSE (run_sup_example.sh: no --mlp_only_train)"),
-     "hard_negative_weight": (1.0, "SimCSE §6.3, Table 7: alpha = 1 (each anchor's own hard negative unweighted)")})
+     "hard_negative_weight": (1.0, "SimCSE §6.3, Table 7: alpha = 1 (each anchor's own hard negative unweighted)"),
+     "grad_clip": (4.0, "run_sup_example.sh sets none: Trainer's max_grad_norm 1.0 over 1/4 of the exact gradient "
+                        "(models.py's all_gather carries none, DDP averages 4 GPUs), i.e. 4.0 on the exact gradient "
+                        "(embench.train.recipes_simcse's notes; --set grad_clip=1: 1.0 on it)")})
