@@ -331,7 +331,7 @@ def test_cli_csv_keeps_the_notes_and_titles_the_other_formats_print(tiny_audit):
     assert any(n.startswith("variants: ") and "200 resamples" in n for n in notes), notes
     assert any(n.startswith("knobs: beyond_noise: ") for n in notes), notes
     assert any(n.startswith("passes: forward passes") for n in notes), notes
-    assert "matches: closest protocol combinations (residual = ours - reported, x100)" in notes, notes
+    assert "matches: closest protocol combinations (residual = ours at the reported decimals - reported, x100)" in notes, notes
 
 
 def test_table_check_reads_embench_s_own_csv_and_audit_outputs(tmp_path):

@@ -13,22 +13,22 @@ from ..core.defaults import SEED_MAX
 from ..core.errors import EmbenchError
 from ..encoding.vector_axes import axis_values
 from ..evaluation.api_arguments import batch_arguments, interval_arguments
-from ..tasks import TASKS
 from .dimensions import VECTOR_KNOBS  # the knobs whose values --truncate-dim and --quantize set
+from .reported_values import checked_numbers
 
 
 def checked_reported(reported: Any) -> dict[str, float] | None:
-    """``reported`` (task -> published number, x100) with canonical task names and float values."""
+    """``reported`` (task -> published number, x100) with canonical task names and float values that keep their
+    printed decimals; refused as ``--reported`` is: a task given twice (two aliases), a task that is not STS, numbers
+    that all look like fractions (:func:`embench.audit.reported_values.checked_numbers`)."""
     if reported is None:
         return None
     if not isinstance(reported, dict):
         raise EmbenchError(f"reported must be a mapping of task names to published numbers, not {type(reported).__name__}")
-    out: dict[str, float] = {}
     for name, value in reported.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise EmbenchError(f"reported: {value!r} (for {name}) is not a finite number")
-        out[TASKS.canonical(str(name))] = float(value)
-    return out
+    return checked_numbers([("", str(name), value) for name, value in reported.items()], "reported", "reported")
 
 
 def check_audit_arguments(tolerance: Any, sample: Any, sample_seed: Any, truncate_dim: Any, quantize: Any,

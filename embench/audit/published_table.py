@@ -27,7 +27,7 @@ class TableIssue:
     table: int
     row: int  # 1-based line in the file
     name: str
-    kind: str  # "average" or "duplicate"
+    kind: str  # "average", "duplicate" or "unchecked" (a row with fewer cells than its header, not checked)
     message: str
 
 
@@ -155,10 +155,15 @@ def check_table(path: str | Path, tolerance: float = 0.01) -> list[TableIssue]:
             groups.append((j, [c for c in range(start, j) if not _is_bound(header[c])]))
             start = j + 1
         for line_no, cells in table[1:]:
+            named = [_MARKS.sub("", cells[j]).strip() for j in range(min(labels, len(cells))) if header[j] != "table"]
+            name = " ".join(n for n in named if n) or "unlabelled row"
+            if len(cells) < len(header) and any(_is_number(c) for c in cells[labels or 1:]):
+                # a cell left out: which task each number is under cannot be told (was skipped in silence)
+                issues.append(TableIssue(t_index, line_no, name, "unchecked", f"{len(cells)} cells for the header's "
+                                         f"{len(header)} columns: which column each number is in cannot be told"))
+                continue
             if len(cells) < len(header) or not any(c.strip() for c in cells[labels or 1:]):
                 continue  # section headings
-            named = [_MARKS.sub("", cells[j]).strip() for j in range(labels) if header[j] != "table"]
-            name = " ".join(n for n in named if n) or "unlabelled row"
             values: dict[int, float | None] = {}
             unreadable: list[int] = []
             for j in sorted({c for _, cols in groups for c in cols} | set(avg_cols)):

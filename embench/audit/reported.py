@@ -18,21 +18,21 @@ import numpy as np
 import pandas as pd
 
 from ..api import evaluate
-from ..core.errors import EmbenchError, UnknownNameError
-from ..core.registry import nearest
+from ..core.errors import EmbenchError
 from ..evaluation.protocols import EvalProtocol
 from ..evaluation.suites import SUITES
 from ..report.progress import announce
 from ..tasks import TASKS
 from .knobs import KNOBS, MATCH_GRID
+from .reported_values import checked_numbers, printed_decimals
 
 
 def parse_reported(text: str) -> dict[str, float]:
-    """``"STS12=70.97 STS13=76.53 ..."`` or seven bare numbers in sts-all order (an eighth, Avg., is ignored)."""
+    """``"STS12=70.97 STS13=76.53 ..."`` or seven bare numbers in sts-all order (an eighth, Avg., is ignored); each
+    value a :class:`~embench.audit.reported_values.Printed` float that keeps its printed decimals."""
     tokens = [t for t in re.split(r"[\s,;]+", text.strip()) if t]
     if not tokens:
         raise EmbenchError("--reported is empty")
-    out: dict[str, float] = {}
     if all("=" not in t for t in tokens):
         order = SUITES.get("sts-all").tasks
         if len(tokens) not in (len(order), len(order) + 1):
@@ -44,17 +44,9 @@ def parse_reported(text: str) -> dict[str, float]:
             if "=" not in t:
                 raise EmbenchError(f"--reported: token {t!r} is not TASK=NUMBER")
             name, value = t.split("=", 1)
-            if name.lower() in ("avg", "avg."):
-                continue
-            if name not in TASKS:
-                raise UnknownNameError("task in --reported", name, TASKS.names(), nearest(name, TASKS.names()))
-            pairs.append((TASKS.canonical(name), value))
-    for name, value in pairs:
-        try:
-            out[name] = float(value)
-        except ValueError:
-            raise EmbenchError(f"--reported: {value!r} (for {name}) is not a number") from None
-    return out
+            if name.lower() not in ("avg", "avg."):
+                pairs.append((name, value))
+    return checked_numbers([("", name, value) for name, value in pairs], "--reported", "--reported")
 
 
 def read_reported_file(path: str | Path) -> dict[str, float]:
@@ -69,17 +61,15 @@ def read_reported_file(path: str | Path) -> dict[str, float]:
         pairs = [(i, a, b) for i, (a, b) in rows if a.lower() not in ("task", "avg", "avg.")]
     elif len(rows) >= 2:
         (_, header), (line, values) = rows[0], rows[1]
+        if len(rows) > 2:  # one verdict per audit: the rows after the first were dropped in silence
+            raise EmbenchError(f"{p}:{rows[2][0]}: a second row of values: --reported-file takes a header of tasks and "
+                               "one row (the numbers of one model: give each model's in a file of its own)")
         if len(values) != len(header):
             raise EmbenchError(f"{p}:{line}: {len(values)} values for {len(header)} columns")
         pairs = [(line, a, b) for a, b in zip(header, values, strict=True) if a and a.lower() not in ("model", "avg", "avg.")]
     else:
         raise EmbenchError(f"{p}: expected rows 'task,value' or a header of task names and one row of values")
-    for line, task, value in pairs:  # the file's line, not --reported's text, in the message
-        try:
-            float(value)
-        except ValueError:
-            raise EmbenchError(f"{p}:{line}: {value!r} (for {task}) is not a number") from None
-    return parse_reported(" ".join(f"{a}={b}" for _, a, b in pairs))
+    return checked_numbers([(f"{p}:{line}", a, b) for line, a, b in pairs], "--reported-file", str(p))
 
 
 def match_reported(model: str, reported: dict[str, float], tolerance: float, common: dict[str, Any], knobs: list[str],
@@ -114,7 +104,8 @@ def match_reported(model: str, reported: dict[str, float], tolerance: float, com
             for t in tasks:
                 s = by_task[t].scores
                 scores[t] = 100 * s[agg][corr]
-            res = {t: round(scores[t], 2) - reported[t] for t in tasks}
+            # ours at the reported number's own precision: 18.86 is the 18.9 of a paper that prints one decimal
+            res = {t: round(scores[t], printed_decimals(reported[t])) - reported[t] for t in tasks}
             full = {"aggregation": agg, "correlation": corr, **proto}
             changed = sum(1 for k, v in full.items() if v != getattr(base, k))
             rows.append({

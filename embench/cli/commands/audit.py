@@ -25,9 +25,9 @@ def audit(
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model name, alias or folder; repeat to audit several, one after another.")] = None,
     knobs: Annotated[str | None, typer.Option(help=f"Comma-separated knobs (default: all): {', '.join(k.replace('_', '-') for k in KNOBS)}.")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="Tasks (default: the seven of sts-all).")] = None,
-    reported: Annotated[str | None, typer.Option(help='Published numbers: "STS12=70.97 STS13=76.53 ..." or seven numbers in sts-all order.')] = None,
+    reported: Annotated[str | None, typer.Option(help='Published numbers of STS tasks, x100, each task once: "STS12=70.97 STS13=76.53 ..." or seven numbers in sts-all order.')] = None,
     reported_file: Annotated[Path | None, typer.Option(help="CSV of published numbers (rows task,value or a header of tasks and one row).")] = None,
-    tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match.")] = 0.01,
+    tolerance: Annotated[float, typer.Option(min=0.0, help="Largest residual (x100) that still counts as a match; each score is first rounded to its reported number's decimals (18.9: one), so 0.01 asks for the printed digits.")] = 0.01,
     opts: Given | None = None,
     ci: CIOpt = None,
     resamples: ResamplesOpt = None,
@@ -121,7 +121,7 @@ def _audit_tables(result, model: str) -> list[tuple[str, str, Any, dict[str, Any
         for c in m.columns:
             if m[c].dtype.kind == "f":
                 m[c] = m[c].map(lambda x: f"{x:+.2f}")
-        tables.append(("matches", "closest protocol combinations (residual = ours - reported, x100)", m, {"scaled": []}))
+        tables.append(("matches", "closest protocol combinations (residual = ours at the reported decimals - reported, x100)", m, {"scaled": []}))
     return tables
 
 
@@ -167,6 +167,7 @@ def table(
 
     issues = check_table(file, tolerance)
     averages = [i for i in issues if i.kind == "average"]
+    unchecked = sum(i.kind == "unchecked" for i in issues)
     for i in issues:
         if err.is_terminal:
             style = "red" if i.kind == "average" else "yellow"
@@ -174,6 +175,8 @@ def table(
             err.print(f"[{style}]{escape(str(file))}:{i.row}[/]: {plain}")
         else:
             typer.echo(f"{file}:{i.row}: [{i.kind}] {i.name}: {i.message}")
-    typer.echo(f"{len(averages)} average(s) off, {len(issues) - len(averages)} duplicated value(s) in {file}")
+    duplicates = len(issues) - len(averages) - unchecked
+    skipped = f", {unchecked} row(s) not checked (fewer cells than the header)" if unchecked else ""
+    typer.echo(f"{len(averages)} average(s) off, {duplicates} duplicated value(s){skipped} in {file}")
     if averages:
         raise typer.Exit(1)
