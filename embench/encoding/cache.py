@@ -36,6 +36,7 @@ import numpy as np
 from ..core.atomic import STALE_SECONDS, TMP_SUFFIX, atomic_file, sweep_stale
 from ..core.errors import EmbenchError
 from ..core.paths import unwritable
+from ..core.signals import interrupts_held
 from ..core.surrogates import surrogate_problem
 
 SUFFIX = ".npz"
@@ -201,12 +202,15 @@ class EmbeddingCache:
         final = self.folder / name
         karr = np.array([k.encode("ascii") for k in keys])
         varr = np.ascontiguousarray(vectors, dtype=np.float32)
-        try:
-            with atomic_file(final, fsync=True) as f:  # the bytes are on disk before the name is
-                np.savez(f, keys=karr, vectors=varr, checksum=shard_checksum(karr, varr, self.folder.name))
-        except OSError as e:  # nothing is left behind (atomic_file removes its temporary file)
-            self._disable(e)
-            return
-        if self._index is not None:
-            for k in keys:
-                self._index.setdefault(k, final)
+        # Ctrl-C or SIGTERM mid-write takes effect once the shard is in place: raised inside, it removed the
+        # temporary file, and the vectors a run stops to keep were lost with it
+        with interrupts_held():
+            try:
+                with atomic_file(final, fsync=True) as f:  # the bytes are on disk before the name is
+                    np.savez(f, keys=karr, vectors=varr, checksum=shard_checksum(karr, varr, self.folder.name))
+            except OSError as e:  # nothing is left behind (atomic_file removes its temporary file)
+                self._disable(e)
+                return
+            if self._index is not None:
+                for k in keys:
+                    self._index.setdefault(k, final)

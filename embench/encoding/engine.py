@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import EmbeddingError, EmbenchError
+from ..core.errors import EmbenchError
 from ..core.gc_freeze import older_objects_frozen
+from ..core.signals import interrupts_held
 from ..report.progress import RateProgress, announce, third_party_bars
 from .allocator import keep_batch_memory, release_batch_memory
 from .batch_forward import forward_halving
@@ -28,6 +29,7 @@ from .batching import batches as _batches
 from .batching import resolve_batching
 from .cache import EmbeddingCache, keyed_texts, text_key
 from .encoder_interface import Encoder
+from .landed_chunks import ChunkLanding
 from .prompted import prompted_engine
 from .row_gather import RowGather
 
@@ -143,13 +145,6 @@ class Engine:
             self.stats["from_cache"] += len(found) - len(elsewhere)  # those are in stats["encoded"] already
         return owned, todo, hits
 
-    def _flush(self, keys: list[str], vecs: list[np.ndarray]) -> None:
-        """Write ``keys`` with their vectors (``vecs``: arrays of rows, in the keys' order) to the cache."""
-        if self.cache is not None and keys:
-            self.cache.put_many(list(keys), np.concatenate(vecs))
-        keys.clear()
-        vecs.clear()
-
 
 def embed_views(engines: Sequence[Engine], texts: Sequence[str]) -> list[np.ndarray]:
     """The vectors of ``texts`` under every engine's encoder, from one forward pass per batch
@@ -231,37 +226,9 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
     on_cpu = str(getattr(encoder, "device", "cpu")).startswith("cpu")
     if on_cpu:
         keep_batch_memory()  # batches reuse the last one's memory instead of faulting it in again
+    landing = ChunkLanding(engines, keys, texts, wanted, FLUSH_EVERY)
+    copies = HostCopies(landing, FLUSH_EVERY)
     views = [e.encoder for e in engines]
-    pending: list[tuple[list[str], list[np.ndarray]]] = [([], []) for _ in engines]  # per engine: keys, arrays of rows to cache
-
-    def landed(idx: np.ndarray, arrays: list[np.ndarray]) -> None:
-        """A chunk of vectors is on the host: check it, keep each engine's wanted keys, write them to its cache.
-        A whole chunk at a time, not text by text: on a GPU the last chunk's handling is host time with the GPU idle."""
-        chunk_keys = [keys[i] for i in idx.tolist()]
-        for e, vecs, want, (pk, pv) in zip(engines, arrays, wanted, pending, strict=True):
-            bad = ~np.isfinite(vecs).all(axis=1)
-            if bad.any():
-                t = texts[int(idx[int(np.flatnonzero(bad)[0])])]
-                raise EmbeddingError(f"the embedding of {t!r} contains NaN or inf ({e.encoder.name})")
-            mine = chunk_keys
-            if len(want) < len(keys):  # this engine keeps only the texts it lacked (views of one pass: fill_views)
-                rows = [j for j, k in enumerate(chunk_keys) if k in want]
-                mine, vecs = [chunk_keys[j] for j in rows], vecs[rows]
-            e._memory.update(zip(mine, vecs, strict=True))  # each key: its row of the chunk's array
-            for gather in e._gathers:
-                gather.take(mine, vecs)
-            e.stats["encoded"] += len(mine)
-            if e.cache is not None:
-                pk.extend(mine)
-                pv.append(vecs)
-                if len(pk) >= FLUSH_EVERY:
-                    e._flush(pk, pv)
-
-    def flush_all() -> None:  # each engine's vectors not yet in its cache
-        for e, (pk, pv) in zip(engines, pending, strict=True):
-            e._flush(pk, pv)
-
-    copies = HostCopies(landed, FLUSH_EVERY)
     what = encoder.name if len(engines) == 1 else f"{encoder.name}, {len(engines)} views in one pass"
     batches = 0
     start = flushed = time.perf_counter()
@@ -274,20 +241,23 @@ def _encode_sorted(engines: Sequence[Engine], keys: list[str], texts: list[str],
                     outs = [torch.from_numpy(np.asarray(encoder.encode_batch(batch), dtype=np.float32))]
                 first.stats["forward_batches"] += 1
                 batches += 1
-                copies.add(idx, outs)
+                with interrupts_held():  # a chunk leaves the batches and the one before it lands whole (landed_chunks.py)
+                    copies.add(idx, outs)
                 bar.advance(len(idx))
                 if time.perf_counter() - flushed >= FLUSH_SECONDS:  # every vector so far to the host, then to disk
-                    copies.close()  # (waits for the device once: nothing against FLUSH_SECONDS of its work)
-                    flush_all()
+                    with interrupts_held():  # (waits for the device once: nothing against FLUSH_SECONDS of its work)
+                        copies.close()
+                    landing.flush_all()
                     flushed = time.perf_counter()
-            copies.close()
+            with interrupts_held():
+                copies.close()
     except BaseException:
-        with contextlib.suppress(Exception):  # an interruption keeps the batches already computed
+        with interrupts_held(), contextlib.suppress(Exception):  # an interruption keeps the batches already computed
             copies.close()
         raise
     finally:
         elapsed = time.perf_counter() - start
-        flush_all()
+        landing.flush_all()  # every view's, before an interrupt goes on
         for e in engines:
             e.stats["encode_seconds"] += elapsed / len(engines)
         if on_cpu and batches > 1:  # a pass of one batch keeps its memory for the next call's batch

@@ -23,11 +23,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import TMP_SUFFIX, sweep_stale, write_json
+from ..core.atomic import TMP_SUFFIX, atomic_path, sweep_stale, write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..core.identity_fields import ENCODER_FIELDS, OPTIONAL_FIELDS
 from ..core.paths import plain_name, unwritable
+from ..core.signals import interrupts_held
 from .items import Items
 from .record_checks import score_problem, shown_number
 from .task_data import KEY, TASK_DATA, data_digest
@@ -195,18 +196,17 @@ class ResultStore:
         return self.path(record).with_suffix(".items.npz")
 
     def save(self, record: Record, items: Items | None = None) -> Path:
-        """Write the record (and its per-item outcomes first, so a record never names a missing file)."""
+        """Write the record and its per-item outcomes as a pair: the items under a temporary name first, renamed into
+        place once the record is. A failed write (a full disk) leaves the pair there before as it was (replacing the
+        items first, then removing them, left the old record naming a missing file: ``--ci`` silently scored again),
+        and Ctrl-C or SIGTERM meanwhile takes effect once both are written."""
         p = self.path(record)
         p.parent.mkdir(parents=True, exist_ok=True)
-        if items is not None:
-            record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(self.items_path(record))}
-        try:
+        with interrupts_held(), contextlib.ExitStack() as pair:
+            if items is not None:  # renamed over the old items when the block ends, removed if it raises
+                staged = pair.enter_context(atomic_path(self.items_path(record)))
+                record.items = {**items.describe(), "file": self.items_path(record).name, "sha256": items.save(staged)}
             return write_json(p, record.to_dict(), default=_json_default)
-        except BaseException:  # a full disk: no items file without its record
-            if items is not None:
-                with contextlib.suppress(OSError):
-                    self.items_path(record).unlink(missing_ok=True)
-            raise
 
     def load_items(self, record: Record) -> Items | None:
         """The record's per-item outcomes, or None when it has none or the file is missing or damaged."""
