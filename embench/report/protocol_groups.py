@@ -30,10 +30,21 @@ def protocol_of(record: Any) -> tuple[tuple[str, Any], ...]:
 
 def scored_protocol(record: Any, axes_of: AxesOf | None = None) -> dict[str, Any]:
     """The axes of the record's kind, None where its task is not scored under one (``axes_of``; without it, every
-    axis of the kind counts): a record stores such an axis at its default, which says nothing of the run."""
+    axis of the kind counts): a record stores such an axis at its default, which says nothing of the run.
+
+    An axis ``axes_of`` names that no kind has is the task's own (a task file's ``task_data``, the digest of its
+    files): it tells two versions of that task apart, never two tasks, so it is keyed by the task (``task_data
+    (my-sts)``), which every other task's record lacks and so agrees with."""
     kind_axes = protocol_of(record)
-    scored = set(axes_of(record)) if axes_of is not None else {a for a, _ in kind_axes}
-    return {a: (v if a in scored else None) for a, v in kind_axes}
+    scored = list(axes_of(record)) if axes_of is not None else [a for a, _ in kind_axes]
+    out = {a: (v if a in scored else None) for a, v in kind_axes}
+    own = [a for a in scored if a not in out and record.protocol.get(a) is not None]
+    return {**out, **{task_axis(a, record.task): record.protocol[a] for a in own}}
+
+
+def task_axis(axis: str, task: str) -> str:
+    """The name of ``task``'s own axis ``axis`` in a table: ``task_data (my-sts)``."""
+    return f"{axis} ({task})"
 
 
 def agrees(values: tuple, row: tuple) -> bool:

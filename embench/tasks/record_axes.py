@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..report.protocol_groups import protocol_of
+from .recorded_protocol import TASK_KEYS
 from .senteval.datasets import TRANSFER_DATASETS
 from .sts.datasets import STS_DATASETS
 from .sts.scored_axes import SPLIT_OPTIONS, ignored_axes
@@ -20,7 +21,9 @@ def protocol_axes(record: Any) -> tuple[str, ...]:
     Those of its kind of task (as ``embench report`` keeps tables apart), narrowed by what its task is: a SemEval
     year has no split or regressor, STS-B and SICK-R no subsets to aggregate, a single-sentence transfer task no
     pair features; SentEval's regressor also depends on the seed it is trained with. A task file's record is narrowed
-    by what its provenance says it is (``_task_file_drops``); any other task keeps every axis of its kind."""
+    by what its provenance says it is (``_task_file_drops``); any other task keeps every axis of its kind. Last, the
+    keys the task adds (``task_data``, ``task_code``), where the record has them: two versions of one task file are
+    two protocols of its task (`results show` rows, `report` groups, mteb task names), never of another task."""
     axes = [a for a, _ in protocol_of(record)]
     data = ROWS.get(record.kind, {}).get(record.task)
     own = (getattr(record, "provenance", None) or {}).get("task_meta", {})
@@ -36,7 +39,8 @@ def protocol_axes(record: Any) -> tuple[str, ...]:
     elif record.kind == "transfer" and (data.line != "pair-columns" if data is not None
                                         else own.get("task_file_kind") == "classification"):
         axes = [a for a in axes if a != "pair_features"]
-    return tuple(axes)
+    # what the task adds to its record's key (a task file's data digest, a plug-in's code): its score depends on it
+    return (*axes, *(k for k in TASK_KEYS if record.protocol.get(k) and k not in axes))
 
 
 def _task_file_drops(meta: dict[str, Any]) -> set[str]:

@@ -128,16 +128,15 @@ def results_frame(recs):
     from ...report.tables import column_names
     from ...tasks import TASKS
     from ...tasks.record_axes import protocol_axes
-    from ...tasks.recorded_protocol import TASK_KEYS
 
     # only the protocol axes a record's task is scored under (None for the others, which agree with every row): STS-B's
     # score has no aggregation, MR's no correlation, STS13's no --sick-split (stored at its default: not a second row)
     fields = _identity_fields(recs)
     protocols = [scored_protocol(r, protocol_axes) for r in recs]
-    # a task file's data digest and a plug-in task's code too (each in the record's key): two versions of one task's
-    # data are two rows, not one cell that shows whichever record was read last
-    settings = [{"fingerprint": r.encoder.get("fingerprint"), **p, **_encoder_settings(r, fields),
-                 **{k: r.protocol[k] for k in TASK_KEYS if k in r.protocol}} for r, p in zip(recs, protocols, strict=True)]
+    # a task file's data digest and a plug-in task's code are among them, keyed by the task (protocol_groups): two
+    # versions of one task's data are two rows, while two task files share one
+    settings = [{"fingerprint": r.encoder.get("fingerprint"), **p, **_encoder_settings(r, fields)}
+                for r, p in zip(recs, protocols, strict=True)]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     differing = [k for k in keys if len({repr(s.get(k)) for s in settings if s.get(k) is not None}) > 1]
     shared = {k: v for k in keys if k not in differing
@@ -158,7 +157,9 @@ def results_frame(recs):
                 rows[key][column] = r.main_score
     order = {n: i for i, n in enumerate(TASKS.names())}
     shown = {column: order.get(r.task, len(order)) for r, column in zip(recs, columns, strict=True)}
-    tasks = sorted({c for row in rows.values() for c in row}, key=lambda c: shown.get(c, len(order)))
+    # the registry's tasks in its order, then the others (task files, plug-ins) by name: never in a set's order,
+    # which changes with the hash seed
+    tasks = sorted({c for row in rows.values() for c in row}, key=lambda c: (shown.get(c, len(order)), c))
     ordered = sorted(rows.items(), key=lambda kv: [_sortable(v) for v in kv[0]])  # layer 6 before 12
     records = [{"model": key[0], **dict(zip(differing, key[1:], strict=True)), **{t: row.get(t) for t in tasks}}
                for key, row in ordered]

@@ -6,8 +6,9 @@ subsets), so each is written under a task name of its own that carries the proto
     embench-STS12__aggregation=all__correlation=spearman__text=senteval__similarity=cosine
 
 ``embench-`` and the record's task name, then ``axis=value`` for every protocol axis the task's score depends
-on (``protocol_axes``), joined by ``__`` as mteb joins experiment settings. The same task under two protocols is
-two task names, never two entries of one result: mteb averages the entries (subsets, splits) of a result into
+on (``protocol_axes``; a task file's data digest, ``task_data``, too), joined by ``__`` as mteb joins experiment
+settings. The same task under two protocols is two task names, never two entries of one result: mteb averages the
+entries (subsets, splits) of a result into
 its main score, and ``BenchmarkResults.to_dataframe`` keeps one revision per task name, so either would mix or
 drop protocols. One score entry (``hf_subset`` ``default``, English) holds the record's main score, the protocol
 as a mapping, and the record's own score table under ``embench``. mteb reads such a file without its task
@@ -32,9 +33,15 @@ ENGLISH = ["eng-Latn"]  # every STS and SentEval set embench reads is English
 
 
 def own_task_name(record: Any) -> str:
-    """``embench-<task>__<axis>=<value>__...``, reduced to characters every file system takes."""
-    label = "".join(f"__{a}={record.protocol.get(a)}" for a in protocol_axes(record))
+    """``embench-<task>__<axis>=<value>__...``, reduced to characters every file system takes. A task file's
+    ``task_data`` is one of the axes: two versions of its data are two task names, as two protocols are (under one
+    name, mteb's ``to_dataframe`` kept one of them); a plug-in's ``task_code`` (origin and code) is named by a hash."""
+    label = "".join(f"__{a}={_named(a, record.protocol.get(a))}" for a in protocol_axes(record))
     return re.sub(r"[^A-Za-z0-9._=+-]", "_", f"{PREFIX}{record.task}{label}")
+
+
+def _named(axis: str, value: Any) -> Any:
+    return stable_hash(value, 16) if axis == "task_code" else value
 
 
 def _split(record: Any, axes: tuple[str, ...]) -> str:

@@ -31,8 +31,9 @@ ROLES: dict[str, tuple[str, ...]] = {
 OPTIONAL_ROLES: dict[str, tuple[str, ...]] = {"pairs": ("subset",)}  # pairs: scored per subset, then aggregated
 SPLITS = ("train", "dev", "test", "all")
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
-KEYS = ("name", "kind", "files", "format", "header", "columns", "score_range", "labels", "display", "description",
-        "citation")
+KEYS = ("name", "kind", "files", "format", "header", "quoting", "columns", "score_range", "labels", "display",
+        "description", "citation")
+QUOTING = ("none", "csv")  # tsv: fields as written (STS's files), or quoted as pandas and spreadsheets write TSV
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a plain name: it becomes part of a record's file name
 # classification splits -> SentEval's validation scheme (embench.tasks.senteval.validation)
 SCHEMES = {("test", "train"): "kfold", ("dev", "test", "train"): "split"}
@@ -55,6 +56,7 @@ class Declaration:
     description: str = ""
     citation: str = ""
     name_line: int | None = None  # the line of the name key, for errors about the name found later (a clash)
+    quoting: str | None = None  # tsv: none | csv; unset: as none, but a field that looks CSV-quoted is refused
 
     @property
     def scheme(self) -> str:
@@ -159,6 +161,10 @@ def _check(raw: dict, where: _Where) -> Declaration:
     header = raw.get("header", True)
     if not isinstance(header, bool):
         raise where.error("header", f"expected true or false, found {header!r}")
+    quoting = raw.get("quoting")
+    if quoting is not None and (fmt != "tsv" or quoting not in QUOTING):
+        raise where.error("quoting", f"expected none or csv, found {quoting!r}" if fmt == "tsv" else
+                          f"applies to format tsv; a {fmt} file is read as {fmt} is written")
     columns = _columns(raw, kind, fmt, header, where)
     score_range = labels = None
     if kind == "pairs":
@@ -171,7 +177,7 @@ def _check(raw: dict, where: _Where) -> Declaration:
         raise where.error("labels", "applies to classification kinds; a pairs task has a score_range")
     return Declaration(where.path, name, kind, files, fmt, header, columns, score_range, labels,
                        _text(raw, "display", where), _text(raw, "description", where), _text(raw, "citation", where),
-                       where.lines.get("name"))
+                       where.lines.get("name"), quoting)
 
 
 def _files(raw: dict, kind: str, where: _Where) -> dict[str, Path]:

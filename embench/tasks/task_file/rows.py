@@ -1,7 +1,9 @@
 """The rows of a task file's data files: tsv, csv or jsonl (``.gz`` too), every bad row named by file and line.
 
 TSV is split on tabs with no quoting (as every STS and SentEval file is), and each line must have as many
-fields as the header (or the first line): a tab inside a sentence would otherwise shift a column silently.
+fields as the header (or the first line): a tab inside a sentence would otherwise shift a column silently. With
+``quoting: csv`` it is read as CSV with tabs (pandas' ``to_csv(sep="\\t")``); unset, a field that looks CSV-quoted
+is refused rather than read with its quotes.
 CSV follows RFC 4180 quoting (Python's :mod:`csv`). A UTF-8 byte-order mark (a spreadsheet's export) is
 dropped.
 """
@@ -56,10 +58,10 @@ def _undeclared_optional(decl: Declaration) -> list[str]:
 
 def _table(decl: Declaration, path: Path) -> Iterator[Row]:
     lines = _lines(path)
-    if decl.format == "tsv":
-        records = ((i, line.split("\t")) for i, line in enumerate(lines, start=1) if line.strip())
-    else:  # csv: a quoted field may span lines; a record is numbered by the line it starts on
-        reader, records = csv.reader(line + "\n" for line in lines), []
+    if decl.format == "tsv" and decl.quoting != "csv":
+        records = ((i, _unquoted(decl, path, i, line.split("\t"))) for i, line in enumerate(lines, start=1) if line.strip())
+    else:  # csv (tsv with quoting: csv): a quoted field may span lines; a record is numbered by the line it starts on
+        reader, records = csv.reader((line + "\n" for line in lines), delimiter="," if decl.format == "csv" else "\t"), []
         try:
             start = 1
             for fields in reader:
@@ -79,8 +81,28 @@ def _table(decl: Declaration, path: Path) -> Iterator[Row]:
     for i, fields in records if decl.header else [first, *records]:
         if len(fields) != width:
             raise MalformedDataError(path, i, f"{len(fields)} {what} where the {'header' if decl.header else 'first line'} "
-                                              f"has {width}" + (" (a tab inside a text?)" if decl.format == "tsv" else ""))
+                                              f"has {width}" + _width_hint(decl, fields))
         yield i, {role: fields[k] for role, k in index.items()}
+
+
+def _width_hint(decl: Declaration, fields: list[str]) -> str:
+    if decl.format != "tsv":
+        return ""
+    quoted = decl.quoting is None and any(f[:1] == '"' for f in fields)  # pandas quotes a text with a tab in it
+    return " (a tab inside a text?" + ("; a quoted one: set quoting: csv in the task file)" if quoted else ")")
+
+
+def _unquoted(decl: Declaration, path: Path, line: int, fields: list[str]) -> list[str]:
+    """A TSV line's fields, refused when ``quoting`` is unset and one reads as CSV-quoted (in quotes, with a doubled
+    quote inside: pandas' ``to_csv(sep="\\t")`` writes ``He said "x"`` so): read as written, its quotes would be scored
+    as part of the text, and an STS file's bare quotes do not take that form."""
+    if decl.quoting is None:
+        for k, f in enumerate(fields):
+            if len(f) > 3 and f[0] == f[-1] == '"' and '""' in f[1:-1]:
+                raise MalformedDataError(path, line, f"field {k + 1} ({f[:40]!r}) looks CSV-quoted; set quoting: csv in "
+                                                     f"{decl.path} to read quoted fields as pandas writes them, or "
+                                                     "quoting: none to keep the quotes as text")
+    return fields
 
 
 def _jsonl(decl: Declaration, path: Path) -> Iterator[Row]:
