@@ -82,6 +82,13 @@ def read_lines(path: Path) -> list[str]:
     return read_text(path).splitlines()
 
 
+def read_text_lines(path: Path) -> list[str]:
+    """The lines of a text file as ``datasets.load_dataset("text")`` reads them (SimCSE's training sentences): only
+    ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line (Python's universal newlines). A U+2028, U+0085 or form
+    feed inside a sentence is text, where ``str.splitlines`` (``read_lines``, as SentEval reads its files) cuts there."""
+    return read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line of a JSON-lines file (``.gz`` allowed).
 

@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 
 from ..core.errors import CorruptFileError, EmbenchError, MalformedDataError, MissingDataError
-from .readers import iter_jsonl, read_lines, read_text
+from .readers import iter_jsonl, read_lines, read_text, read_text_lines
 from .root import DataRoot
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,8 @@ def _existing(path: Path) -> Path:
 
 
 def read_sentences(path: str | Path) -> list[str]:
-    """Non-blank lines of a text file (``.gz`` allowed), stripped; of a JSONL file, each object's ``text``. A table
+    """Non-blank lines of a text file (``.gz`` allowed), stripped (a blank line is no sentence, where SimCSE's
+    loader trains on an empty text); of a JSONL file, each object's ``text``. A table
     (``.csv``, ``.tsv``) is refused: its header and separators would be trained on as sentences."""
     p = _existing(Path(path))
     name = p.name[:-3] if p.name.endswith(".gz") else p.name
@@ -45,7 +46,7 @@ def read_sentences(path: str | Path) -> list[str]:
         raise EmbenchError(f"{p}: a method that trains on sentences reads a text file (one sentence per line) or JSONL "
                            "with a 'text' field, not a table; triplets (sup-simcse, bellm) read sent0,sent1,hard_neg CSV")
     try:
-        lines = read_lines(p)
+        lines = read_text_lines(p)  # split as SimCSE's loader splits them: never at a U+2028 inside a sentence
     except CorruptFileError:
         raise
     except (OSError, EOFError) as e:  # a permission problem, ...
