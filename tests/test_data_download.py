@@ -251,6 +251,20 @@ def test_from_hub_copies_the_dataset_at_the_revision_mteb_pins_from_a_local_hub_
     assert sorted(p.name for p in (root / "mteb").iterdir()) == ["Banking77Classification"]
 
 
+@pytest.mark.slow  # imports mteb for its task names
+def test_from_hub_reads_embenchs_alias_before_mtebs_names(tmp_path):
+    """-t STS-B is embench's STSBenchmark (MTEB:STSBenchmark), not the nearest mteb name (MTEB:STSB, another set);
+    SICK-R, which embench calls SICKRelatedness, is still mteb's SICK-R."""
+    mirror = tmp_path / "hub"
+    for repo in ("mteb/stsbenchmark-sts", "mteb/sickr-sts"):
+        (mirror / repo).mkdir(parents=True)
+        (mirror / repo / "test.jsonl").write_text('{"sentence1": "a", "sentence2": "b", "score": 1}\n')
+    r = CliRunner().invoke(app, ["data", "download", "--from-hub", "-t", "STS-B", "-t", "SICK-R", "--data",
+                                 str(tmp_path / "data"), "--hub-mirror", str(mirror)])
+    assert r.exit_code == 0, r.output
+    assert "MTEB:STSBenchmark: mteb/stsbenchmark-sts@" in r.output and "MTEB:SICK-R: mteb/sickr-sts@" in r.output
+
+
 @pytest.mark.slow  # mteb and datasets read the copy (several seconds)
 def test_an_mteb_task_without_its_files_reads_its_hub_copy(tmp_path):
     import mteb
@@ -387,3 +401,17 @@ def test_a_folder_where_a_data_file_goes_is_said_as_such_not_as_a_full_or_read_o
     status = dict(download(root, ["X"], manifest, keep_going=True))["senteval/downstream/STS/X/b.txt"]
     assert "b.txt is a folder, where the file senteval/downstream/STS/X/b.txt should be: move the folder away" in status
     assert "writable" not in status
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["data/downstream", "downstream"])
+def test_a_senteval_layout_mirror_serves_its_files_too(data_root, tmp_path, layout):
+    """README: "another data root will do" as a mirror; a SentEval data folder (or its downstream folder) is one."""
+    mirror = tmp_path / "mirror" / layout
+    (mirror / "TREC").mkdir(parents=True)
+    for f in (data_root / "senteval/downstream/TREC").iterdir():
+        (mirror / "TREC" / f.name).write_bytes(f.read_bytes())
+    root = DataRoot(tmp_path / "data")
+    base = (tmp_path / "mirror" / layout.removesuffix("/downstream")).as_uri()
+    done = download(root, paths=manifest_paths(["TREC"]), base_url=base)
+    assert done and all(status == "downloaded" for _, status in done), done

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.atomic import write_bytes
 from ..core.errors import ChecksumError, CorruptFileError, EmbenchError
 from ..core.paths import not_there, within
-from .root import DataRoot, located
+from .root import DataRoot, layout_paths, located
 
 
 @dataclass(frozen=True)
@@ -200,15 +200,18 @@ def _fetch_entry(e: Entry, dest: Path, base_url: str | None, timeout: float, acc
     if dest.is_dir():  # neither a read-only nor a full root: writing would fail after the whole fetch, said as either
         raise EmbenchError(f"{dest} is a folder, where the file {e.path} should be: move the folder away, then run "
                            "`embench data download` again")
-    if base_url:  # a mirror holds the stored files themselves (a data root will do): no conversion
-        url = f"{base_url.rstrip('/')}/{e.path}"
-        try:
-            payload = _fetch(url, e.path, timeout)
-        except EmbenchError:
-            if not e.path.endswith(".gz"):
-                raise
-            url = url.removesuffix(".gz")  # a mirror that keeps the file uncompressed
-            payload = _fetch(url, e.path, timeout)
+    if base_url:  # a mirror holds the stored files themselves (a data root of any layout will do): no conversion
+        # where the file lies in each layout, and uncompressed where the manifest's is .gz: the first that reads
+        urls = [f"{base_url.rstrip('/')}/{q}" for p in layout_paths(e.path) for q in dict.fromkeys((p, p.removesuffix(".gz")))]
+        payload, errors = None, []
+        for url in urls:
+            try:
+                payload = _fetch(url, e.path, timeout)
+                break
+            except EmbenchError as err:
+                errors.append(err)
+        if payload is None:
+            raise errors[0]  # the manifest layout's URL: the others are fallbacks
     else:
         url = " + ".join(e.urls)
         payloads = [_fetch(u, e.path, timeout) for u in e.urls]

@@ -129,3 +129,12 @@ def located(root: DataRoot, rel: str) -> Path:
     return root.senteval / rel[len(SENTEVAL_PREFIX):] if rel.startswith(SENTEVAL_PREFIX) else root.path / rel
 
 
+
+
+def layout_paths(rel: str) -> list[str]:
+    """The paths a manifest path (embench layout) may have in a data root of each of the three layouts, embench's first:
+    a mirror is read by URL, so its layout cannot be looked at as :func:`located` looks at a folder's."""
+    if not rel.startswith(SENTEVAL_PREFIX):
+        return [rel]
+    rest = rel[len(SENTEVAL_PREFIX):]
+    return [rel, f"downstream/{rest}", rest]

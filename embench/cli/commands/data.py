@@ -112,18 +112,40 @@ def _check_download_options(root: Path, base_url: str | None, from_hub: bool, hu
         raise EmbenchError(f"--base-url {base_url}: the folder {url.path} {not_there(url.path, 'folder')}")
 
 
+def _hub_task(name: str) -> tuple[str, dict]:
+    """The MTEB task ``-t NAME`` names and its dataset (mteb pins the revision there). An unprefixed name is read as
+    embench's alias first (STS-B: MTEB:STSBenchmark, not the nearest mteb name, MTEB:STSB, another data set), then as
+    mteb's own name (SICK-R, which embench calls SICKRelatedness); an unknown one is the error of mteb's reading."""
+    from ...core.errors import UnknownNameError
+    from ...evaluation.suites import MTEB_PREFIX
+    from ...tasks import TASKS
+
+    if name.upper().startswith(MTEB_PREFIX.upper()):
+        tries = [name]
+    else:
+        own = TASKS.canonical(name) if name in TASKS else None  # a name or alias of embench's
+        tries = list(dict.fromkeys([*([MTEB_PREFIX + own] if own and not own.startswith(MTEB_PREFIX) else []),
+                                    MTEB_PREFIX + name]))
+    errors = []
+    for t in tries:
+        try:
+            canonical = TASKS.canonical(t)
+            return canonical, TASKS.get(canonical).mteb_task().metadata.dataset
+        except UnknownNameError as e:
+            errors.append(e)
+    raise errors[-1]
+
+
 def _from_hub(root, names: list[str], mirror: Path | None) -> None:
     from ...core.errors import EmbenchError
     from ...data.hub import fetch_hub_dataset
     from ...evaluation.suites import MTEB_PREFIX
-    from ...tasks import TASKS
 
     if not names:
         raise EmbenchError("--from-hub: name the MTEB tasks with -t (e.g. -t MTEB:Banking77Classification)")
     for name in names:
-        canonical = TASKS.canonical(name if name.upper().startswith(MTEB_PREFIX.upper()) else MTEB_PREFIX + name)
         try:
-            meta = TASKS.get(canonical).mteb_task().metadata.dataset  # mteb pins the dataset's revision here
+            canonical, meta = _hub_task(name)
         except ImportError:
             raise EmbenchError("--from-hub reads each task's dataset and revision from mteb: pip install 'embench[mteb]'") from None
         dest = fetch_hub_dataset(root, canonical[len(MTEB_PREFIX):], meta["path"], meta.get("revision"), mirror)
