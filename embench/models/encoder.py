@@ -60,7 +60,7 @@ class HFEncoder(PromptViews, SentenceEncode):
     Inference runs under ``torch.inference_mode``. A non-fp32 ``dtype`` holds the weights in that dtype on a GPU
     (``weights_cast``) and runs as autocast over fp32 weights elsewhere (a CPU; a module under training).
     """
-    fingerprint = Followed()  # a str, or for an in-memory module its current weights' (models/live_fingerprint.py)
+    fingerprint = Followed()  # a str, or a function of the weights now (a module's, a checkpoint's): live_fingerprint.py
 
     def __init__(
         self,
@@ -81,9 +81,7 @@ class HFEncoder(PromptViews, SentenceEncode):
         self.settings = settings
         self.name = name
         self.fingerprint = fingerprint
-        self.source = source
-        self.device = device
-        self.revision = revision
+        self.source, self.device, self.revision = source, device, revision
         self._load = load
         self._model: torch.nn.Module | None = None
         self._tokenizer: Any = tokenizer
@@ -167,6 +165,8 @@ class HFEncoder(PromptViews, SentenceEncode):
             owner._model = model.eval().to(owner.device)
             if owner.compiled:  # torch.compile of each layer, shapes dynamic: one compile for every layer and batch shape
                 compile_layers(owner._model)
+            if hasattr(owner._fingerprint, "loaded"):  # the weights as read: a write from now on re-keys them
+                owner._fingerprint.loaded(owner._model)
             if owner._tokenizer is None:
                 owner._tokenizer = tokenizer
         return owner._model

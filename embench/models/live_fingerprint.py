@@ -9,6 +9,14 @@ parameter or buffer was written since (its version counter, storage or shape mov
 walk over the tensors, hashing them only follows a change. The hash is that of
 :func:`~embench.models.fingerprints.module_fingerprint`, so it is exact; a module moved to another
 device keeps it.
+
+A checkpoint loaded by name is keyed by its files' fingerprint, read at load, and its weights are as
+reachable (``encoder.model``): :class:`CheckpointFingerprint` keeps that key while the loaded weights are
+as read, and once one is written in memory keys the weights' own hash instead (joined with the files',
+for the tokenizer's and Dense modules' part), so an edited model is never served its old vectors or
+records. A write through ``param.data`` (a tensor of its own, without the parameter's counter) is not
+seen: write the parameter itself (``param.add_()`` under ``torch.no_grad()``, an optimizer,
+``load_state_dict``) or load it again.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .fingerprints import module_fingerprint
+from .fingerprints import joined, module_fingerprint
 
 
 def tensor_versions(module: torch.nn.Module) -> tuple | None:
@@ -46,6 +54,37 @@ class WeightsFingerprint:
         if versions is None or versions != self._seen:
             self._value = module_fingerprint(self.module, self.tokenizer)
             self._seen = versions
+        return self._value
+
+
+def weights_state(module: torch.nn.Module) -> tuple:
+    """What changes when a parameter or buffer is written or replaced: each one's object, storage, dtype,
+    shape and version counter (-1 for an inference tensor, which keeps none: outside ``torch.inference_mode``
+    it cannot be written in place, and its replacement is another object). A walk over the tensors, no hashing."""
+    return tuple((name, id(t), t.data_ptr(), t.dtype, tuple(t.shape), -1 if t.is_inference() else t._version)
+                 for named in (module.named_parameters(), module.named_buffers()) for name, t in named)
+
+
+class CheckpointFingerprint:
+    """Called, a checkpoint's key: its ``files`` fingerprint while the weights are unloaded or as loaded
+    (:meth:`loaded` is told when they are, after any cast, move or compile), else that joined with the hash of
+    the weights as they are now (hashed again only after a further write)."""
+
+    def __init__(self, files: str):
+        self.files = files
+        self.module: torch.nn.Module | None = None
+        self._seen: tuple = ()
+        self._value = files
+
+    def loaded(self, module: torch.nn.Module) -> None:
+        self.module, self._seen, self._value = module, weights_state(module), self.files
+
+    def __call__(self) -> str:
+        if self.module is None:
+            return self.files
+        state = weights_state(self.module)
+        if state != self._seen:  # written since load (or since the last hash): key the weights themselves
+            self._value, self._seen = joined(self.files, module_fingerprint(self.module)), state
         return self._value
 
 

@@ -33,7 +33,7 @@ from .ensemble import is_ensemble, load_ensemble
 from .families import FAMILIES, Family, check_prompt, detect, family_identity
 from .fingerprints import fingerprint_files, joined, stat_files, weights_fingerprint
 from .gguf_cache import cached_gguf_folder, gguf_file_of, load_gguf_cached
-from .live_fingerprint import WeightsFingerprint
+from .live_fingerprint import CheckpointFingerprint, WeightsFingerprint
 from .load_arguments import check_given
 from .lora_adapter import AdapterInfo, read_adapter
 from .max_length import check_max_length, model_max_length
@@ -209,7 +209,9 @@ def load_model(
         # weights held in the dtype, not autocast over fp32 ones: other vectors, so part of the cache key
         settings.extra["precision"] = "weights"
     warn_if_emulated(device, settings.dtype)
-    encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=src.follow or src.fingerprint, source=src.source,
+    # a checkpoint is keyed by its files while its loaded weights are as read (live_fingerprint.py); a module as it says
+    key = src.follow or (src.fingerprint if isinstance(name_or_path, torch.nn.Module) else CheckpointFingerprint(src.fingerprint))
+    encoder = HFEncoder(src.config, settings, name=src.display, fingerprint=key, source=src.source,
                         device=device, load=src.load, tokenizer=tok, revision=src.revision)
     encoder.batch_tokens = batch_tokens
     encoder.compiled = bool(compile)
