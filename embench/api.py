@@ -41,7 +41,7 @@ from .models.loader import load_model
 from .models.model_names import check_local_path
 from .report.progress import announce, third_party_bars
 from .tasks import TASKS
-from .tasks.names import resolve_tasks, task_kinds, with_task_aliases, with_task_files
+from .tasks.names import resolve_tasks, task_kinds, with_task_aliases
 from .tasks.recorded_protocol import seeded_protocol, task_protocol
 from .tasks.stored_results import results  # kept apart: listing records imports no torch
 
@@ -95,8 +95,15 @@ def evaluate(
     """
     tasks, task_files = evaluate_arguments(suite, tasks, task_files, batch_size, on_task,  # before anything loads
                                            {"data": data, "results_dir": results_dir, "cache_dir": cache_dir},
-                                           {"use_cache": use_cache, "overwrite": overwrite, "save": save, "progress": progress})
-    tasks = with_task_files(task_files, tasks)
+                                           {"use_cache": use_cache, "overwrite": overwrite, "save": save, "progress": progress},
+                                           label)
+    if task_files:  # their tasks are registered for this call only: a later call without the files finds none
+        from .tasks.task_file import task_files_registered  # (read only with a task file)
+
+        with task_files_registered(task_files) as named:
+            return evaluate(model, suite, tasks=tasks or named, data=data, results_dir=results_dir, cache_dir=cache_dir,
+                            use_cache=use_cache, overwrite=overwrite, save=save, batch_size=batch_size, progress=progress,
+                            on_task=on_task, label=label, ci=ci, resamples=resamples, ci_seed=ci_seed, **options)
     # (Over 60 lines with its signature and docstring; the body is the run's order of work, read at once.)
     if isinstance(model, (str, Path)) and (group := read_seed_group(model)) is not None:
         return _evaluate_group(group, suite, tasks=tasks, data=data, results_dir=results_dir, cache_dir=cache_dir,

@@ -81,6 +81,15 @@ class Registry(Generic[T]):
             self._descriptions[name] = description
         return item
 
+    def remove(self, name: str) -> None:
+        """Take back what :meth:`add` registered under ``name``, its aliases with it (a task file's task, registered
+        for one ``evaluate`` call); a name not registered is left alone."""
+        for alias in (name, *self._aliases.pop(name, [])):
+            if self._lower.get(alias.lower()) == name:
+                del self._lower[alias.lower()]
+        self._items.pop(name, None)
+        self._descriptions.pop(name, None)
+
     def register(self, name: str, *aliases: str, description: str = "") -> Callable[[T], T]:
         def deco(item: T) -> T:
             self.add(name, item, *aliases, description=description)

@@ -11,10 +11,12 @@ from ..encoding.batching import check_batching
 
 def evaluate_arguments(suite: Any, tasks: Any, task_files: Any, batch_size: Any, on_task: Any,
                        folders: dict[str, Any] | None = None,
-                       flags: dict[str, Any] | None = None) -> tuple[list[str] | None, list[str] | None]:
+                       flags: dict[str, Any] | None = None, label: Any = None) -> tuple[list[str] | None, list[str] | None]:
     """``tasks`` and ``task_files`` as lists (one name is a list of one); a suite that is no name, an empty list of
     tasks, a batch size that is no whole number of at least 1, a callback that cannot be called, a folder that is no
-    path or a switch that is not True or False is an error naming it."""
+    path, a switch that is not True or False or a label that is no name is an error naming it."""
+    if label is not None and (not isinstance(label, str) or not label.strip()):  # a number failed deep in the row names
+        raise EmbenchError(f"label must be a name (a non-empty string), not {type(label).__name__} {label!r}")
     for what, value in (folders or {}).items():
         folder_argument(value, what)
     for what, value in (flags or {}).items():

@@ -4,12 +4,15 @@ A task file (:mod:`.declaration`) names a pair-scoring or classification dataset
 is registered under its name with the built-in ones, so ``-t NAME``, every protocol option, the stored
 records (with each file's sha256 in their provenance), ``compare`` and ``embench list tasks`` treat it
 as they treat them. A name a built-in task (or an installed plug-in) holds is refused; registering a task
-file again replaces the task it registered before (an edited file is read anew).
+file again replaces the task it registered before (an edited file is read anew). A command registers them for
+its process; ``evaluate(task_files=...)`` only for the call (:func:`task_files_registered`): a later call
+without the file must not find its task, as a fresh process would not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ...core.errors import EmbenchError
@@ -61,5 +64,24 @@ def register_task_files(paths: Iterable[str | Path]) -> list[str]:
     return list(dict.fromkeys(t.name for t in tasks))
 
 
+@contextmanager
+def task_files_registered(paths: Iterable[str | Path]) -> Iterator[list[str]]:
+    """The task files' tasks registered (:func:`register_task_files`) while the block runs, their names given; a name
+    that was registered before (by the command line around an ``evaluate``) stays registered after it."""
+    before = set(REGISTERED)
+    names = register_task_files(paths)
+    try:
+        yield names
+    finally:
+        for name in names:
+            if name.lower() not in before:
+                _unregister(name)
+
+
+def _unregister(name: str) -> None:
+    REGISTERED.pop(name.lower(), None)
+    TASKS.remove(name)  # register_task_files added it under this very name
+
+
 __all__ = ["REGISTERED", "ClassificationTask", "Declaration", "FileTask", "PairsTask", "load_task_file",
-           "read_declaration", "register_task_files"]
+           "read_declaration", "register_task_files", "task_files_registered"]
