@@ -36,6 +36,8 @@ class Random:
     ({"overwrite": "no"}, r"overwrite must be True or False, not str 'no'"),  # a truthy string: it recomputed
     ({"progress": "no"}, r"progress must be True or False, not str 'no'"),
     ({"data": 5}, r"data must be a folder \(a path\), not int 5"),  # failed inside pathlib, unnamed
+    ({"label": 5}, r"^label must be a name \(a non-empty string\), not int 5$"),  # a raw TypeError naming the rows
+    ({"label": " "}, r"^label must be a name \(a non-empty string\), not str ' '$"),
 ])
 def test_evaluate_refuses_a_bad_argument_before_encoding(data_root, tmp_path, kwargs, message):
     suite, data = kwargs.pop("suite", None), kwargs.pop("data", data_root)
@@ -257,3 +259,14 @@ def test_a_batch_size_of_0_is_refused_before_any_model_loads(data_root, tmp_path
                 lambda: audit("no-such-model-is-loaded", tasks="STS12", batch_size=0)):
         with pytest.raises(EmbenchError, match=r"^batch_size must be at least 1, got 0"):
             run()
+
+
+def test_numpy_bools_are_switches_under_numpy_2_too():
+    """numpy 2 names np.bool_ 'bool', so evaluate(normalize=np.True_) was refused as 'not True or False'."""
+    import numpy as np
+
+    from embench.core.arguments import truth
+
+    assert truth(np.True_, "normalize") is True and truth(np.False_, "normalize") is False
+    with pytest.raises(EmbenchError, match="normalize must be True or False"):
+        truth("no", "normalize")

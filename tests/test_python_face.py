@@ -53,7 +53,7 @@ def test_encode_normalize_and_options(tiny_bert_dir, tmp_path):
     with pytest.raises(EmbenchError, match="unexpected option 'normalise'"):
         model.encode(TEXTS, normalise=True)
     with pytest.raises(EmbenchError, match=r"load_model\(device=...\)"):
-        model.encode(TEXTS, device="cuda")
+        model.encode(TEXTS, device="meta")  # never the model's own (which is taken: the next test)
     with pytest.raises(EmbenchError, match=r"encode\(output_value='token_embeddings'\): encode gives sentence vectors only"):
         model.encode(TEXTS, output_value="token_embeddings")
     assert model.encode(TEXTS, output_value="sentence_embedding", use_cache=False).shape == raw.shape
@@ -61,6 +61,39 @@ def test_encode_normalize_and_options(tiny_bert_dir, tmp_path):
                          ([["a", "man"]], r"text 0 is list \['a', 'man'\]"), ({"a": 1}, "not dict"), (3, "not int")):
         with pytest.raises(EmbenchError, match=message):
             model.encode(bad)
+
+
+
+@pytest.mark.slow
+def test_encode_takes_the_model_s_own_device_and_refuses_another(tiny_bert_dir):
+    """encode(device="cpu") was refused for a model on the CPU (any device but None was), though code written for
+    sentence-transformers passes the device it loaded the model on; another device is still refused."""
+    model = embench.load_model(tiny_bert_dir, device="cpu")
+    raw = model.encode(TEXTS, use_cache=False)
+    for same in ("cpu", "cpu:0", torch.device("cpu")):
+        assert np.array_equal(model.encode(TEXTS, device=same, use_cache=False), raw)
+    for other in ("cuda", "cuda:1", "meta", "gpu"):
+        with pytest.raises(EmbenchError, match=rf"^encode\(device={other!r}\): the device is the model's; give it to load_model"):
+            model.encode(TEXTS, device=other)
+    from embench.encoding.st_arguments import same_device
+
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0  # "cuda" is the current CUDA device
+    assert same_device("cuda", f"cuda:{current}") and same_device(f"cuda:{current}", "cuda")
+    assert not same_device("cuda:7", "cuda:0") and not same_device("cuda", "cpu") and not same_device(None, "cpu")
+
+
+def test_encode_refuses_a_normalize_that_is_not_true_or_false(tiny_bert_dir):
+    """encode(normalize="no") normalised the vectors (a non-empty string is true), where evaluate(normalize="no") is
+    refused; numpy's bool is taken."""
+    model = embench.load_model(tiny_bert_dir, device="cpu")
+    for name in ("normalize", "normalize_embeddings"):
+        for bad in ("no", 1, "False"):
+            with pytest.raises(EmbenchError, match=rf"^{name} must be True or False, not {type(bad).__name__} {bad!r}$"):
+                model.encode(TEXTS, **{name: bad})
+    raw = model.encode(TEXTS, use_cache=False)
+    assert np.array_equal(model.encode(TEXTS, normalize=np.bool_(False), use_cache=False), raw)
+    unit = model.encode(TEXTS, normalize_embeddings=np.bool_(True), use_cache=False)
+    assert np.allclose(unit, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
 
 
 @pytest.mark.slow

@@ -59,7 +59,9 @@ def is_seed(value: Any) -> bool:
 def truth(value: Any, what: str) -> Any:
     """``value`` when it is True, False or None: a string such as ``"no"`` would count as true (``normalize="no"``
     normalised the vectors and wrote "no" into the record's settings)."""
-    if value is not None and not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy's bool too
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):  # numpy 2 names np.bool_ "bool"
+        return bool(value)  # a Python bool: it goes into records and JSON as one
+    if value is not None and not isinstance(value, bool):
         raise EmbenchError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
     return value
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.arguments import truth
 from ..core.errors import EmbenchError
 from ..core.registry import nearest
 
@@ -38,11 +39,36 @@ def st_texts(texts: Any, options: dict[str, Any], call: str) -> Any:
     return options.pop(given[0])
 
 
-def refuse_unsupported(options: dict[str, Any], call: str) -> None:
+def switch(value: Any, what: str) -> bool | None:
+    """``value`` as True, False or None (numpy's bool too), anything else an error (``normalize="no"`` was true: it
+    normalised)."""
+    return truth(value, what)
+
+
+def same_device(asked: Any, own: Any) -> bool:
+    """Whether ``asked`` (``encode(device=...)``) names the device ``own`` the model is on: ``cuda`` is ``cuda:0`` when
+    that is the current device (torch's meaning of an index-less device); an unknown or unparsable one is not."""
+    import torch
+
+    try:
+        a, b = torch.device(asked), torch.device(own)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    if a.type != b.type or a.index == b.index:
+        return a.type == b.type
+    if a.index is not None and b.index is not None:
+        return False
+    current = torch.cuda.current_device() if a.type == "cuda" and torch.cuda.is_available() else 0  # asked only here
+    return (current if a.index is None else a.index) == (current if b.index is None else b.index)
+
+
+def refuse_unsupported(options: dict[str, Any], call: str, own_device: Any = None) -> None:
     """Refuse what embench cannot honour, each named with what to do instead: a sentence-transformers argument set to
-    other than its default (``device``, ``precision``, ``output_value``, ``truncate_dim``, ``pool``, ``chunk_size``),
-    and any option ``encode()`` does not have."""
+    other than its default (``device`` other than the model's own ``own_device``, ``precision``, ``output_value``,
+    ``truncate_dim``, ``pool``, ``chunk_size``), and any option ``encode()`` does not have."""
     for name, value in options.items():
+        if name == "device" and value is not None and own_device is not None and same_device(value, own_device):
+            continue  # the model's own device (code written for sentence-transformers passes it): nothing to change
         if name in ("device", "precision") and value not in (None, "float32"):
             raise EmbenchError(f"{call.removesuffix('()')}({name}={value!r}): the {name} is the model's; give it to "
                                f"load_model({'device' if name == 'device' else 'dtype'}=...) instead")

@@ -24,7 +24,7 @@ from ..core.errors import EmbenchError
 from ..core.surrogates import surrogate_problem
 from .cache import default_cache_dir
 from .engine import Engine
-from .st_arguments import prompted_encoder, refuse_unsupported, side_prompt, st_texts
+from .st_arguments import prompted_encoder, refuse_unsupported, side_prompt, st_texts, switch
 
 
 def progress_default(show_progress: bool | None) -> bool:
@@ -95,13 +95,14 @@ class SentenceEncode:
         sentence-transformers, ``convert_to_tensor`` returns one torch tensor, and ``convert_to_numpy=False``
         (without it) a list of tensors, one per text (one text: its tensor). Its ``device``, ``precision`` and
         ``output_value`` are not options here (the device and dtype are the model's, set in ``load_model``): given
-        with a value other than the default they are an error rather than silently ignored, as are ``truncate_dim``,
-        ``pool`` and ``chunk_size``.
+        with a value other than the default (for ``device``, other than the model's own) they are an error rather than
+        silently ignored, as are ``truncate_dim``, ``pool`` and ``chunk_size``. ``normalize`` is True, False or None.
         """
         texts = st_texts(texts, st_kwargs, "encode()")
         refuse_unsupported({**st_kwargs, "device": device, "precision": precision, "output_value": output_value},
-                           "encode()")
-        normalize = normalize_embeddings if normalize is None else normalize  # sentence-transformers' spellings
+                           "encode()", getattr(self, "device", None))  # an ensemble or wrapped object: none to match
+        # sentence-transformers' spellings; a string such as "no" was true (normalised), as evaluate(normalize=) refuses
+        normalize = switch(normalize_embeddings, "normalize_embeddings") if normalize is None else switch(normalize, "normalize")
         show_progress = show_progress_bar if show_progress is None else show_progress
         whole_number(batch_size, "encode(): batch_size")  # in Python's spelling: not the CLI's --batch-size
         single = isinstance(texts, str)
