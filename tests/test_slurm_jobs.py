@@ -132,7 +132,7 @@ def _submitted(results: Path, slurm_job: str, cells: list[Cell], job: str = "m-1
 
 @pytest.mark.parametrize(("marker", "state"), [
     ({}, "running"),  # a local job running the cell since, under the same grid job name
-    ({"slurm_job": "14_0"}, "running"),  # a later Slurm job's
+    ({"slurm_job": "14_0"}, "running"),  # a later Slurm job's, still running
     ({"slurm_job": "12_0"}, "missing"),  # the ended job's own
     ({"log": ".grid/slurm/12_0/12_0_0_log.err"}, "missing"),  # the ended job's, from an embench that wrote no id
     ({"log": ".grid/logs/m-1.log"}, "running"),  # a local job's
@@ -148,9 +148,40 @@ def test_a_slurm_job_that_ended_makes_missing_only_the_running_markers_it_wrote(
     if "slurm_job" in marker or "log" in marker:  # a node's process, which this machine cannot see
         raw = json.loads(grid.marker_path(cell).read_text())
         grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
-    monkeypatch.setattr(slurm_jobs, "job_states", lambda ids: dict.fromkeys(ids, "FAILED"))
+    monkeypatch.setattr(slurm_jobs, "job_states", lambda ids: {i: "RUNNING" if i == "14_0" else "FAILED" for i in ids})
     st = cell_states([cell], ResultStore(tmp_path), grid)[cell.id]
     assert (st["state"], st["note"]) == (state, "Slurm job 12_0 ended FAILED")
+
+
+@pytest.mark.parametrize(("marker", "earlier", "state"), [
+    ({"slurm_job": "11_0"}, "FAILED", "missing"),
+    ({"log": ".grid/slurm/11_0/11_0_0_log.err"}, "NODE_FAIL", "missing"),  # from an embench that wrote no id
+    ({"slurm_job": "11_0"}, "RUNNING", "running"),  # (requeued) it may still run the cell
+    ({"slurm_job": "11_0"}, "UNKNOWN", "running"),  # cannot be ruled out
+])
+def test_a_marker_an_earlier_slurm_job_left_is_missing_once_that_job_has_ended_too(tmp_path, monkeypatch, marker,
+                                                                                     earlier, state):
+    """Job 11_0 died on its node leaving its running marker; the re-run's 12_0 was cancelled while pending, so it
+    never marked the cell: the cell read ``running`` for ever and no re-run submitted it again. The marker's own job
+    is asked about in the same sacct call."""
+    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
+    _submitted(tmp_path, "12_0", [cell])
+    grid = GridState(tmp_path)
+    grid.init()
+    grid.mark(cell, "running", job="m-1", **marker)
+    raw = json.loads(grid.marker_path(cell).read_text())
+    grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
+    asked = []
+
+    def sacct(ids):
+        asked.append(sorted(ids))
+        return {"12_0": "CANCELLED", "11_0": earlier}
+
+    monkeypatch.setattr(slurm_jobs, "job_states", sacct)
+    st = cell_states([cell], ResultStore(tmp_path), grid)[cell.id]
+    assert st["state"] == state and asked == [["11_0", "12_0"]]
+    assert st["note"] == ("Slurm job 12_0 ended CANCELLED" + (
+        f"; its running marker is Slurm job 11_0's, which ended {earlier}" if state == "missing" else ""))
 
 
 @pytest.mark.slow  # imports the worker (and through it torch)

@@ -46,8 +46,9 @@ def holders(results: Path | str) -> dict[str, dict[str, Any]]:
 
 def with_job_states(states: dict[str, dict[str, Any]], results: Path | str) -> dict[str, dict[str, Any]]:
     """The cell states of ``status.cell_state`` corrected by the states of their Slurm jobs: a cell whose job is
-    pending or running is ``running`` (so a re-run does not submit it twice); a ``running`` marker that job wrote,
-    once it has ended, is ``missing`` (another job's, a local one running the cell since, stays ``running``); a cell
+    pending or running is ``running`` (so a re-run does not submit it twice); once it has ended, a ``running`` marker
+    that job wrote is ``missing``, and so is one an earlier Slurm job wrote that has ended too (it died on its node);
+    one a later Slurm job wrote stays ``running`` while that job is pending or running, a local job's stays; a cell
     whose job's state is unknown is ``unknown`` (unless a live marker says running); every cell not done names its
     job and the job's state."""
     open_cells = [cid for cid, st in states.items() if st["state"] != "done"]
@@ -57,7 +58,10 @@ def with_job_states(states: dict[str, dict[str, Any]], results: Path | str) -> d
     subs = {cid: held[cid] for cid in open_cells if cid in held}
     if not subs:
         return states
-    now = job_states(s["slurm_job"] for s in subs.values())
+    # a marker another Slurm job left (one that died on its node before the latest submission) is asked about in the
+    # same call: once that job has ended, its marker holds the cell for nobody
+    markers = {cid: m for cid in subs if states[cid]["state"] == "running" and (m := _marker_job(states[cid]))}
+    now = job_states([s["slurm_job"] for s in subs.values()] + list(markers.values()))
     out = dict(states)
     for cid, sub in subs.items():
         job, slurm = sub["slurm_job"], now.get(sub["slurm_job"], UNKNOWN)
@@ -71,19 +75,27 @@ def with_job_states(states: dict[str, dict[str, Any]], results: Path | str) -> d
             st.update(state="running", job=st.get("job") or job)
             st["note"] = f"Slurm job {job} {slurm}"
         else:
-            if st["state"] == "running" and _marked_by(st, sub):  # its marker was left by a process Slurm has ended
+            st["note"] = f"Slurm job {job} {_how(slurm)}"
+            marked = markers.get(cid)
+            if st["state"] == "running" and marked == str(job):  # its marker was left by a process Slurm has ended
                 st["state"] = "missing"
-            st["note"] = (f"Slurm job {job} ended (squeue no longer lists it; sacct cannot say how)" if slurm == ENDED
-                          else f"Slurm job {job} ended {slurm}")
+            elif st["state"] == "running" and marked and now.get(marked, UNKNOWN) not in ACTIVE | {UNKNOWN}:
+                st["state"] = "missing"  # an earlier Slurm job's marker (it died on its node), and that job has ended
+                st["note"] += f"; its running marker is Slurm job {marked}'s, which {_how(now[marked])}"
         out[cid] = st
     return out
 
 
-def _marked_by(st: dict[str, Any], sub: dict[str, Any]) -> bool:
-    """Whether the ``running`` marker of a cell was written by the Slurm submission ``sub``, not by a job running the
-    cell since (a local one, under the same grid job name): the marker names its array task's id; one from an
-    embench that wrote no id is that task's when its log is in submitit's folder of that task (``slurm/12_3/``)."""
+def _how(slurm: str) -> str:
+    return "ended (squeue no longer lists it; sacct cannot say how)" if slurm == ENDED else f"ended {slurm}"
+
+
+def _marker_job(st: dict[str, Any]) -> str | None:
+    """The Slurm array task that wrote the ``running`` marker of a cell; None for a job Slurm did not run (a local one,
+    under the same grid job name, whose host and pid ``status.cell_state`` checks): the marker names its array task's
+    id; one from an embench that wrote no id is that task's when its log is in submitit's folder of that task
+    (``slurm/12_3/``)."""
     if st.get("marker_slurm_job"):
-        return str(st["marker_slurm_job"]) == str(sub["slurm_job"])
+        return str(st["marker_slurm_job"])
     log = Path(str(st.get("log") or ""))
-    return log.parent.name == str(sub["slurm_job"]) and log.parent.parent.name == "slurm"
+    return log.parent.name if log.parent.parent.name == "slurm" and log.parent.name else None
