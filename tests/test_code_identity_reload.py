@@ -4,6 +4,8 @@ module object, so an edit must still change ``pooler_code`` and its stale cached
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 import os
 import sys
 
@@ -92,3 +94,72 @@ def test_a_function_edited_before_its_first_hash_is_refused(tmp_path, monkeypatc
     with pytest.raises(EmbenchError, match="pooling.py: pool was edited after embench_probe_pkg.pooling was imported"):
         code_hash(module.pool)
     assert code_hash(importlib.reload(module).pool) != unchanged  # reloaded: the new code, hashed
+
+
+class _Rewriting(importlib.machinery.SourceFileLoader):
+    """An import hook that rewrites the code it loads, as pytest's assertion rewriting, typeguard and beartype do."""
+
+    def source_to_code(self, data, path, *, _optimize=-1):
+        return compile(data.replace(b"h * SCALE", b"h * SCALE + 0"), path, "exec", dont_inherit=True)
+
+
+def test_code_an_import_hook_rewrote_from_an_unedited_file_is_not_refused(tmp_path, monkeypatch):
+    """Its code is not what the file compiles to, so it was refused as "edited after the import" (a pooler defined in
+    a pytest test module, under typeguard or beartype): only what Python's own loader read is checked."""
+    name, path = "embench_probe_rewritten", tmp_path / "embench_probe_rewritten.py"
+    path.write_text("SCALE = 2\n\n\ndef pool(h):\n    return h * SCALE\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_Rewriting(name, str(path)))
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    assert code_hash(module.pool) == code_hash(module.pool)  # no error: the file is as imported
+
+
+def _distribution(root, sub: str, body: str):
+    """A distribution holding ``embench_probe_ns.<sub>`` of the namespace package ``embench_probe_ns``."""
+    (root / "embench_probe_ns" / sub).mkdir(parents=True, exist_ok=True)
+    (root / "embench_probe_ns" / sub / "__init__.py").write_text(body)
+    return root
+
+
+@pytest.fixture()
+def probe_namespace(monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    yield
+    for name in [m for m in sys.modules if m.split(".")[0] == "embench_probe_ns"]:
+        del sys.modules[name]
+
+
+def _import_ns(monkeypatch, *roots):
+    for name in [m for m in sys.modules if m.split(".")[0] == "embench_probe_ns"]:
+        del sys.modules[name]
+    monkeypatch.setattr(sys, "path", [str(r) for r in roots] + [p for p in sys.path if "embench_probe" not in p])
+    importlib.invalidate_caches()
+    return importlib.import_module("embench_probe_ns.one")
+
+
+def test_a_namespace_package_is_hashed_by_the_regular_package_of_the_module_alone(tmp_path, monkeypatch,
+                                                                                    probe_namespace):
+    """A namespace package's ``__path__`` spans every distribution sharing its name (and follows sys.path): an edit
+    to another distribution changed the pooler's hash, and so did that distribution's being installed at all."""
+    one = _distribution(tmp_path / "ns1", "one", "def pool(h):\n    return h\n")
+    two = _distribution(tmp_path / "ns2", "two", "X = 1\n")
+    before = code_hash(_import_ns(monkeypatch, one, two).pool)
+    (two / "embench_probe_ns/two/__init__.py").write_text("X = 2\n")
+    assert code_hash(_import_ns(monkeypatch, one, two).pool) == before
+    assert code_hash(_import_ns(monkeypatch, one).pool) == before
+    (one / "embench_probe_ns/one/__init__.py").write_text("def pool(h):\n    return -h\n")
+    assert code_hash(_import_ns(monkeypatch, one, two).pool) != before
+
+
+def test_a_packages_files_are_listed_once_per_import(tmp_path, monkeypatch, probe_package):
+    """Listing a big package's files takes 0.1-0.4 s, and was done at each hash."""
+    import pathlib
+
+    walks, rglob = [], pathlib.Path.rglob
+    monkeypatch.setattr(pathlib.Path, "rglob", lambda self, *a, **k: walks.append(self) or rglob(self, *a, **k))
+    module = _import_fresh(_package(tmp_path), monkeypatch)
+    assert code_hash(module.pool) == code_hash(module.pool) and len(walks) == 1
+    code_hash(_import_fresh(tmp_path, monkeypatch).pool)  # imported anew: listed anew (a file may have come)
+    assert len(walks) == 2
