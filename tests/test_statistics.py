@@ -230,3 +230,12 @@ def test_a_resample_that_drew_one_value_only_has_no_pearson_r_as_in_scipy():
         want = [sps.pearsonr(np.repeat(x, c), np.repeat(y, c))[0] for c in counts]
     assert np.isnan(r[:-1]).all() and np.isnan(want[:-1]).all()
     assert r[-1] == pytest.approx(want[-1], abs=1e-12)
+
+
+def test_pearson_r_of_no_items_is_nan_as_before():
+    """The guard against rounding took the largest value of x and y, which raised on no items (NaN before it)."""
+    from embench.stats.weighted import weighted_pearson
+
+    with np.errstate(all="ignore"):
+        assert np.isnan(weighted_pearson(np.array([]), np.array([])))
+        assert np.isnan(weighted_pearson(np.array([]), np.array([]), np.zeros((3, 0)))).all()

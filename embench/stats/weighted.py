@@ -33,8 +33,8 @@ def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) 
     # a resample that drew one value only (item 0 three times) is constant, but its weighted mean is not that value
     # to the last bit: deviations of 1e-17 then gave r = +-1 or noise where scipy.stats.pearsonr gives NaN. A spread
     # under 1e-12 of the values' size is that rounding, never data (scoring's own rule, sts/scoring.py, is 1e-6)
-    flat_x = sxx <= total * (1e-12 * np.abs(x).max()) ** 2
-    flat_y = syy <= total * (1e-12 * np.abs(y).max()) ** 2
+    flat_x = sxx <= total * (1e-12 * np.abs(x).max(initial=0.0)) ** 2  # initial: no items is NaN, as before
+    flat_y = syy <= total * (1e-12 * np.abs(y).max(initial=0.0)) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(flat_x | flat_y, np.nan, sxy / np.sqrt(sxx * syy))
     # rounding can push |r| a hair past 1 on perfectly (anti)correlated rows
