@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from embench.core.errors import EmbenchError, MalformedDataError
+from embench.evaluation.protocols import EvalProtocol
+from embench.tasks.task_file import load_task_file
 from embench.tasks.task_file.declaration import read_declaration
 from embench.tasks.task_file.rows import read_pairs
 
@@ -38,3 +40,15 @@ def test_quoting_none_keeps_quotes_as_text_and_other_formats_refuse_the_key(tmp_
         _task(tmp_path, "csv", fmt="csv")
     with pytest.raises(EmbenchError, match="quoting.*expected none or csv"):
         _task(tmp_path, "pandas")
+
+
+def test_quoting_keys_records_of_its_own(tmp_path):
+    """The same TSV read with another ``quoting`` gives other rows: its records must not be served to the other
+    reading. The task file's own sha256 is in ``task_data``, so the key changes with it."""
+    (tmp_path / "p.tsv").write_text('sentence1\tsentence2\tscore\n"a"\tb\t1\nc\td\t2\n')
+
+    def task_data(quoting: str) -> str:
+        (tmp_path / "t.yaml").write_text(f"name: q\nkind: pairs\nfiles: p.tsv\nscore_range: [0, 5]\nquoting: {quoting}\n")
+        return load_task_file(tmp_path / "t.yaml").recorded_protocol(EvalProtocol()).to_dict()["task_data"]
+
+    assert task_data("csv") != task_data("none")

@@ -254,3 +254,21 @@ def test_tensorboard_without_its_package_is_refused_before_anything_loads(tmp_pa
     with pytest.raises(EmbenchError, match=r"--tensorboard needs the tensorboard package \(pip install 'embench\[tensorboard\]'\)"):
         resolve(make_config(method="unsup-simcse", model="no-such-model-is-loaded", out=str(tmp_path / "run"), tensorboard=True))
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # builds a Trainer (its tokenizer)
+@pytest.mark.parametrize(("examples", "drop_last", "message"), [
+    (0, False, r"no training examples in \S+wiki\.txt$"),  # not "(--set drop_last)": it is off
+    (3, True, r"3 training examples are fewer than one batch of 8, which drop_last leaves out \(--set drop_last=false\)"),
+])
+def test_too_few_training_examples_names_drop_last_only_when_it_is_set(tiny_bert_dir, data_root, tmp_path, monkeypatch,
+                                                                       examples, drop_last, message):
+    from embench.data import training_sets
+    from embench.train import Trainer, make_config
+
+    monkeypatch.setattr(training_sets, "load", lambda kind, specs, root: [f"text {i}" for i in range(examples)])
+    trainer = Trainer(make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=[str(tmp_path / "wiki.txt")],
+                                  data_root=str(data_root), out=str(tmp_path / "run"), batch_size=8, max_steps=2,
+                                  eval_steps=0, progress=False, drop_last=drop_last))
+    with pytest.raises(EmbenchError, match=message):
+        trainer.setup()

@@ -162,6 +162,28 @@ def snli_triplets(root: DataRoot, splits: tuple[str, ...] = ("dev", "test")) -> 
     return out
 
 
+# where str.splitlines ends a line besides \n and \r: embench split a training text file there too before 2026-11-29
+SPLITLINES_ONLY = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def read_differently_before(specs: list[str], root: DataRoot) -> list[Path]:
+    """The text files of ``specs`` that an embench from before 2026-11-29 read into other sentences: those holding a
+    line end of ``str.splitlines`` that is no newline (U+2028, U+0085, a form feed, ...). Why a run begun then is
+    refused ``--resume`` on an unchanged file."""
+    found = []
+    for spec in specs:
+        try:
+            files = corpora_files(root) if spec.lower() == "corpora" else [Path(spec)]
+            for f in files:
+                name = f.name[:-3] if f.name.endswith(".gz") else f.name
+                if f.is_file() and not name.endswith((".jsonl", ".json", ".csv", ".tsv")):
+                    if any(c in read_text(f) for c in SPLITLINES_ONLY):
+                        found.append(f)
+        except (OSError, EOFError, EmbenchError):  # a file gone or unreadable since: the refusal says the rest
+            continue
+    return found
+
+
 def corpora_files(root: DataRoot) -> list[Path]:
     files = sorted(p for p in root.corpora.glob("*") if p.name.endswith((".txt", ".txt.gz")))
     if not files:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.atomic import output_errors, write_text
 from ..core.errors import EmbenchError
+from ..data.training_sets import read_differently_before
 from . import checkpoints
 from .rank_rng import restore_rng_states
 
@@ -55,7 +56,8 @@ def resume_state(trainer: Any) -> None:
     saved_data = state.get("data_fingerprint")
     if saved_data is not None and saved_data != trainer.data_fingerprint:
         raise EmbenchError("--resume: the training examples differ from the checkpoint's (another file, another "
-                           "--max-examples, or the file was edited); resume on the same data, or train into another --out")
+                           f"--max-examples, or the file was edited{_read_differently(trainer)}); resume on the same "
+                           "data, or train into another --out")
     trainer.model.load_state_dict(state["model"])
     trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.scheduler.load_state_dict(state["scheduler"])
@@ -71,6 +73,16 @@ def resume_state(trainer: Any) -> None:
         raise EmbenchError(f"--resume: the checkpoint is at step {trainer.start}, beyond this run's {trainer.total} steps")
     if trainer.dist.is_main and trainer.metrics_path.is_file():
         trim_metrics(trainer.metrics_path, trainer.start)
+
+
+def _read_differently(trainer: Any) -> str:
+    """The other cause of other examples from a file whose bytes are as they were: embench reading its lines anew."""
+    files = read_differently_before(list(trainer.cfg.data or []), trainer.root)
+    if not files:
+        return ""
+    return (f"; or, if {files[0]} is unchanged since the run began, this embench reads it differently: it holds line "
+            "separators (U+2028, U+0085, a form feed, ...) that ended a line before 2026-11-29; since then only \\n, "
+            "\\r\\n and \\r end one, as SimCSE's loader reads it")
 
 
 def trim_metrics(path: Path, step: int) -> None:

@@ -86,13 +86,11 @@ class Trainer:
         self.method = METHODS.get(cfg.method)(cfg)
         self.dist = distributed.init_from_env(cfg.device)
         device = pick_device(cfg.device)
-        if self.dist.enabled and device.startswith("cuda"):
-            device = f"cuda:{self.dist.local_rank}"
-        self.device = device
+        self.device = f"cuda:{self.dist.local_rank}" if self.dist.enabled and device.startswith("cuda") else device
         if cfg.batch_size % (self.dist.world_size * cfg.grad_accumulation):
             raise EmbenchError(f"--batch-size {cfg.batch_size} must divide evenly over {self.dist.world_size} process(es) "
                                f"x {cfg.grad_accumulation} accumulation step(s)")
-        self.precision = resolve_precision(cfg.precision, device)
+        self.precision = resolve_precision(cfg.precision, self.device)
         self.root = DataRoot.resolve(cfg.data_root)
         self.out = Path(cfg.out)
         self.metrics = MetricsLog()  # metrics.jsonl and tensorboard, open while fit() runs
@@ -124,7 +122,8 @@ class Trainer:
         n = len(self.examples)
         self.per_epoch = steps_per_epoch(n, cfg.batch_size, cfg.drop_last)  # the last, smaller batch too unless drop_last
         if self.per_epoch == 0:
-            raise EmbenchError(f"{n} training examples are fewer than one batch of {cfg.batch_size} (--set drop_last)")
+            raise EmbenchError(f"{n} training examples are fewer than one batch of {cfg.batch_size}, which drop_last leaves "
+                               "out (--set drop_last=false)" if n else f"no training examples in {', '.join(cfg.data)}")
         self.total = self.method.total_steps = cfg.max_steps or max(1, math.ceil(cfg.epochs * self.per_epoch))
         self.warmup = warmup_steps(cfg, self.total, self.per_epoch)
         self.model = self.method.build(self.device)
