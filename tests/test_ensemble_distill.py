@@ -37,6 +37,37 @@ def test_spec_weights_one_per_member_or_none():
         parse_spec("ensemble:A")
 
 
+def test_spec_exponent_weights_and_member_paths_with_a_plus(tmp_path, monkeypatch):
+    # '1e+0' was cut at its '+': "2 weight(s) for 3 members (no weight: 1e)"
+    assert parse_spec("ensemble:1e+0*A+1*B") == [(1.0, "A"), (1.0, "B")]
+    assert parse_spec("ensemble:1.5E+2*A+2e-1*B") == [(150.0, "A"), (0.2, "B")]
+    (tmp_path / "a+b").mkdir()  # an existing path with a '+' is one member
+    monkeypatch.chdir(tmp_path)
+    assert parse_spec("ensemble:a+b+C") == [(1.0, "a+b"), (1.0, "C")]
+    assert parse_spec("ensemble:0.3*a+b+0.7*C") == [(0.3, "a+b"), (0.7, "C")]
+
+
+@pytest.mark.slow
+def test_normalize_makes_the_ensembles_sum_unit_length_and_changes_its_key(tiny_bert_dir, other_dir, tmp_path):
+    a = load_model(tiny_bert_dir, device="cpu").encode_batch(TEXTS)
+    b = load_model(other_dir, device="cpu").encode_batch(TEXTS)
+    spec = f"ensemble:{tiny_bert_dir}+{other_dir}"
+    plain, unit = load_model(spec, device="cpu"), load_model(spec, device="cpu", normalize=True)
+    total = a + b
+    np.testing.assert_allclose(unit.encode_batch(TEXTS), total / np.linalg.norm(total, axis=1, keepdims=True), atol=1e-5)
+    assert unit.describe()["normalize"] is True and plain.describe()["normalize"] is False
+    assert [m.describe()["normalize"] for m in unit.members] == [False, False]  # the sum's, not each member's
+    assert unit.cache_key() != plain.cache_key()
+    import json
+
+    folder = tmp_path / "ens"  # a manifest's member keeps its own normalize: unit length before the sum
+    folder.mkdir()
+    (folder / "ensemble.json").write_text(json.dumps({"members": [
+        {"model": str(tiny_bert_dir), "normalize": True}, {"model": str(other_dir)}]}))
+    np.testing.assert_allclose(load_model(folder, device="cpu").encode_batch(TEXTS),
+                               a / np.linalg.norm(a, axis=1, keepdims=True) + b, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_weighted_ensemble_is_the_weighted_sum_of_members_with_their_own_poolings(tiny_bert_dir, other_dir, tmp_path):
     import json

@@ -7,7 +7,8 @@ jtcse`` exports: ``tower-1/`` + ``tower-2/``, [CLS] pooling, weights 1 and 1) lo
 may itself be a member (``ensemble:0.3*runs/jtcse/best+0.7*B``).
 
 Members may differ in tokenizer, pooling and size: each is its own encoder, with its own
-settings. Each member's vectors come through ``embed_member`` (by default the member's own
+settings (a manifest's member may set ``normalize``: unit length before the sum; ``--normalize`` makes the sum unit
+length). Each member's vectors come through ``embed_member`` (by default the member's own
 ``encode_batch``); the evaluation API routes them through the engine and its cache
 (:meth:`EnsembleEncoder.use_engines`), so every member is encoded once per text, and a member shared
 by two ensembles (or run alone) is read back from the cache.
@@ -28,6 +29,7 @@ from ..core.atomic import replace_folder, write_json
 from ..core.errors import EmbenchError
 from ..core.hashing import stable_hash
 from ..encoding.st_face import SentenceEncode, text_list
+from ..encoding.vector_axes import l2_normalise
 from .layer_stack import transformer_layers
 from .layernorm import remove_layernorms
 
@@ -47,7 +49,7 @@ def is_ensemble(name: Any) -> bool:
 def parse_spec(spec: str) -> list[tuple[float, str]]:
     """(weight, member) of ``ensemble:A+B`` or ``ensemble:w1*A+w2*B``: weights for all members or none."""
     body = spec[len(PREFIX):] if spec.startswith(PREFIX) else spec
-    parts = [p.strip() for p in body.split("+")]
+    parts = [p.strip() for p in _members(body.split("+"))]
     if len(parts) < 2 or not all(parts):
         raise EmbenchError(f"--model {spec!r}: an ensemble needs two or more members, 'ensemble:A+B' or "
                            "'ensemble:0.3*A+0.7*B'")
@@ -60,6 +62,35 @@ def parse_spec(spec: str) -> list[tuple[float, str]]:
     if not any(weighted):
         return [(1.0, p) for p in parts]
     return [(float(m.group(1)), m.group(2)) for m in found if m is not None]
+
+
+_EXPONENT_CUT = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE]$")  # "1e" of "1e+0*A": the '+' is the exponent's
+
+
+def _members(pieces: list[str]) -> list[str]:
+    """The members of ``A+B`` split on '+': a '+' of a weight's exponent (``1e+0*A``) joins its pieces, and pieces
+    that together name an existing path (``runs/a+b``) are one member, the longest such; any other '+' separates
+    members (hub ids have none)."""
+    joined: list[str] = []
+    for piece in pieces:
+        if joined and _EXPONENT_CUT.match(joined[-1]):
+            joined[-1] += "+" + piece
+        else:
+            joined.append(piece)
+    out, i = [], 0
+    while i < len(joined):
+        j = next((j for j in range(len(joined), i + 1, -1) if _names_path("+".join(joined[i:j]))), i + 1)
+        out.append("+".join(joined[i:j]))
+        i = j
+    return out
+
+
+def _names_path(token: str) -> bool:
+    m = _WEIGHTED.match(token)
+    try:
+        return Path((m.group(2) if m else token).strip()).expanduser().exists()
+    except OSError:  # a name too long for a path names none
+        return False
 
 
 def read_manifest(folder: Path) -> list[dict[str, Any]]:
@@ -96,10 +127,11 @@ def write_ensemble(folder: Path, members: list[dict[str, Any]], meta: dict[str, 
 class EnsembleEncoder(SentenceEncode):
     """The weighted sum of member encoders' vectors (the :class:`~embench.encoding.encoder_interface.Encoder` interface)."""
 
-    def __init__(self, members: list[Any], weights: list[float], name: str, source: str):
+    def __init__(self, members: list[Any], weights: list[float], name: str, source: str, normalize: bool = False):
         if len(members) != len(weights):
             raise EmbenchError(f"{name}: {len(weights)} weight(s) for {len(members)} members")
         self.members, self.weights, self.name, self.source = list(members), [float(w) for w in weights], name, source
+        self.normalize = bool(normalize)  # --normalize: the sum made unit length (the members' settings are their own)
         self.embed_member: list[Callable[[list[str]], np.ndarray]] = [m.encode_batch for m in self.members]
 
     def use_engines(self, engine_for: Callable[[Any], Any]) -> None:
@@ -124,22 +156,27 @@ class EnsembleEncoder(SentenceEncode):
             raise EmbenchError(f"{self.name}: the members' vectors have different sizes "
                                f"({', '.join(f'{m.name}: {v.shape[1]}' for m, v in zip(self.members, vecs, strict=True))}); "
                                "an ensemble sums vectors, so they must have one size")
-        return sum(w * v for w, v in zip(self.weights, vecs, strict=True)).astype(np.float32)
+        total = sum(w * v for w, v in zip(self.weights, vecs, strict=True)).astype(np.float32)
+        return l2_normalise(total) if self.normalize else total
 
     def cache_key(self) -> str:
-        return stable_hash({"ensemble": [[w, m.cache_key()] for w, m in zip(self.weights, self.members, strict=True)]}, 24)
+        key: dict[str, Any] = {"ensemble": [[w, m.cache_key()] for w, m in zip(self.weights, self.members, strict=True)]}
+        if self.normalize:  # other vectors; without it the key stays what it was (caches of plain sums still serve)
+            key["normalize"] = True
+        return stable_hash(key, 24)
 
     def describe(self) -> dict[str, Any]:
         parts = [m.describe() for m in self.members]
         same = {k: parts[0].get(k) for k in ("dtype", "device", "max_length") if len({str(p.get(k)) for p in parts}) == 1}
         return {"name": self.name, "source": self.source, "revision": None, "fingerprint": self.cache_key()[:16],
-                "pooling": "ensemble", "layer": None, "normalize": False, "lowercase": False, "prompt": "", **same,
+                "pooling": "ensemble", "layer": None, "normalize": self.normalize, "lowercase": False, "prompt": "", **same,
                 "members": [{"weight": w, **p} for w, p in zip(self.weights, parts, strict=True)]}
 
 
 def load_ensemble(spec: str | Path, load_member: Callable[..., Any], **options: Any) -> EnsembleEncoder:
     """``ensemble:...`` or an ensemble folder as an :class:`EnsembleEncoder`; ``options`` (pooling,
-    max_length, dtype, device, ...) given explicitly apply to every member, over the manifest's."""
+    max_length, dtype, device, ...) given explicitly apply to every member, over the manifest's; ``normalize`` makes
+    the weighted sum unit length (the model's output, as for one checkpoint), not each member's vectors."""
     s = str(spec)
     if s.startswith(PREFIX):
         specs = [{"model": m, "weight": w} for w, m in parse_spec(s)]
@@ -148,18 +185,19 @@ def load_ensemble(spec: str | Path, load_member: Callable[..., Any], **options: 
         folder = Path(s).expanduser().resolve()
         specs, source, display = read_manifest(folder), str(folder), s
     display = options.pop("name", None) or display
+    normalize = bool(options.pop("normalize", None))  # of the sum, not of each member (a manifest may set a member's)
     for bad in ("tokenizer", "fingerprint", "layer"):
         if options.get(bad) is not None:
             raise EmbenchError(f"{display}: {bad!r} applies to one model, not to an ensemble's members")
         options.pop(bad, None)
     members = []
     for spec in specs:
-        opts = {"pooling": spec.get("pooling"), **{k: v for k, v in options.items() if v is not None}}
+        opts = {"pooling": spec.get("pooling"), "normalize": spec.get("normalize"), **{k: v for k, v in options.items() if v is not None}}
         member = load_member(spec["model"], **{k: v for k, v in opts.items() if v is not None})
         if spec.get("remove_layernorm"):
             _without_layernorms(member, int(spec["remove_layernorm"]))
         members.append(member)
-    return EnsembleEncoder(members, [float(sp["weight"]) for sp in specs], display, source)
+    return EnsembleEncoder(members, [float(sp["weight"]) for sp in specs], display, source, normalize)
 
 
 def _without_layernorms(member: Any, last: int) -> None:
