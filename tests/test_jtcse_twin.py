@@ -260,3 +260,32 @@ def test_jtcse_recipes_run_the_scripts_forms_and_need_a_second_tower(tiny_bert_d
         train(make_config(recipe="jtcse-bert", model=str(tiny_bert_dir), data_root=str(data_root), out=str(tmp_path),
                           max_steps=1, progress=False))
     assert not any(tmp_path.iterdir())  # stopped before anything was loaded or written
+
+
+
+def _tower_export(tiny_bert_dir, tower2_dir, tmp_path, **options):
+    jt = _jtcse(tiny_bert_dir, tower2_dir, cross_layers=0, modulus_on="cls", **options)
+    return jt.export(jt.build("cpu"), tmp_path / "best", {"step": 3, "STSBenchmark-dev": 0.4697,
+                                                          "selected_on": "STSBenchmark-dev", "scores": {"STSBenchmark-dev": 0.4697}})
+
+
+@pytest.mark.slow
+def test_tower_cards_say_the_scores_are_the_twins(tiny_bert_dir, tower2_dir, tmp_path):
+    folder = _tower_export(tiny_bert_dir, tower2_dir, tmp_path)
+    for sub in ("tower-1", "tower-2"):
+        card = (folder / sub / "README.md").read_text()
+        # the twin's score was shown as the tower's own, "the number embench run gives" for the tower
+        assert "These are the twin's scores" in card and "not this tower's own" in card
+        assert json.loads((folder / sub / "embench_training.json").read_text())["twin_of"] == ".."
+        assert (folder / sub / "modules.json").exists()  # with its LayerNorms, a tower alone is a sentence-transformers folder
+
+
+@pytest.mark.slow
+def test_a_tower_without_layernorms_is_no_sentence_transformers_folder_and_its_card_says_why(tiny_bert_dir, tower2_dir,
+                                                                                             tmp_path):
+    folder = _tower_export(tiny_bert_dir, tower2_dir, tmp_path, remove_layernorm=1)
+    for sub in ("tower-1", "tower-2"):
+        card = (folder / sub / "README.md").read_text()
+        # it was a sentence-transformers folder that, loaded alone, puts the removed LayerNorms back (max diff 0.009)
+        assert not (folder / sub / "modules.json").exists()
+        assert "without their LayerNorms" in card and "loads the twin" in card

@@ -691,3 +691,32 @@ def test_warmup_steps_replace_the_ratio_and_stop_at_the_run_end():
     assert warmup_steps(resolve(make_config(method="unsup-simcse", model="m", warmup_steps=100)), 40, 40) == 40
     with pytest.raises(EmbenchError, match="warmup"):
         resolve(make_config(method="unsup-simcse", model="m", warmup_steps=-1))
+
+
+@pytest.mark.slow
+def test_series_checkpoints_carry_their_steps_scores_and_do_not_claim_to_be_kept(tiny_bert_dir, data_root, tmp_path,
+                                                                                 monkeypatch):
+    """A --save-every checkpoint of an evaluated step said "No evaluation score at this step" and "kept: step 2"."""
+    from embench.train.callbacks import Evaluator
+
+    monkeypatch.setattr(Evaluator, "__call__", lambda self, model, step: {"STS12": {0: 0.1, 2: 0.6, 3: 0.4}[step]})
+    r = train(make_config(method="unsup-simcse", model=str(tiny_bert_dir), data=["corpora"], data_root=str(data_root),
+                          out=str(tmp_path / "se"), batch_size=8, max_length=24, max_steps=3, max_examples=32,
+                          eval_steps=2, eval_tasks=["STS12"], progress=False, log_steps=1, save_every=1))
+    assert r.best_step == 2 and [p.name for p in r.series] == ["step-000001", "step-000002", "step-000003"]
+    cards = {p.name: (p / "README.md").read_text() for p in r.series}
+    assert "No evaluation score at this step" in cards["step-000001"] and "saved without an evaluation" in cards["step-000001"]
+    assert "| STS12 | 60.00 |" in cards["step-000002"] and "| STS12 | 40.00 |" in cards["step-000003"]
+    assert "- saved: step 3 of 3: a checkpoint of the --save-every series" in cards["step-000003"]
+    assert not any("kept: step" in c for c in cards.values())
+    assert json.loads((r.series[1] / "embench_training.json").read_text())["scores"] == {"STS12": 0.6}
+
+
+@pytest.mark.slow
+def test_save_every_help_names_the_folders_the_series_writes():
+    from typer.testing import CliRunner
+
+    from embench.cli.app import app
+
+    out = "".join(CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "OUT/checkpoints/step-000200(thestep,sixdigits)" in out  # it said step-N; the folders are step-000002

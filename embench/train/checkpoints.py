@@ -62,6 +62,13 @@ def save_model_folder(encoder: torch.nn.Module, tokenizer: Any, folder: Path, *,
     return replace_folder(tmp, folder)
 
 
+def series_meta(scores: dict[str, Any] | None) -> dict[str, Any]:
+    """What a ``--save-every`` checkpoint's card and ``embench_training.json`` add: that it is one of the series (not
+    the kept step, which ``best/`` holds) and its step's scores when that step was evaluated."""
+    why = "a checkpoint of the --save-every series; `best/` holds the kept step"
+    return {"series": True, **({"scores": scores, "selected": why} if scores else {"selected": why + ", saved without an evaluation"})}
+
+
 def resume_every(cfg: Any) -> int:
     """Steps between resume states: ``save_steps``, else each evaluation's, else 500 (transformers' ``save_steps``)."""
     return cfg.save_steps or cfg.eval_steps or 500

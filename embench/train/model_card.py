@@ -146,8 +146,9 @@ def _training(meta: dict[str, Any], pooling: str, max_length: int) -> list[str]:
 
     cfg = meta.get("config") or {}
     total = meta.get("total_steps")
-    out = ["## Training", "", f"- kept: step {meta.get('step')}" + (f" of {total}" if total else "")
-           + (f": {meta['selected']}" if meta.get("selected") else ""),
+    # a --save-every checkpoint is saved at its step, not kept as the best: "kept" would name the wrong step
+    out = ["## Training", "", f"- {'saved' if meta.get('series') else 'kept'}: step {meta.get('step')}"
+           + (f" of {total}" if total else "") + (f": {meta['selected']}" if meta.get("selected") else ""),
            f"- pooling: `{pooling}`; maximum length: {max_length} tokens"]
     options = {k: cfg[k] for k in SHOWN if cfg.get(k) not in (None, "", 0, False, [])}
     options.update({k: v for k, v in (cfg.get("method_options") or {}).items() if v not in (None, "", [], {})})
@@ -176,9 +177,15 @@ def _evaluation(meta: dict[str, Any], final: Path) -> list[str]:
                 "evaluates it.", ""]
     chosen = f", the best on {meta['selected_on']}" if meta.get("selected_on") else ""
     analyses = (meta.get("config") or {}).get("eval_analyses") or []
-    out = ["## Evaluation", "", f"Scores of embench's evaluation at the kept step {meta.get('step')}{chosen}, as the "
-           "training log prints them: a task's x100, the number `embench run` gives at the evaluation's maximum length; "
-           "an analysis' as it is.", "", "| metric | score |", "|---|---|"]
+    kept = "" if meta.get("series") else "the kept "
+    gives = "the number `embench run` gives at the evaluation's maximum length"
+    whose = ""
+    if meta.get("twin_of"):  # a JTCSE tower: the run evaluates the twin (both towers summed), never a tower alone
+        gives = f"the number `embench run --model {final.parent}` gives for the twin at the evaluation's maximum length"
+        whose = (f" These are the twin's scores (this tower's vectors plus the other tower's, `{meta['twin_of']}`), "
+                 f"not this tower's own: `embench run --model {final}` scores this tower alone.")
+    out = ["## Evaluation", "", f"Scores of embench's evaluation at {kept}step {meta.get('step')}{chosen}, as the "
+           f"training log prints them: a task's x100, {gives}; an analysis' as it is.{whose}", "", "| metric | score |", "|---|---|"]
     out += [f"| {name} | {score_text(float(v), is_analysis_metric(name, analyses))} |" for name, v in scores.items()
             if isinstance(v, (int, float))]
     return [*out, ""]
@@ -191,11 +198,16 @@ def _usage(final: Path, meta: dict[str, Any], st_modules: list[str] | None, why_
         out += ["from sentence_transformers import SentenceTransformer", "",
                 f'model = SentenceTransformer("{final}")  # modules: {" -> ".join(st_modules)}']
         out.append("vectors = model.encode(texts)" + ("  # the training prompt is its default prompt" if prefix else ""))
-    out += ["", "import embench", "", f'vectors = embench.load_model("{final}").encode(texts)', "```", ""]
+    out += ["", "import embench", "", f'vectors = embench.load_model("{final}").encode(texts)'
+            + ("  # this tower alone, with LayerNorms (the twin: the parent folder)" if meta.get("remove_layernorm") else ""),
+            "```", ""]
     if not st_modules:
         # AutoModel runs every layer causally: bidirectional last layers are embench's to apply (max diff 0.2 otherwise)
         plain = ("use embench: transformers' `AutoModel` runs every layer causally, so its vectors are not these either"
                  if meta.get("bidirectional_last") else "use embench, or transformers' `AutoModel` with the pooling above")
+        if meta.get("remove_layernorm"):  # loaded alone by anything (embench too), the tower gets LayerNorms back
+            plain = (f"nothing that loads this folder alone gives the twin's member: `embench run --model "
+                     f"{final.parent}` loads the twin, LayerNorms removed")
         out += [f"sentence-transformers cannot give this model's vectors: {why_not_st}. `SentenceTransformer(path)` "
                 f"would load the folder with mean pooling; {plain}.", ""]
     out += ["The folder is a Hugging Face model folder (`AutoModel.from_pretrained` reads its root)"

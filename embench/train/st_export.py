@@ -67,6 +67,9 @@ def unexpressible(encoder: torch.nn.Module, pooling: str, meta: dict[str, Any]) 
     if meta.get("bidirectional_last"):
         return (f"its last {meta['bidirectional_last']} decoder layer(s) attend in both directions (BeLLM, "
                 f"--bidirectional-mode {meta.get('bidirectional_mode') or 'mask'}), which sentence-transformers does not do")
+    if meta.get("remove_layernorm"):  # the weights hold no such norms; loading the folder alone puts fresh ones back
+        return (f"its last {meta['remove_layernorm']} layer(s) run without their LayerNorms (JTCSE's remove_layernorm), "
+                "which only embench's ensemble.json of the twin (`..`) applies when it loads")
     if pooling == "cls" and getattr(encoder, "pooler", None) is not None and pooler_head(encoder) is None:
         return f"its pooler head ({type(encoder.pooler).__name__}) is not a square dense layer + tanh"
     if pooling != "cls" and st_mode(pooling) is None:

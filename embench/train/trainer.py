@@ -173,7 +173,8 @@ class Trainer:
         return optimiser_step(self, step)
 
     # -- evaluate and save -----------------------------------------------------------------------
-    def evaluate(self, step: int) -> None:
+    def evaluate(self, step: int) -> dict[str, Any] | None:
+        scores = None
         if self.dist.is_main and self.evaluator is not None:
             scores = self.evaluator(self.method.encoder_for_eval(self.runner), step)
             assert self.selection is not None  # chosen with the evaluator in setup()
@@ -190,6 +191,7 @@ class Trainer:
                 self.export(self.out / checkpoints.BEST_DIR, step, {select: score, "selected_on": self.selection.describe(), "scores": scores})
             self.emit({"step": step, **{f"eval/{k}": v for k, v in scores.items()}, "best": better})
         distributed.barrier()
+        return scores  # the main process's: a --save-every checkpoint of this step carries them
 
     def export(self, folder: Path, step: int, extra: dict[str, Any] | None = None) -> Path:
         self._check_weights(step)
@@ -278,10 +280,9 @@ class Trainer:
                 if done % cfg.log_steps == 0 or done == self.total:
                     self.emit({"step": done, "loss": loss, "lr": self.scheduler.get_last_lr()[0], "grad_norm": gnorm,
                                **logs, **speed.read()})
-                if cfg.eval_steps and (done % cfg.eval_steps == 0 or done == self.total):
-                    self.evaluate(done)
+                scores = self.evaluate(done) if cfg.eval_steps and (done % cfg.eval_steps == 0 or done == self.total) else None
                 if cfg.save_every and done % cfg.save_every == 0 and dist.is_main:
-                    self.export(series_dir / f"step-{done:06d}", done)
+                    self.export(series_dir / f"step-{done:06d}", done, checkpoints.series_meta(scores))
                 if collapse.save_now(done % save_resume_every == 0, done == self.total):  # held while gradients are flat
                     self.save_resume(done)
                 speed.after_pause()  # speed is measured on training steps only, not evaluation or saving

@@ -68,7 +68,7 @@ def train(
     eval_task: Annotated[list[str] | None, Opt("--eval-task", help="Task or suite scored at each evaluation (default STSBenchmark-dev); repeatable.")] = None,
     eval_analysis: Annotated[list[str] | None, Opt("--eval-analysis", help="Analysis run at each evaluation, NAME[:VALUE], e.g. knn:20newsgroups; repeatable.")] = None,
     select_on: Annotated[str | None, Opt(help="Metric that picks the best checkpoint (default: the first), higher or lower being better as it declares: tasks higher, e.g. alignment-uniformity:split=dev/alignment lower.")] = None,
-    save_every: Annotated[int | None, Opt(help="Keep a checkpoint series OUT/checkpoints/step-N every n steps.")] = None,
+    save_every: Annotated[int | None, Opt(help="Keep a checkpoint series every n steps: OUT/checkpoints/step-000200 (the step, six digits), ...")] = None,
     save_steps: Annotated[int | None, Opt(help="Write the resume checkpoint every n steps.")] = None,
     seed: Annotated[int | None, Opt(help="Random seed.", min=0, max=SEED_MAX)] = None,
     seeds: Annotated[str | None, Opt("--seeds", help="Train once per seed, e.g. 1-5 or 1,3,7: OUT/seed-N each, and OUT read as one model (mean over seeds) by run and compare.")] = None,

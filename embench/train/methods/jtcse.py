@@ -170,8 +170,12 @@ class JTCSE(Method):
 
         def write(tmp: Path) -> None:
             for sub, enc in zip(TOWER_DIRS, twin.towers, strict=True):
+                # the run's scores are the twin's (both towers summed), not this tower's: the card says so (twin_of),
+                # as scoring each tower alone would cost two more evaluations per kept step
                 checkpoints.save_model_folder(exportable(enc), twin.tokenizer, tmp / sub, pooling="cls_before_pooler",
-                                              max_length=self.export_max_length(enc, twin.tokenizer), meta={**meta, "prompt": twin.view.prompt})
+                                              max_length=self.export_max_length(enc, twin.tokenizer),
+                                              meta={**meta, "prompt": twin.view.prompt, "twin_of": "..",
+                                                    "remove_layernorm": o.remove_layernorm})
 
         return write_ensemble(folder, members, {**meta, "method": "jtcse", "options": dataclasses.asdict(o)}, write)
 
