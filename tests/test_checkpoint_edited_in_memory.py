@@ -60,3 +60,38 @@ def test_an_edited_checkpoint_is_not_served_its_stored_record(tiny_bert_dir, dat
     second = embench.evaluate(enc, **kw)
     assert list(second.status.values()) == ["computed"] and second.encode_stats["from_cache"] == 0
     assert second.records[0].main_score != first.records[0].main_score
+
+
+@pytest.mark.slow
+def test_weights_loaded_inside_inference_mode_still_show_an_edit(tiny_bert_dir, monkeypatch):
+    """On a GPU the weights are cast (``weights_cast``) and moved when encode_views, under torch.inference_mode, first
+    asks for them: they became inference tensors, recorded without a version, and a later ``param.mul_()`` under
+    no_grad (which such a Parameter accepts) kept the files' key: the old vectors were served for the new weights."""
+    from embench.models.encoder import HFEncoder
+
+    monkeypatch.setattr(HFEncoder, "weights_cast", property(lambda self: True))  # the GPU's line, on the CPU
+    enc = embench.load_model(tiny_bert_dir, pooling="mean", dtype="bf16")
+    with torch.inference_mode():
+        enc.encode(TEXTS[:1], use_cache=False)
+    p = enc.model.embeddings.word_embeddings.weight
+    assert p.dtype == torch.bfloat16 and not p.is_inference()
+    key = enc.cache_key()
+    with torch.no_grad():
+        p.mul_(1.5)
+    assert enc.cache_key() != key
+
+
+def test_weights_written_inside_inference_mode_are_seen():
+    """A module cast under torch.inference_mode holds inference tensors, and a write to them inside it bumps no
+    version counter: the fingerprint, which followed only the counters, kept the weights' old hash."""
+    from embench.models.live_fingerprint import CheckpointFingerprint, WeightsFingerprint
+
+    module = torch.nn.Linear(3, 2)
+    live, checkpoint = WeightsFingerprint(module), CheckpointFingerprint("files")
+    checkpoint.loaded(module)
+    with torch.inference_mode():
+        module.to(torch.float64)
+    cast, cast_key = live(), checkpoint()
+    with torch.inference_mode():
+        module.weight.mul_(2)
+    assert live() != cast and checkpoint() != cast_key

@@ -159,16 +159,16 @@ class HFEncoder(PromptViews, SentenceEncode):
     def model(self) -> torch.nn.Module:
         owner = self._owner
         if owner._model is None:
-            model, tokenizer = owner._load()
-            if owner.weights_cast:  # held in the run's dtype (cast on the host: the device never holds fp32 copies)
-                model = model.to(DTYPES[owner.settings.dtype])
-            owner._model = model.eval().to(owner.device)
-            if owner.compiled:  # torch.compile of each layer, shapes dynamic: one compile for every layer and batch shape
-                compile_layers(owner._model)
-            if hasattr(owner._fingerprint, "loaded"):  # the weights as read: a write from now on re-keys them
-                owner._fingerprint.loaded(owner._model)
-            if owner._tokenizer is None:
-                owner._tokenizer = tokenizer
+            with torch.inference_mode(False):  # not inference tensors (encode_views loads): writes bump _version
+                model, tokenizer = owner._load()
+                if owner.weights_cast:  # held in the run's dtype (cast on the host: the device never holds fp32 copies)
+                    model = model.to(DTYPES[owner.settings.dtype])
+                owner._model = model.eval().to(owner.device)
+                if owner.compiled:  # torch.compile of each layer, shapes dynamic: one compile for every layer and shape
+                    compile_layers(owner._model)
+                if hasattr(owner._fingerprint, "loaded"):  # the weights as read: a write from now on re-keys them
+                    owner._fingerprint.loaded(owner._model)
+            owner._tokenizer = tokenizer if owner._tokenizer is None else owner._tokenizer
         return owner._model
 
     @property

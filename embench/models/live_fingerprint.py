@@ -29,15 +29,20 @@ import torch
 from .fingerprints import joined, module_fingerprint
 
 
-def tensor_versions(module: torch.nn.Module) -> tuple | None:
+def _version(t: torch.Tensor) -> object:
+    """``t``'s version counter; for an inference tensor (or a Parameter whose data is one: cast or moved under
+    ``torch.inference_mode``) a new object, equal to no earlier state, so the weights are hashed again at each
+    check: written in place inside ``torch.inference_mode`` it bumps no counter (a Parameter's stays put, a bare
+    inference tensor has none), so no cheap state shows the edit. embench's own loading never makes such tensors."""
+    return object() if t.is_inference() else t._version
+
+
+def tensor_versions(module: torch.nn.Module) -> tuple:
     """What changes when any parameter or buffer is written: each tensor's version counter (bumped by every
-    in-place write, ``torch.no_grad`` or not), storage and shape. None when a tensor keeps no counter (one
-    made under ``torch.inference_mode``): the fingerprint is then hashed on every read."""
-    try:
-        return tuple((name, t._version, t.data_ptr(), tuple(t.shape))
-                     for named in (module.named_parameters(), module.named_buffers()) for name, t in named)
-    except RuntimeError:
-        return None
+    in-place write, ``torch.no_grad`` or not; :func:`_version` for an inference tensor: hashed on every read),
+    storage and shape."""
+    return tuple((name, _version(t), t.data_ptr(), tuple(t.shape))
+                 for named in (module.named_parameters(), module.named_buffers()) for name, t in named)
 
 
 class WeightsFingerprint:
@@ -46,12 +51,12 @@ class WeightsFingerprint:
 
     def __init__(self, module: torch.nn.Module, tokenizer: Any = None):
         self.module, self.tokenizer = module, tokenizer
-        self._seen: tuple | None = None
+        self._seen: tuple | None = None  # not hashed yet
         self._value = ""
 
     def __call__(self) -> str:
         versions = tensor_versions(self.module)
-        if versions is None or versions != self._seen:
+        if versions != self._seen:
             self._value = module_fingerprint(self.module, self.tokenizer)
             self._seen = versions
         return self._value
@@ -59,9 +64,8 @@ class WeightsFingerprint:
 
 def weights_state(module: torch.nn.Module) -> tuple:
     """What changes when a parameter or buffer is written or replaced: each one's object, storage, dtype,
-    shape and version counter (-1 for an inference tensor, which keeps none: outside ``torch.inference_mode``
-    it cannot be written in place, and its replacement is another object). A walk over the tensors, no hashing."""
-    return tuple((name, id(t), t.data_ptr(), t.dtype, tuple(t.shape), -1 if t.is_inference() else t._version)
+    shape and version counter (:func:`_version`). A walk over the tensors, no hashing."""
+    return tuple((name, id(t), t.data_ptr(), t.dtype, tuple(t.shape), _version(t))
                  for named in (module.named_parameters(), module.named_buffers()) for name, t in named)
 
 
