@@ -163,3 +163,19 @@ def test_a_packages_files_are_listed_once_per_import(tmp_path, monkeypatch, prob
     assert code_hash(module.pool) == code_hash(module.pool) and len(walks) == 1
     code_hash(_import_fresh(tmp_path, monkeypatch).pool)  # imported anew: listed anew (a file may have come)
     assert len(walks) == 2
+
+
+def test_a_module_added_to_the_package_during_the_session_is_hashed(tmp_path, monkeypatch, probe_package):
+    """The package's files were listed once per import of its top package: a helper module created and imported
+    later in the session was never hashed, nor its edits once reloaded (%autoreload reloads it, never the top)."""
+    module = _import_fresh(_package(tmp_path), monkeypatch)
+    before = code_hash(module.pool)
+    added = tmp_path / "embench_probe_pkg/extra.py"
+    added.write_text("OFFSET = 1\n")
+    importlib.invalidate_caches()
+    extra = importlib.import_module("embench_probe_pkg.extra")
+    with_extra = code_hash(module.pool)
+    assert with_extra != before
+    added.write_text("OFFSET = 2\n")
+    importlib.reload(extra)
+    assert code_hash(module.pool) != with_extra

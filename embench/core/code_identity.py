@@ -67,12 +67,13 @@ def _as_imported(module: ModuleType, path: Path) -> str:
     return digest
 
 
-def _package_files(top: ModuleType) -> list[tuple[str, Path]]:
+def _package_files(top: ModuleType, again: bool = False) -> list[tuple[str, Path]]:
     """Every ``.py`` file of the package ``top`` (its ``__path__`` folders, ``__pycache__`` and hidden ones left out),
-    named relative to its folder so that the hash holds wherever it is installed; listed once per import of it."""
+    named relative to its folder so that the hash holds wherever it is installed; listed once per import of it, or
+    ``again``."""
     generation = _generation(top)
     listed = _FILES.get(top.__name__)
-    if listed is not None and listed[0] is generation:
+    if listed is not None and listed[0] is generation and not again:
         return listed[1]
     found = []
     for root in map(Path, getattr(top, "__path__", None) or ()):
@@ -119,6 +120,12 @@ def _source_hash(module_name: str) -> str | None:
     loaded = {path: m for m in list(sys.modules.values()) if isinstance(m, ModuleType)
               and (m.__name__ == top.__name__ or m.__name__.startswith(top.__name__ + "."))
               and (path := _file_of(m)) is not None}
+    # a module created and imported since the listing (which follows the top package's import: %autoreload reloads
+    # submodules, never it) is listed now, so that it and its later reloads are hashed; one outside the package's
+    # folders is never listed, so it does not have the package listed again at every hash
+    roots = [Path(r).resolve() for r in getattr(top, "__path__", None) or ()]
+    if any(path.is_relative_to(r) for path in loaded.keys() - {p for _, p in files} for r in roots):
+        files = _package_files(top, again=True)
     h = hashlib.sha256()
     for name, path in files:
         h.update(f"{name}\0{_file_hash(path, loaded.get(path))}\n".encode())
