@@ -52,3 +52,18 @@ def test_a_task_file_registered_before_the_call_stays_registered(data_root, tmp_
     embench.evaluate(Random(), task_files=[task_file(tmp_path)], data=data_root, results_dir=tmp_path / "r",
                      use_cache=False, progress=False)
     assert "my-sts" in TASKS and "my-sts" in REGISTERED
+
+
+def test_a_task_registered_before_from_another_file_is_restored_after_the_call(tmp_path):
+    """A task file registered for the process (the command line) and another file of the same name given to one
+    call: the call's file replaced it in TASKS and REGISTERED for good, so later calls ran the other file's data."""
+    from embench.tasks.task_file import task_files_registered
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    register_task_files([task_file(tmp_path / "a")])
+    first, description = TASKS.get("my-sts"), TASKS.description("my-sts")
+    with task_files_registered([task_file(tmp_path / "b")]) as names:
+        assert names == ["my-sts"] and TASKS.get("my-sts") is not first
+    assert TASKS.get("my-sts") is first and REGISTERED["my-sts"] is first
+    assert TASKS.description("my-sts") == description and TASKS.aliases("my-sts") == []

@@ -67,15 +67,19 @@ def register_task_files(paths: Iterable[str | Path]) -> list[str]:
 @contextmanager
 def task_files_registered(paths: Iterable[str | Path]) -> Iterator[list[str]]:
     """The task files' tasks registered (:func:`register_task_files`) while the block runs, their names given; a name
-    that was registered before (by the command line around an ``evaluate``) stays registered after it."""
-    before = set(REGISTERED)
+    that was registered before (by the command line around an ``evaluate``) is registered after it as it was before,
+    though the block's file (another one, under the same name) replaced it while the block ran."""
+    before = {key: (task, TASKS.get(key), TASKS.aliases(key)) for key, task in REGISTERED.items() if key in TASKS}
     names = register_task_files(paths)
     try:
         yield names
     finally:
         for name in names:
-            if name.lower() not in before:
-                _unregister(name)
+            _unregister(name)
+            if name.lower() in before:
+                task, item, aliases = before[name.lower()]
+                TASKS.add(task.name, item, *aliases, description=task.description)  # as register_task_files added it
+                REGISTERED[name.lower()] = task
 
 
 def _unregister(name: str) -> None:
