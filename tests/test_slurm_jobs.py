@@ -280,3 +280,26 @@ def test_sbatch_refusing_the_array_is_one_error_quoting_it(tmp_path, monkeypatch
     with pytest.raises(EmbenchError, match=r"sbatch refused the job array: sbatch: error: invalid partition specified: "
                                            r"nosuch; sbatch: error: Batch job submission failed.*nothing was submitted"):
         submit([job], tmp_path / "results", SlurmSettings(partition="nosuch"))
+
+
+@pytest.mark.parametrize("marker", [{"log": ".grid/slurm/my-run/worker.err"}, {"slurm_job": "12_0; rm"}])
+def test_a_marker_names_a_slurm_job_only_by_a_slurm_id(tmp_path, monkeypatch, marker):
+    """Any folder name under a ``slurm`` folder was taken for the Slurm job of a running marker and sent to sacct with
+    every other id: ``sacct -j my-run,12_0`` fails, so every job read ENDED and running cells read missing."""
+    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
+    _submitted(tmp_path, "12_0", [cell])
+    grid = GridState(tmp_path)
+    grid.init()
+    grid.mark(cell, "running", job="m-1", **marker)
+    raw = json.loads(grid.marker_path(cell).read_text())
+    grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
+    asked = []
+
+    def sacct(ids):  # as job_states answers when one id makes sacct fail and squeue lists none of them
+        asked.extend(ids)
+        bad = any(not i.replace("_", "").isdigit() for i in ids)
+        return {i: "ENDED" if bad else "RUNNING" for i in ids}
+
+    monkeypatch.setattr(slurm_jobs, "job_states", sacct)
+    st = cell_states([cell], ResultStore(tmp_path), grid)[cell.id]
+    assert asked == ["12_0"] and st["state"] == "running"

@@ -10,6 +10,7 @@ squeue can tell is ``unknown``: not submitted again, since its job may still run
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 from ..core.atomic import write_text
 from .slurm_states import ACTIVE, ENDED, UNKNOWN, job_states
 from .state import Cell, GridState, read_json
+
+_SLURM_ID = re.compile(r"\d+(_\d+)?")  # a job's, or an array task's
 
 
 def submitted_dir(results: Path | str) -> Path:
@@ -95,7 +98,8 @@ def _marker_job(st: dict[str, Any]) -> str | None:
     under the same grid job name, whose host and pid ``status.cell_state`` checks): the marker names its array task's
     id; one from an embench that wrote no id is that task's when its log is in submitit's folder of that task
     (``slurm/12_3/``)."""
-    if st.get("marker_slurm_job"):
-        return str(st["marker_slurm_job"])
     log = Path(str(st.get("log") or ""))
-    return log.parent.name if log.parent.parent.name == "slurm" and log.parent.name else None
+    job = str(st.get("marker_slurm_job") or (log.parent.name if log.parent.parent.name == "slurm" else ""))
+    # only a Slurm id (``12`` or ``12_3``) is asked about: any other folder name under a ``slurm`` folder made the one
+    # sacct call for every job fail, and each job then read ENDED (its running cells "missing")
+    return job if _SLURM_ID.fullmatch(job) else None
