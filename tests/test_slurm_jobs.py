@@ -130,6 +130,18 @@ def _submitted(results: Path, slurm_job: str, cells: list[Cell], job: str = "m-1
          "time": 1.0}))
 
 
+def _running_on_a_node(results: Path, marker: dict) -> Cell:
+    """A cell of Slurm job 12_0 whose running marker (with ``marker``'s fields) a process on node-7 wrote."""
+    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
+    _submitted(results, "12_0", [cell])
+    grid = GridState(results)
+    grid.init()
+    grid.mark(cell, "running", job="m-1", **marker)
+    raw = json.loads(grid.marker_path(cell).read_text())
+    grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
+    return cell
+
+
 @pytest.mark.parametrize(("marker", "state"), [
     ({}, "running"),  # a local job running the cell since, under the same grid job name
     ({"slurm_job": "14_0"}, "running"),  # a later Slurm job's, still running
@@ -164,13 +176,7 @@ def test_a_marker_an_earlier_slurm_job_left_is_missing_once_that_job_has_ended_t
     """Job 11_0 died on its node leaving its running marker; the re-run's 12_0 was cancelled while pending, so it
     never marked the cell: the cell read ``running`` for ever and no re-run submitted it again. The marker's own job
     is asked about in the same sacct call."""
-    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
-    _submitted(tmp_path, "12_0", [cell])
-    grid = GridState(tmp_path)
-    grid.init()
-    grid.mark(cell, "running", job="m-1", **marker)
-    raw = json.loads(grid.marker_path(cell).read_text())
-    grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
+    cell = _running_on_a_node(tmp_path, marker)
     asked = []
 
     def sacct(ids):
@@ -178,7 +184,7 @@ def test_a_marker_an_earlier_slurm_job_left_is_missing_once_that_job_has_ended_t
         return {"12_0": "CANCELLED", "11_0": earlier}
 
     monkeypatch.setattr(slurm_jobs, "job_states", sacct)
-    st = cell_states([cell], ResultStore(tmp_path), grid)[cell.id]
+    st = cell_states([cell], ResultStore(tmp_path), GridState(tmp_path))[cell.id]
     assert st["state"] == state and asked == [["11_0", "12_0"]]
     assert st["note"] == ("Slurm job 12_0 ended CANCELLED" + (
         f"; its running marker is Slurm job 11_0's, which ended {earlier}" if state == "missing" else ""))
@@ -286,13 +292,7 @@ def test_sbatch_refusing_the_array_is_one_error_quoting_it(tmp_path, monkeypatch
 def test_a_marker_names_a_slurm_job_only_by_a_slurm_id(tmp_path, monkeypatch, marker):
     """Any folder name under a ``slurm`` folder was taken for the Slurm job of a running marker and sent to sacct with
     every other id: ``sacct -j my-run,12_0`` fails, so every job read ENDED and running cells read missing."""
-    cell = Cell("m", "STS12", EvalProtocol().to_dict(), "k")
-    _submitted(tmp_path, "12_0", [cell])
-    grid = GridState(tmp_path)
-    grid.init()
-    grid.mark(cell, "running", job="m-1", **marker)
-    raw = json.loads(grid.marker_path(cell).read_text())
-    grid.marker_path(cell).write_text(json.dumps({**raw, "host": "node-7"}))
+    cell = _running_on_a_node(tmp_path, marker)
     asked = []
 
     def sacct(ids):  # as job_states answers when one id makes sacct fail and squeue lists none of them
@@ -301,5 +301,5 @@ def test_a_marker_names_a_slurm_job_only_by_a_slurm_id(tmp_path, monkeypatch, ma
         return {i: "ENDED" if bad else "RUNNING" for i in ids}
 
     monkeypatch.setattr(slurm_jobs, "job_states", sacct)
-    st = cell_states([cell], ResultStore(tmp_path), grid)[cell.id]
+    st = cell_states([cell], ResultStore(tmp_path), GridState(tmp_path))[cell.id]
     assert asked == ["12_0"] and st["state"] == "running"
