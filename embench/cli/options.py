@@ -57,7 +57,8 @@ DeviceOpt = Annotated[str | None, typer.Option(
     help="cpu, cuda, cuda:1, ... (default: CUDA when present); run, compare, mteb, analyze and audit also take several, "
          "cuda:0,cuda:1 or all: the texts are split over one process per device, which fill the embedding cache.")]
 BatchSizeOpt = Annotated[int | None, typer.Option(
-    help="Texts per batch at most (default: 128 on a CPU; none on a GPU, where --batch-tokens cuts batches).")]
+    help="Texts per batch at most (default: 128 on a CPU, 32 for the per-token analyses; none on a GPU, where --batch-tokens "
+         "cuts batches).")]
 CompileOpt = Annotated[bool, typer.Option(
     "--compile", help="Run each transformer layer through torch.compile, compiled once for all layers (GPUs; pays when "
                       "a pass is long enough to repay the compilation, which takes seconds to a minute).")]

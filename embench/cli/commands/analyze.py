@@ -71,7 +71,7 @@ def analyze(
     metric: Annotated[list[str] | None, typer.Option("--metric", help="kNN distance: euclidean, cosine (repeatable for knn).")] = None,
     transform: Annotated[list[str] | None, typer.Option("--transform", help="kNN embeddings: raw, centred, whitened (repeatable for knn).")] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, help="Neighbours for kNN (default 10).")] = None,
-    split: Annotated[str | None, typer.Option(help="STS-B split for STS-B based analyses (default test).")] = None,
+    split: Annotated[str | None, typer.Option(help="STS-B split for STS-B based analyses (default test; layer-removal: dev).")] = None,
     text: Annotated[str | None, typer.Option(help="STS-B text: senteval (tokenised, lower-cased) or raw.")] = None,
     suite: Annotated[str | None, typer.Option(help="layers: also score every layer on a suite (mteb-lite: block average) or comma-separated tasks.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Any other option of the analysis, KEY=VALUE (see 'embench analyze list').")] = None,
