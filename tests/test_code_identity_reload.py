@@ -53,12 +53,17 @@ def _import_fresh(root, monkeypatch):
     return importlib.import_module("embench_probe_pkg.pooling")
 
 
-@pytest.fixture()
-def probe_package(monkeypatch):
+def _forgotten_after(monkeypatch, top: str):
+    """No bytecode written while a test runs, and the probe package ``top``'s modules forgotten after it."""
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     yield
-    for name in [m for m in sys.modules if m.split(".")[0] == "embench_probe_pkg"]:
+    for name in [m for m in sys.modules if m.split(".")[0] == top]:
         del sys.modules[name]
+
+
+@pytest.fixture()
+def probe_package(monkeypatch):
+    yield from _forgotten_after(monkeypatch, "embench_probe_pkg")
 
 
 def test_a_file_edited_after_import_keeps_the_hash_of_the_code_that_runs(tmp_path, monkeypatch, probe_package):
@@ -125,10 +130,7 @@ def _distribution(root, sub: str, body: str):
 
 @pytest.fixture()
 def probe_namespace(monkeypatch):
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    yield
-    for name in [m for m in sys.modules if m.split(".")[0] == "embench_probe_ns"]:
-        del sys.modules[name]
+    yield from _forgotten_after(monkeypatch, "embench_probe_ns")
 
 
 def _import_ns(monkeypatch, *roots):

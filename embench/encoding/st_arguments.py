@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.arguments import truth
 from ..core.errors import EmbenchError
 from ..core.registry import nearest
 
@@ -37,12 +36,6 @@ def st_texts(texts: Any, options: dict[str, Any], call: str) -> Any:
     if texts is not None or len(given) > 1:
         raise EmbenchError(f"{call} got the texts twice ({', '.join(['texts', *given][-2:])}); give them once")
     return options.pop(given[0])
-
-
-def switch(value: Any, what: str) -> bool | None:
-    """``value`` as True, False or None (numpy's bool too), anything else an error (``normalize="no"`` was true: it
-    normalised)."""
-    return truth(value, what)
 
 
 def same_device(asked: Any, own: Any) -> bool:

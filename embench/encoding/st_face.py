@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core.arguments import whole_number
+from ..core.arguments import truth, whole_number
 from ..core.errors import EmbenchError
 from ..core.surrogates import surrogate_problem
 from .cache import default_cache_dir
 from .engine import Engine
-from .st_arguments import prompted_encoder, refuse_unsupported, side_prompt, st_texts, switch
+from .st_arguments import prompted_encoder, refuse_unsupported, side_prompt, st_texts
 
 
 def progress_default(show_progress: bool | None) -> bool:
@@ -102,7 +102,7 @@ class SentenceEncode:
         refuse_unsupported({**st_kwargs, "device": device, "precision": precision, "output_value": output_value},
                            "encode()", getattr(self, "device", None))  # an ensemble or wrapped object: none to match
         # sentence-transformers' spellings; a string such as "no" was true (normalised), as evaluate(normalize=) refuses
-        normalize = switch(normalize_embeddings, "normalize_embeddings") if normalize is None else switch(normalize, "normalize")
+        normalize = truth(normalize_embeddings, "normalize_embeddings") if normalize is None else truth(normalize, "normalize")
         show_progress = show_progress_bar if show_progress is None else show_progress
         whole_number(batch_size, "encode(): batch_size")  # in Python's spelling: not the CLI's --batch-size
         single = isinstance(texts, str)
