@@ -37,17 +37,16 @@ def _version(t: torch.Tensor) -> object:
     return object() if t.is_inference() else t._version
 
 
-def tensor_versions(module: torch.nn.Module) -> tuple:
-    """What changes when any parameter or buffer is written: each tensor's version counter (bumped by every
-    in-place write, ``torch.no_grad`` or not; :func:`_version` for an inference tensor: hashed on every read),
-    storage and shape."""
-    return tuple((name, _version(t), t.data_ptr(), tuple(t.shape))
+def weights_state(module: torch.nn.Module) -> tuple:
+    """What changes when a parameter or buffer is written or replaced: each one's object, storage, dtype,
+    shape and version counter (:func:`_version`). A walk over the tensors, no hashing."""
+    return tuple((name, id(t), t.data_ptr(), t.dtype, tuple(t.shape), _version(t))
                  for named in (module.named_parameters(), module.named_buffers()) for name, t in named)
 
 
 class WeightsFingerprint:
     """Called, the fingerprint of ``module``'s current weights (and ``tokenizer``'s state): hashed again only
-    when :func:`tensor_versions` moved since the last call."""
+    when :func:`weights_state` moved since the last call."""
 
     def __init__(self, module: torch.nn.Module, tokenizer: Any = None):
         self.module, self.tokenizer = module, tokenizer
@@ -55,18 +54,11 @@ class WeightsFingerprint:
         self._value = ""
 
     def __call__(self) -> str:
-        versions = tensor_versions(self.module)
+        versions = weights_state(self.module)
         if versions != self._seen:
             self._value = module_fingerprint(self.module, self.tokenizer)
             self._seen = versions
         return self._value
-
-
-def weights_state(module: torch.nn.Module) -> tuple:
-    """What changes when a parameter or buffer is written or replaced: each one's object, storage, dtype,
-    shape and version counter (:func:`_version`). A walk over the tensors, no hashing."""
-    return tuple((name, id(t), t.data_ptr(), t.dtype, tuple(t.shape), _version(t))
-                 for named in (module.named_parameters(), module.named_buffers()) for name, t in named)
 
 
 class CheckpointFingerprint:
